@@ -1,0 +1,35 @@
+"""Reading a toolnexus config (an `mcp.json`-style file or dict) and its sibling blocks."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+RESERVED_KEYS = ("builtins", "agents", "a2a", "mcpServer")
+
+
+def read_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
+    """The top-level config object. A file that cannot be read, is not JSON or is not an object
+    raises `ValueError` naming the file and the problem."""
+    if isinstance(path_or_dict, Mapping):
+        return dict(path_or_dict)
+    path = os.fspath(path_or_dict)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise ValueError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"config file {path} is not valid JSON: {exc.msg} at line {exc.lineno} "
+            f"column {exc.colno}"
+        ) from None
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"config file {path} must hold a JSON object, not {type(data).__name__}"
+        )
+    return data

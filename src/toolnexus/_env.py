@@ -1,0 +1,41 @@
+"""`${ENV_VAR}` expansion for header values. Expanded values are secrets: never log them."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+_VAR = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
+
+
+class EnvVarError(ValueError):
+    """A `${NAME}` names an unset environment variable (the message names it, never a value)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"environment variable {name} is not set")
+        self.variable = name
+
+
+def expand_env(value: str, environ: Mapping[str, str] | None = None) -> str:
+    """Replace every `${NAME}` in `value`; an unset variable raises `EnvVarError`."""
+    env = os.environ if environ is None else environ
+    if "${" not in value:
+        return value
+
+    def sub(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in env:
+            raise EnvVarError(name)
+        return env[name]
+
+    return _VAR.sub(sub, value)
+
+
+def expand_env_headers(
+    headers: Mapping[str, str] | None, environ: Mapping[str, str] | None = None
+) -> dict[str, str] | None:
+    """Expand `${NAME}` in every header value (`None` in, `None` out)."""
+    if headers is None:
+        return None
+    return {str(k): expand_env(str(v), environ) for k, v in headers.items()}

@@ -1,0 +1,435 @@
+"""The `Toolkit`: every tool source assembled into one ordered, uniquely named set of tools."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from toolnexus import adapters
+from toolnexus._config import read_config
+from toolnexus._log import warn
+from toolnexus._naming import add_unique
+from toolnexus._validation import argument_errors
+from toolnexus.types import Answer, Request, Tool, ToolContext, ToolResult, error_message
+
+if TYPE_CHECKING:
+    from toolnexus.a2a import Agent
+    from toolnexus.mcp_source import McpServerState, McpSource
+    from toolnexus.serve import ServeHandle
+    from toolnexus.skill import SkillDef, SkillSource
+
+__all__ = ["Toolkit", "create_toolkit", "create_toolkit_sync"]
+
+T = TypeVar("T")
+WaitFor = Callable[[Request], "Answer | None | Awaitable[Answer | None]"]
+
+
+class Toolkit:
+    """An assembled set of tools: declarations for any provider, `execute` for any call.
+
+    Build one with `await create_toolkit(...)`; close it with `await close()` or `async with`.
+    """
+
+    def __init__(
+        self,
+        *,
+        mcp: McpSource | None = None,
+        skills: SkillSource | None = None,
+        builtin_tools: Sequence[Tool] = (),
+        agent_tools: Sequence[Tool] = (),
+        extra_tools: Sequence[Tool] = (),
+        disable_tools: Iterable[str] | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._mcp = mcp
+        self._skills = skills
+        self._builtins = list(builtin_tools)
+        self._agent_tools = list(agent_tools)
+        self._extra = list(extra_tools)
+        self._registered: list[Tool] = []
+        self._disable = frozenset(disable_tools or ())
+        self._config: dict[str, Any] = dict(config or {})
+        self._by_name: dict[str, Tool] = {}
+        self._tools: list[Tool] = []
+        self._declarations: dict[str, list[dict[str, Any]]] = {}
+        self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: _LoopThread | None = None
+        if mcp is not None:
+            mcp.on_tools_changed = self._assemble
+        self._assemble()
+
+    # -- assembly -------------------------------------------------------------------------------
+
+    def _assemble(self) -> None:
+        """Build `tools()` per the contract's order: MCP, skill, built-ins, agents, extras."""
+        shadowed = {t.name for t in self._extra}
+        ordered: list[Tool] = []
+        if self._mcp is not None:
+            ordered.extend(self._mcp.tools)
+        if self._skills is not None:
+            ordered.append(self._skills.tool)
+        ordered.extend(t for t in self._builtins if t.name not in shadowed)
+        ordered.extend(self._agent_tools)
+        ordered.extend(self._extra)
+        by_name: dict[str, Tool] = {}
+        add_unique((t for t in ordered if t.name not in self._disable), by_name)
+        add_unique(self._registered, by_name)
+        self._by_name = by_name
+        self._tools = list(by_name.values())
+        self._declarations = {}
+
+    def tools(self) -> list[Tool]:
+        """The assembled tools, in assembly order."""
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        """The tool exposed under `name`, or `None`."""
+        return self._by_name.get(name)
+
+    def register(self, *tools: Tool) -> Toolkit:
+        """Add tools at runtime (first wins on a name clash, with a warning). Chainable."""
+        for t in tools:
+            if not isinstance(t, Tool):
+                raise TypeError(f"register() takes Tool objects, not {type(t).__name__}")
+        self._registered.extend(add_unique(tools, dict(self._by_name)))
+        self._assemble()
+        return self
+
+    async def add_agent(
+        self,
+        card_or_agent: Any,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        poll_every: float | None = None,
+    ) -> Toolkit:
+        """Fetch a remote A2A agent's card and register one tool per skill (raises on failure)."""
+        from toolnexus.a2a import Agent, agent, agent_tools
+
+        target = (
+            card_or_agent
+            if isinstance(card_or_agent, Agent)
+            else agent(card_or_agent, headers=headers, timeout=timeout, poll_every=poll_every)
+        )
+        return self.register(*await agent_tools(target))
+
+    # -- declarations ---------------------------------------------------------------------------
+
+    def _declared(self, key: str, build: Callable[[Sequence[Tool]], list[dict[str, Any]]]) -> Any:
+        cached = self._declarations.get(key)
+        if cached is None:
+            cached = self._declarations[key] = build(self._tools)
+        return cached
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        """OpenAI chat-completions `tools` (the same list object until the tool set changes)."""
+        return self._declared("openai", adapters.to_openai)  # type: ignore[no-any-return]
+
+    def to_anthropic(self) -> list[dict[str, Any]]:
+        """Anthropic messages `tools`."""
+        return self._declared("anthropic", adapters.to_anthropic)  # type: ignore[no-any-return]
+
+    def to_gemini(self) -> list[dict[str, Any]]:
+        """Gemini `tools` (one element wrapping every declaration)."""
+        return self._declared("gemini", adapters.to_gemini)  # type: ignore[no-any-return]
+
+    # -- skills and MCP state -------------------------------------------------------------------
+
+    @property
+    def skill_source(self) -> SkillSource | None:
+        """The skill source, when the toolkit has one."""
+        return self._skills
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The top-level config the toolkit was built from (`{}` without one)."""
+        return self._config
+
+    def skills_prompt(self) -> str:
+        """The skill catalog for the system prompt (`""` without a skill source)."""
+        return self._skills.prompt() if self._skills is not None else ""
+
+    def mcp_status(self) -> dict[str, str]:
+        """Server name → `connected`, `failed` or `disabled`."""
+        return dict(self._mcp.status) if self._mcp is not None else {}
+
+    def mcp_servers(self) -> dict[str, McpServerState]:
+        """Server name → `McpServerState(status, error, transport, tool_count)`."""
+        return dict(self._mcp.servers) if self._mcp is not None else {}
+
+    # -- execution ------------------------------------------------------------------------------
+
+    async def execute(
+        self, name: str, args: dict[str, Any] | None = None, ctx: ToolContext | None = None
+    ) -> ToolResult:
+        """Run the tool `name`; every failure (unknown tool, bad arguments, a raise) is a result."""
+        tool = self._by_name.get(name)
+        if tool is None:
+            available = ", ".join(self._by_name) or "none"
+            return ToolResult(f"Unknown tool: {name}. Available tools: {available}", True)
+        if args is None:
+            args = {}
+        elif not isinstance(args, dict):
+            return ToolResult(
+                f"Invalid arguments for tool {name}: expected a JSON object, "
+                f"got {type(args).__name__}",
+                True,
+            )
+        problems = argument_errors(tool, args)
+        if problems is not None:
+            return ToolResult(problems, True)
+        try:
+            return await tool.execute(args, ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # Tool.execute already maps failures; belt and braces
+            return ToolResult(error_message(exc), True)
+
+    def execute_sync(
+        self, name: str, args: dict[str, Any] | None = None, ctx: ToolContext | None = None
+    ) -> ToolResult:
+        """`execute` for synchronous code; runs on the loop that owns the toolkit's sessions."""
+        return self._run_sync(self.execute(name, args, ctx))
+
+    def close_sync(self) -> None:
+        """`close` for synchronous code; also stops the toolkit's background loop."""
+        try:
+            self._run_sync(self.close())
+        finally:
+            if self._loop_thread is not None:
+                self._loop_thread.stop()
+                self._loop_thread = None
+
+    def _run_sync(self, coro: Awaitable[T]) -> T:
+        loop = self._loop
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if loop is None or loop.is_closed() or not loop.is_running():
+            # The loop that built the toolkit is gone (e.g. asyncio.run returned): own one.
+            if self._loop_thread is None:
+                self._loop_thread = _LoopThread()
+            loop = self._loop = self._loop_thread.loop
+        if running is loop:
+            if asyncio.iscoroutine(coro):
+                coro.close()
+            raise RuntimeError(
+                "execute_sync() was called from the toolkit's own event loop; "
+                "use `await toolkit.execute(...)` there"
+            )
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, loop)  # type: ignore[arg-type]
+        return future.result()
+
+    # -- serving --------------------------------------------------------------------------------
+
+    async def serve(
+        self,
+        addr: str,
+        *,
+        client: Any = None,
+        a2a: Mapping[str, Any] | None = None,
+        on_task: Callable[..., Any] | None = None,
+        mcp: Mapping[str, Any] | None = None,
+        on_call: Callable[..., Any] | None = None,
+        auth_token: str | None = None,
+    ) -> ServeHandle:
+        """Serve this toolkit over HTTP as an MCP server and/or an A2A agent (serve.md)."""
+        from toolnexus.serve import serve_toolkit
+
+        return await serve_toolkit(
+            self,
+            addr,
+            client=client,
+            a2a=a2a,
+            on_task=on_task,
+            mcp=mcp,
+            on_call=on_call,
+            auth_token=auth_token,
+        )
+
+    async def serve_stdio(
+        self,
+        mcp: Mapping[str, Any] | None = None,
+        on_call: Callable[..., Any] | None = None,
+    ) -> None:
+        """Serve this toolkit as an MCP server over stdin/stdout until stdin closes."""
+        from toolnexus.serve import serve_toolkit_stdio
+
+        await serve_toolkit_stdio(self, mcp=mcp, on_call=on_call)
+
+    # -- life cycle -----------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Disconnect every MCP server (killing stdio process trees) and close pooled HTTP.
+
+        Idempotent; safe from any task.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        from toolnexus._http import close_shared_client
+
+        try:
+            if self._mcp is not None:
+                await self._mcp.close()
+        finally:
+            await close_shared_client()
+
+    async def __aenter__(self) -> Toolkit:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<Toolkit {len(self._tools)} tools>"
+
+
+class _LoopThread:
+    """A daemon thread running an event loop, for hosts that have none."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        started = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(self.loop)
+            self.loop.call_soon(started.set)
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=run, name="toolnexus-loop", daemon=True)
+        self.thread.start()
+        started.wait()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        if not self.loop.is_running():
+            self.loop.close()
+
+
+def _effective_skills_filter(
+    skills_filter: Mapping[str, bool] | None, disable_skills: Iterable[str] | None
+) -> dict[str, bool] | None:
+    merged = dict(skills_filter or {})
+    for name in disable_skills or ():
+        merged.setdefault(name, False)
+    return merged or None
+
+
+async def _resolve_agents(agents: Sequence[Agent], config_block: Any) -> list[Tool]:
+    """Fetch every agent's card concurrently; a failing agent is isolated with a warning."""
+    if not agents and not config_block:
+        return []
+    from toolnexus.a2a import agent_tools, parse_agents_config
+
+    all_agents = list(agents)
+    if config_block:
+        all_agents.extend(parse_agents_config(config_block))
+
+    async def one(a: Agent) -> list[Tool]:
+        try:
+            return await agent_tools(a)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            warn(f'A2A agent "{a.card}" failed: {error_message(exc)}')
+            return []
+
+    results = await asyncio.gather(*(one(a) for a in all_agents))
+    return [t for tools in results for t in tools]
+
+
+async def create_toolkit(
+    mcp_config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    skills_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    skills: Sequence[SkillDef] | None = None,
+    skill_provider: Callable[[], Any] | None = None,
+    skills_filter: Mapping[str, bool] | None = None,
+    skill_sample_limit: int = 0,
+    extra_tools: Sequence[Tool] | None = None,
+    builtins: bool | Mapping[str, Any] | None = None,
+    agents: Sequence[Agent] | None = None,
+    wait_for: WaitFor | None = None,
+    disable_tools: Iterable[str] | None = None,
+    disable_skills: Iterable[str] | None = None,
+    cancel: asyncio.Event | None = None,
+) -> Toolkit:
+    """Connect and load every configured tool source concurrently, then assemble the toolkit.
+
+    A failing MCP server, agent or skill provider is isolated (warning, status `failed`);
+    only an unreadable config file raises. Setting `cancel` aborts the whole build.
+    """
+    config = read_config(mcp_config) if mcp_config is not None else {}
+    builtins_cfg = builtins if builtins is not None else config.get("builtins")
+    has_skills = skills_dir is not None or skills is not None or skill_provider is not None
+
+    from toolnexus.builtins import select_builtins
+
+    builtin_tools = select_builtins(builtins_cfg)
+
+    mcp_task: asyncio.Task[McpSource] | None = None
+    try:
+        async with asyncio.TaskGroup() as group:
+            if mcp_config is not None:
+                from toolnexus.mcp_source import load_mcp_with_context
+
+                mcp_task = group.create_task(
+                    load_mcp_with_context(config, wait_for, cancel=cancel)
+                )
+            skills_task = None
+            if has_skills:
+                from toolnexus.skill import build_skill_source
+
+                skills_task = group.create_task(
+                    build_skill_source(
+                        skills_dir,
+                        skills=skills,
+                        provider=skill_provider,
+                        filter=_effective_skills_filter(skills_filter, disable_skills),
+                        sample_limit=skill_sample_limit,
+                    )
+                )
+            agents_task = group.create_task(_resolve_agents(agents or (), config.get("agents")))
+    except BaseException as exc:
+        # One failure (typically `cancel`) aborts the build: close whatever did connect.
+        if mcp_task is not None and mcp_task.done() and not mcp_task.cancelled():
+            if mcp_task.exception() is None:
+                await mcp_task.result().close()
+        if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            raise exc.exceptions[0] from None
+        raise
+
+    toolkit = Toolkit(
+        mcp=mcp_task.result() if mcp_task is not None else None,
+        skills=skills_task.result() if skills_task is not None else None,
+        builtin_tools=builtin_tools,
+        agent_tools=agents_task.result(),
+        extra_tools=extra_tools or (),
+        disable_tools=disable_tools,
+        config=config,
+    )
+    toolkit._loop = asyncio.get_running_loop()
+    return toolkit
+
+
+def create_toolkit_sync(**options: Any) -> Toolkit:
+    """Build a toolkit from synchronous code (a script, a notebook cell, a web handler).
+
+    The toolkit lives on a background event loop it owns; use `execute_sync` and `close_sync`.
+    """
+    runner = _LoopThread()
+    try:
+        toolkit = asyncio.run_coroutine_threadsafe(create_toolkit(**options), runner.loop).result()
+    except BaseException:
+        runner.stop()
+        raise
+    toolkit._loop = runner.loop
+    toolkit._loop_thread = runner
+    return toolkit

@@ -1,0 +1,277 @@
+"""Core types shared by every tool source: `Tool`, `ToolResult`, `Context`, suspension data."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeAlias
+
+__all__ = [
+    "TOOL_SOURCES",
+    "Answer",
+    "Context",
+    "Request",
+    "Signal",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "ToolSource",
+    "answer_declined",
+    "answer_output",
+    "auth_required",
+    "pending",
+    "pending_of",
+    "sanitize",
+]
+
+ToolSource: TypeAlias = Literal["mcp", "skill", "native", "http", "builtin", "a2a", "custom"]
+TOOL_SOURCES: tuple[str, ...] = ("mcp", "skill", "native", "http", "builtin", "a2a", "custom")
+
+
+class Signal(Protocol):
+    """A cancellation token: anything with `is_set()`, typically an `asyncio.Event`."""
+
+    def is_set(self) -> bool: ...
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What a tool hands back to the model."""
+
+    output: str
+    is_error: bool = False
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class Request:
+    """An out-of-band request carried by a suspended tool result (wire keys, camelCase kept)."""
+
+    id: str
+    kind: str
+    prompt: str
+    url: str | None = None
+    data: dict[str, Any] | None = None
+    expiresAt: str | None = None  # noqa: N815 - the wire key
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form: the fixed keys, optional ones omitted when `None`."""
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "prompt": self.prompt}
+        if self.url is not None:
+            out["url"] = self.url
+        if self.data is not None:
+            out["data"] = self.data
+        if self.expiresAt is not None:
+            out["expiresAt"] = self.expiresAt
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Request:
+        return cls(
+            id=str(data["id"]),
+            kind=str(data["kind"]),
+            prompt=str(data.get("prompt", "")),
+            url=data.get("url"),
+            data=data.get("data"),
+            expiresAt=data.get("expiresAt"),
+        )
+
+
+@dataclass(slots=True)
+class Answer:
+    """The host's resolution of a `Request` (wire keys)."""
+
+    id: str
+    ok: bool
+    data: dict[str, Any] | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "ok": self.ok}
+        if self.data is not None:
+            out["data"] = self.data
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Answer:
+        return cls(
+            id=str(data["id"]),
+            ok=bool(data["ok"]),
+            data=data.get("data"),
+            reason=data.get("reason"),
+        )
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """Per-call context: cancellation `signal`, `timeout` in seconds, and a resolved `answer`."""
+
+    signal: Signal | None = None
+    timeout: float | None = None
+    answer: Answer | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.signal is not None and self.signal.is_set()
+
+
+Context = ToolContext
+
+ExecuteFn: TypeAlias = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]]
+
+
+class Tool:
+    """One callable tool with a JSON-Schema input, whatever its source.
+
+    `execute` may be an async or sync callable `(args, ctx)`; sync ones run in a worker thread.
+    `Tool.execute` never raises for a tool failure: exceptions become `is_error` results.
+    """
+
+    __slots__ = ("_execute", "_is_async", "_validator", "description", "input_schema", "name",
+                 "original_name", "self_validating", "source")
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        input_schema: dict[str, Any] | None,
+        source: str = "custom",
+        execute: Callable[..., Any] | None = None,
+        *,
+        original_name: str | None = None,
+        self_validating: bool = False,
+    ) -> None:
+        if execute is None:
+            raise TypeError(f"Tool {name!r} needs an execute callable")
+        self.name = name
+        self.description = description or ""
+        self.input_schema: dict[str, Any] = (
+            input_schema if input_schema is not None else {"type": "object", "properties": {}}
+        )
+        self.source = source
+        # The name before sanitising/capping, used to tell real duplicates from collisions.
+        self.original_name = original_name if original_name is not None else name
+        self._execute = execute
+        self._is_async = inspect.iscoroutinefunction(execute) or inspect.iscoroutinefunction(
+            getattr(execute, "__call__", None)  # noqa: B004 - async callable objects
+        )
+        # True when the tool checks its own arguments (native tools, with pydantic's lax rules),
+        # so the toolkit skips its generic jsonschema check.
+        self.self_validating = self_validating
+        self._validator: Any = None
+
+    async def execute(
+        self, args: dict[str, Any] | None = None, ctx: ToolContext | None = None
+    ) -> ToolResult:
+        """Run the tool; a failure is a result with `is_error=True`, never an exception."""
+        call_args = {} if args is None else args
+        call_ctx = ctx if ctx is not None else ToolContext()
+        try:
+            if self._is_async:
+                result = await self._execute(call_args, call_ctx)
+            else:
+                result = await asyncio.to_thread(self._execute, call_args, call_ctx)
+                if inspect.isawaitable(result):
+                    result = await result
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a tool failure is data for the model
+            return ToolResult(output=error_message(exc), is_error=True)
+        if isinstance(result, ToolResult):
+            return result
+        if isinstance(result, str):
+            return ToolResult(output=result)
+        from toolnexus._json import to_compact_json
+
+        return ToolResult(output=to_compact_json(result))
+
+    def renamed(self, name: str) -> Tool:
+        """A copy of this tool under another exposed name (same execute, same schema)."""
+        clone = Tool(
+            name,
+            self.description,
+            self.input_schema,
+            self.source,
+            self._execute,
+            original_name=self.original_name,
+            self_validating=self.self_validating,
+        )
+        clone._is_async = self._is_async
+        return clone
+
+    def __repr__(self) -> str:
+        return f"Tool(name={self.name!r}, source={self.source!r})"
+
+
+def error_message(exc: BaseException) -> str:
+    """A readable one-line message for an exception (its text, or its type when empty)."""
+    text = str(exc)
+    return text if text else type(exc).__name__
+
+
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def sanitize(value: str) -> str:
+    """Replace each character outside `[a-zA-Z0-9_-]` with `_` (one for one)."""
+    return _UNSAFE.sub("_", value)
+
+
+_pending_seq = itertools.count(1)
+
+
+def _new_pending_id(prefix: str = "pnd") -> str:
+    return f"{prefix}-{int(time.time() * 1000)}-{next(_pending_seq)}"
+
+
+def pending(
+    *,
+    kind: str,
+    prompt: str,
+    id: str | None = None,  # noqa: A002 - contract name
+    url: str | None = None,
+    data: dict[str, Any] | None = None,
+    expiresAt: str | None = None,  # noqa: N803 - contract name
+) -> ToolResult:
+    """A suspension result: the tool needs something out of band before it can answer."""
+    request = Request(
+        id=id or _new_pending_id(),
+        kind=kind,
+        prompt=prompt,
+        url=url,
+        data=data,
+        expiresAt=expiresAt,
+    )
+    output = prompt if url is None else f"{prompt}\n{url}"
+    return ToolResult(output=output, is_error=True, metadata={"pending": request})
+
+
+def auth_required(url: str, prompt: str = "Authorization required to continue") -> ToolResult:
+    """A suspension asking the host to complete an authorization at `url`."""
+    return pending(kind="authorization", prompt=prompt, url=url)
+
+
+def pending_of(result: ToolResult | None) -> Request | None:
+    """The `Request` carried by a suspension result, else `None`."""
+    if result is None or not isinstance(result.metadata, dict):
+        return None
+    request = result.metadata.get("pending")
+    return request if isinstance(request, Request) else None
+
+
+def answer_output(id: str, output: Any) -> Answer:  # noqa: A002 - contract name
+    """A positive answer whose data carries `output`."""
+    return Answer(id=id, ok=True, data={"output": output})
+
+
+def answer_declined(id: str, reason: str = "declined") -> Answer:  # noqa: A002
+    """A negative answer (`declined`, `cancelled` or `expired`)."""
+    return Answer(id=id, ok=False, reason=reason)
+
