@@ -29,7 +29,5 @@ def read_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) -> dic
             f"column {exc.colno}"
         ) from None
     if not isinstance(data, dict):
-        raise ValueError(
-            f"config file {path} must hold a JSON object, not {type(data).__name__}"
-        )
+        raise ValueError(f"config file {path} must hold a JSON object, not {type(data).__name__}")
     return data

@@ -28,13 +28,17 @@ def add_unique(tools: Iterable[Tool], into: dict[str, Tool]) -> list[Tool]:
         name = tool.name
         if len(name) > MAX_TOOL_NAME:
             name = _hashed_name(name, tool.original_name)
-            warn(f'tool name "{tool.original_name}" is longer than {MAX_TOOL_NAME} '
-                 f'characters — exposed as "{name}"')
+            warn(
+                f'tool name "{tool.original_name}" is longer than {MAX_TOOL_NAME} '
+                f'characters — exposed as "{name}"'
+            )
         existing = into.get(name)
         if existing is not None and existing.original_name != tool.original_name:
             renamed = _hashed_name(name, tool.original_name)
-            warn(f'tool "{tool.original_name}" collides with "{existing.original_name}" as '
-                 f'"{name}" — exposed as "{renamed}"')
+            warn(
+                f'tool "{tool.original_name}" collides with "{existing.original_name}" as '
+                f'"{name}" — exposed as "{renamed}"'
+            )
             name = renamed
             existing = into.get(name)
         if existing is not None:

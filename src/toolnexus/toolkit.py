@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["Toolkit", "create_toolkit", "create_toolkit_sync"]
 
 T = TypeVar("T")
-WaitFor = Callable[[Request], "Answer | None | Awaitable[Answer | None]"]
+WaitFor = Callable[[Request], "Answer | Awaitable[Answer | None] | None"]
 
 
 class Toolkit:
@@ -380,9 +380,7 @@ async def create_toolkit(
             if mcp_config is not None:
                 from toolnexus.mcp_source import load_mcp_with_context
 
-                mcp_task = group.create_task(
-                    load_mcp_with_context(config, wait_for, cancel=cancel)
-                )
+                mcp_task = group.create_task(load_mcp_with_context(config, wait_for, cancel=cancel))
             skills_task = None
             if has_skills:
                 from toolnexus.skill import build_skill_source
@@ -399,9 +397,13 @@ async def create_toolkit(
             agents_task = group.create_task(_resolve_agents(agents or (), config.get("agents")))
     except BaseException as exc:
         # One failure (typically `cancel`) aborts the build: close whatever did connect.
-        if mcp_task is not None and mcp_task.done() and not mcp_task.cancelled():
-            if mcp_task.exception() is None:
-                await mcp_task.result().close()
+        if (
+            mcp_task is not None
+            and mcp_task.done()
+            and not mcp_task.cancelled()
+            and mcp_task.exception() is None
+        ):
+            await mcp_task.result().close()
         if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
             raise exc.exceptions[0] from None
         raise

@@ -57,7 +57,7 @@ class Request:
     prompt: str
     url: str | None = None
     data: dict[str, Any] | None = None
-    expiresAt: str | None = None  # noqa: N815 - the wire key
+    expiresAt: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form: the fixed keys, optional ones omitted when `None`."""
@@ -134,8 +134,17 @@ class Tool:
     `Tool.execute` never raises for a tool failure: exceptions become `is_error` results.
     """
 
-    __slots__ = ("_execute", "_is_async", "_validator", "description", "input_schema", "name",
-                 "original_name", "self_validating", "source")
+    __slots__ = (
+        "_execute",
+        "_is_async",
+        "_validator",
+        "description",
+        "input_schema",
+        "name",
+        "original_name",
+        "self_validating",
+        "source",
+    )
 
     def __init__(
         self,
@@ -235,10 +244,10 @@ def pending(
     *,
     kind: str,
     prompt: str,
-    id: str | None = None,  # noqa: A002 - contract name
+    id: str | None = None,
     url: str | None = None,
     data: dict[str, Any] | None = None,
-    expiresAt: str | None = None,  # noqa: N803 - contract name
+    expiresAt: str | None = None,
 ) -> ToolResult:
     """A suspension result: the tool needs something out of band before it can answer."""
     request = Request(
@@ -266,12 +275,11 @@ def pending_of(result: ToolResult | None) -> Request | None:
     return request if isinstance(request, Request) else None
 
 
-def answer_output(id: str, output: Any) -> Answer:  # noqa: A002 - contract name
+def answer_output(id: str, output: Any) -> Answer:
     """A positive answer whose data carries `output`."""
     return Answer(id=id, ok=True, data={"output": output})
 
 
-def answer_declined(id: str, reason: str = "declined") -> Answer:  # noqa: A002
+def answer_declined(id: str, reason: str = "declined") -> Answer:
     """A negative answer (`declined`, `cancelled` or `expired`)."""
     return Answer(id=id, ok=False, reason=reason)
-
