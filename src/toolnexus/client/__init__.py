@@ -1,0 +1,1 @@
+"""The unified LLM client: the tool-calling loop, streaming, memory and metrics."""

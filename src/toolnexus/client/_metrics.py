@@ -1,0 +1,244 @@
+"""The client's metric registry: `on_metric` events in, Prometheus text exposition out.
+
+`record` is on the hot path of every LLM call and tool call, so it only bumps numbers in dicts
+keyed by raw label tuples; escaping, label strings and sorting happen in `render`.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from bisect import bisect_left
+from collections.abc import Iterable
+from operator import itemgetter
+from typing import Any
+
+__all__ = ["Metrics", "js_number"]
+
+_BOUNDS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+def js_number(value: float) -> str:
+    """Render a number exactly like JavaScript `String(number)`."""
+    if type(value) is int and -(2**53) <= value <= 2**53:
+        return str(value)  # the common case: counts and token totals
+    x = float(value)
+    if x != x:
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "0"  # also -0, as in JavaScript
+    if x < 0:
+        return "-" + js_number(-x)
+    # `repr` gives the shortest round-trip digits; only the layout differs from JavaScript.
+    mantissa, _, exp = repr(x).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    if frac == "0":
+        frac = ""
+    digits = (whole + frac).lstrip("0")
+    stripped = digits.rstrip("0")
+    # value = int(stripped) * 10 ** (n - k), with k digits (ECMAScript Number::toString).
+    k = len(stripped)
+    n = (int(exp) if exp else 0) - len(frac) + (len(digits) - k) + k
+    if k <= n <= 21:
+        return stripped + "0" * (n - k)
+    if 0 < n <= 21:
+        return stripped[:n] + "." + stripped[n:]
+    if -6 < n <= 0:
+        return "0." + "0" * -n + stripped
+    e = n - 1
+    sign = "+" if e >= 0 else "-"
+    head = stripped if k == 1 else stripped[0] + "." + stripped[1:]
+    return f"{head}e{sign}{abs(e)}"
+
+
+_LE = (*(f'le="{js_number(b)}"' for b in _BOUNDS), 'le="+Inf"')
+
+
+class _Histogram:
+    __slots__ = ("counts", "sum", "total")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(_BOUNDS) + 1)  # per bucket, not cumulative; last is +Inf
+        self.sum: float = 0
+        self.total = 0
+
+    def observe(self, seconds: float) -> None:
+        # The first bound >= the value: exactly 0.05 lands in le="0.05".
+        self.counts[bisect_left(_BOUNDS, seconds)] += 1
+        self.sum += seconds
+        self.total += 1
+
+
+_Labels = tuple[Any, ...]
+_PROMPT: _Labels = ("prompt",)
+_COMPLETION: _Labels = ("completion",)
+
+
+def _escape(value: object) -> str:
+    text = value if isinstance(value, str) else str(value)
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _label_string(names: tuple[str, ...], values: _Labels) -> str:
+    return ",".join(f'{n}="{_escape(v)}"' for n, v in zip(names, values, strict=True))
+
+
+def _seconds(ms: Any) -> float:
+    return ms / 1000 if isinstance(ms, (int, float)) else 0
+
+
+def _count(value: Any) -> float:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def _flag(value: Any) -> str:
+    return "true" if value else "false"
+
+
+class Metrics:
+    """Cumulative registry fed with the client's `llm`, `tool` and `run` events (client.md §12).
+
+    Labels carry only model, status, tool, source and flags — never ids — so cardinality stays
+    bounded by the number of models and tools.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._llm_requests: dict[_Labels, int] = {}
+        self._tokens: dict[_Labels, float] = {}
+        self._llm_durations: dict[_Labels, _Histogram] = {}
+        self._tool_calls: dict[_Labels, int] = {}
+        self._tool_durations: dict[_Labels, _Histogram] = {}
+        self._run_errors: dict[_Labels, int] = {}
+
+    def record(self, event: dict[str, Any]) -> None:
+        """Count one event; unknown events are ignored."""
+        kind = event.get("event")
+        with self._lock:
+            if kind == "llm":
+                model = event.get("model", "")
+                status = event.get("status", "ok")
+                key: _Labels = (model, status)
+                self._llm_requests[key] = self._llm_requests.get(key, 0) + 1
+                if status == "ok":
+                    tokens = self._tokens
+                    tokens[_PROMPT] = tokens.get(_PROMPT, 0) + _count(event.get("prompt_tokens"))
+                    tokens[_COMPLETION] = tokens.get(_COMPLETION, 0) + _count(
+                        event.get("completion_tokens")
+                    )
+                self._observe(self._llm_durations, (model,), event.get("ms"))
+            elif kind == "tool":
+                tool = event.get("tool", "")
+                key = (
+                    tool,
+                    event.get("source") or "custom",
+                    _flag(event.get("is_error")),
+                    _flag(event.get("pending")),
+                )
+                self._tool_calls[key] = self._tool_calls.get(key, 0) + 1
+                self._observe(self._tool_durations, (tool,), event.get("ms"))
+            elif kind == "run" and event.get("error") is not None:
+                key = (event.get("model", ""),)
+                self._run_errors[key] = self._run_errors.get(key, 0) + 1
+
+    @staticmethod
+    def _observe(family: dict[_Labels, _Histogram], key: _Labels, ms: Any) -> None:
+        histogram = family.get(key)
+        if histogram is None:
+            histogram = family[key] = _Histogram()
+        histogram.observe(_seconds(ms))
+
+    def render(self) -> str:
+        """The Prometheus text exposition, BYTE-EXACT per client.md §12, ending with a newline."""
+        with self._lock:
+            llm_requests = dict(self._llm_requests)
+            tokens = dict(self._tokens)
+            llm_durations = {k: _snapshot(h) for k, h in self._llm_durations.items()}
+            tool_calls = dict(self._tool_calls)
+            tool_durations = {k: _snapshot(h) for k, h in self._tool_durations.items()}
+            run_errors = dict(self._run_errors)
+        lines: list[str] = []
+        _counter(
+            lines,
+            "toolnexus_llm_requests_total",
+            "Total LLM requests.",
+            ("model", "status"),
+            llm_requests,
+        )
+        _counter(
+            lines,
+            "toolnexus_llm_tokens_total",
+            "Total tokens, by type.",
+            ("type",),
+            tokens,
+        )
+        _histogram(
+            lines,
+            "toolnexus_llm_request_duration_seconds",
+            "LLM request duration in seconds.",
+            ("model",),
+            llm_durations,
+        )
+        _counter(
+            lines,
+            "toolnexus_tool_calls_total",
+            "Total tool calls.",
+            ("tool", "source", "is_error", "pending"),
+            tool_calls,
+        )
+        _histogram(
+            lines,
+            "toolnexus_tool_duration_seconds",
+            "Tool execution duration in seconds.",
+            ("tool",),
+            tool_durations,
+        )
+        _counter(lines, "toolnexus_run_errors_total", "Total run errors.", ("model",), run_errors)
+        lines.append("")
+        return "\n".join(lines)
+
+
+def _snapshot(h: _Histogram) -> tuple[list[int], float, int]:
+    return list(h.counts), h.sum, h.total
+
+
+def _sorted_series(names: tuple[str, ...], series: dict[_Labels, Any]) -> Iterable[tuple[str, Any]]:
+    rendered = [(_label_string(names, k), v) for k, v in series.items()]
+    rendered.sort(key=itemgetter(0))  # plain code-point order of the label strings
+    return rendered
+
+
+def _header(lines: list[str], name: str, help_text: str, kind: str) -> None:
+    lines.append(f"# HELP {name} {help_text}")
+    lines.append(f"# TYPE {name} {kind}")
+
+
+def _counter(
+    lines: list[str],
+    name: str,
+    help_text: str,
+    names: tuple[str, ...],
+    series: dict[_Labels, Any],
+) -> None:
+    _header(lines, name, help_text, "counter")
+    for labels, value in _sorted_series(names, series):
+        lines.append(f"{name}{{{labels}}} {js_number(value)}")
+
+
+def _histogram(
+    lines: list[str],
+    name: str,
+    help_text: str,
+    names: tuple[str, ...],
+    series: dict[_Labels, tuple[list[int], float, int]],
+) -> None:
+    _header(lines, name, help_text, "histogram")
+    for labels, (counts, total_seconds, count) in _sorted_series(names, series):
+        cumulative = 0
+        for le, bucket in zip(_LE, counts, strict=True):
+            cumulative += bucket
+            lines.append(f"{name}_bucket{{{labels},{le}}} {cumulative}")
+        lines.append(f"{name}_sum{{{labels}}} {js_number(total_seconds)}")
+        lines.append(f"{name}_count{{{labels}}} {count}")
