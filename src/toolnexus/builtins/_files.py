@@ -1,0 +1,197 @@
+"""`read`, `write` and `edit`: UTF-8 file I/O in worker threads, confined to the workspace."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from typing import IO, Any
+
+from toolnexus.builtins._common import (
+    Settings,
+    ToolError,
+    builtin_tool,
+    optional_number,
+    required_str,
+)
+from toolnexus.builtins._output import HINT_READ, CappedBuffer
+from toolnexus.builtins._paths import os_reason, resolve
+from toolnexus.types import Tool, ToolContext, ToolResult
+
+READ_DESCRIPTION = (
+    "Read a UTF-8 text file. Without offset/limit the whole file is returned as is; with them, "
+    "`limit` lines starting at line `offset` (1-based). Long output is cut; page through big "
+    "files with offset/limit."
+)
+READ_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "File to read."},
+        "offset": {"type": "number", "description": "First line to return (1-based)."},
+        "limit": {"type": "number", "description": "Number of lines to return."},
+    },
+    "required": ["path"],
+    "additionalProperties": False,
+}
+
+WRITE_DESCRIPTION = (
+    "Create or overwrite a file with `content` (UTF-8), creating missing parent directories."
+)
+WRITE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "File to write."},
+        "content": {"type": "string", "description": "The complete new file content."},
+    },
+    "required": ["path", "content"],
+    "additionalProperties": False,
+}
+
+EDIT_DESCRIPTION = (
+    "Replace an exact string in an existing file. `oldString` must occur exactly once unless "
+    "`replaceAll` is true. Include enough surrounding text to make it unique."
+)
+EDIT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "File to edit."},
+        "oldString": {"type": "string", "description": "Exact text to replace."},
+        "newString": {"type": "string", "description": "Replacement text."},
+        "replaceAll": {
+            "type": "boolean",
+            "description": "Replace every occurrence (default false).",
+        },
+    },
+    "required": ["path", "oldString", "newString"],
+    "additionalProperties": False,
+}
+
+
+def _split_lines(fh: IO[bytes]) -> Iterator[bytes]:
+    """The pieces of `content.split(b"\\n")`, streamed."""
+    last = b""
+    for line in fh:
+        if line.endswith(b"\n"):
+            yield line[:-1]
+            last = b""
+        else:
+            last = line
+    yield last
+
+
+def _read(settings: Settings, raw: str, offset: float | None, limit: float | None) -> str:
+    path = resolve(settings, raw)
+    cap = settings.max_output_bytes
+    out = CappedBuffer(cap)
+    try:
+        with open(path, "rb") as fh:
+            if offset is None and limit is None:
+                if cap <= 0:
+                    return fh.read().decode("utf-8", "replace")
+                out.add(fh.read(cap + 4))
+                if out.total > cap:
+                    size = os.fstat(fh.fileno()).st_size
+                    if size >= out.total:
+                        out.total = size
+                    else:  # st_size is 0 for some special files: count the rest instead
+                        while chunk := fh.read(1 << 20):
+                            out.add(chunk)
+                return out.text(HINT_READ)
+            first = max(1, int(offset)) if offset is not None else 1
+            count = max(0, int(limit)) if limit is not None else None
+            taken = 0
+            for number, line in enumerate(_split_lines(fh), start=1):
+                if number < first:
+                    continue
+                if count is not None and taken >= count:
+                    break
+                out.add(b"\n" + line if taken else line)
+                taken += 1
+            return out.text(HINT_READ)
+    except OSError as exc:
+        raise ToolError(os_reason(exc, raw)) from None
+
+
+def _write(settings: Settings, raw: str, content: str) -> int:
+    path = resolve(settings, raw)
+    data = content.encode("utf-8")
+    try:
+        parent = os.path.dirname(path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        with open(path, "wb") as fh:
+            fh.write(data)
+    except OSError as exc:
+        raise ToolError(os_reason(exc, raw)) from None
+    return len(data)
+
+
+def read_text(path: str, raw: str) -> str:
+    """A whole file as strict UTF-8 (files about to be rewritten must not lose bytes)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise ToolError(os_reason(exc, raw)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"not a UTF-8 text file: {raw}") from None
+
+
+def _edit(settings: Settings, raw: str, old: str, new: str, replace_all: bool) -> int:
+    path = resolve(settings, raw)
+    content = read_text(path, raw)
+    found = content.count(old)
+    if found == 0:
+        raise ToolError(f"oldString not found in {raw}")
+    if found > 1 and not replace_all:
+        raise ToolError(f"oldString is not unique in {raw} ({found} occurrences); use replaceAll")
+    updated = content.replace(old, new) if replace_all else content.replace(old, new, 1)
+    try:
+        with open(path, "wb") as fh:
+            fh.write(updated.encode("utf-8"))
+    except OSError as exc:
+        raise ToolError(os_reason(exc, raw)) from None
+    return found
+
+
+def read_tool(settings: Settings) -> Tool:
+    async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        raw = required_str(args, "path")
+        offset = optional_number(args, "offset")
+        limit = optional_number(args, "limit")
+        return ToolResult(await asyncio.to_thread(_read, settings, raw, offset, limit))
+
+    return builtin_tool("read", READ_DESCRIPTION, READ_SCHEMA, run)
+
+
+def write_tool(settings: Settings) -> Tool:
+    async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        raw = required_str(args, "path")
+        content = args.get("content")
+        if content is None:
+            raise ToolError("content is required")
+        if not isinstance(content, str):
+            raise ToolError("content must be a string")
+        n = await asyncio.to_thread(_write, settings, raw, content)
+        return ToolResult(f"Wrote {n} bytes to {raw}", False, {"bytes": n})
+
+    return builtin_tool("write", WRITE_DESCRIPTION, WRITE_SCHEMA, run)
+
+
+def edit_tool(settings: Settings) -> Tool:
+    async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        raw = required_str(args, "path")
+        old = required_str(args, "oldString")
+        new = args.get("newString")
+        if new is None:
+            raise ToolError("newString is required")
+        if not isinstance(new, str):
+            raise ToolError("newString must be a string")
+        replace_all = args.get("replaceAll") is True
+        n = await asyncio.to_thread(_edit, settings, raw, old, new, replace_all)
+        plural = "replacement" if n == 1 else "replacements"
+        return ToolResult(f"Edited {raw} ({n} {plural})", False, {"replacements": n})
+
+    return builtin_tool("edit", EDIT_DESCRIPTION, EDIT_SCHEMA, run)

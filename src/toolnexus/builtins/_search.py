@@ -1,0 +1,185 @@
+"""`grep` and `glob`: directory walks in a worker thread that stops when the call is abandoned."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from toolnexus.builtins._common import (
+    Settings,
+    ToolError,
+    builtin_tool,
+    optional_number,
+    optional_str,
+    required_str,
+)
+from toolnexus.builtins._glob import compile_glob, walk
+from toolnexus.builtins._output import HINT_SEARCH, cap_text
+from toolnexus.builtins._paths import base_dir, resolve
+from toolnexus.types import Tool, ToolContext, ToolResult
+
+DEFAULT_LIMIT = 100
+# Files whose first bytes hold a NUL are binary: grep skips them.
+_SNIFF = 8192
+
+T = TypeVar("T")
+
+GREP_DESCRIPTION = (
+    "Search file contents with a Python regular expression. Returns `file:line:text` for each "
+    "matching line (at most `limit`, default 100). `include` filters files by glob "
+    "(e.g. `*.py`, `src/**/*.ts`). Skips .git, node_modules and binary files."
+)
+GREP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {"type": "string", "description": "Regular expression (Python syntax)."},
+        "path": {
+            "type": "string",
+            "description": "Directory to search (default: the workspace or current directory).",
+        },
+        "include": {"type": "string", "description": "Only search files matching this glob."},
+        "limit": {"type": "number", "description": "Maximum lines returned (default 100)."},
+    },
+    "required": ["pattern"],
+    "additionalProperties": False,
+}
+
+GLOB_DESCRIPTION = (
+    "Find files by glob pattern: `*` matches within a name, `**` across directories, `?` one "
+    "character; a pattern without `/` matches base names. Returns sorted paths relative to "
+    "`path` (at most `limit`, default 100). Skips .git and node_modules."
+)
+GLOB_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {"type": "string", "description": "Glob pattern, e.g. `**/*.py`."},
+        "path": {
+            "type": "string",
+            "description": "Directory to search (default: the workspace or current directory).",
+        },
+        "limit": {"type": "number", "description": "Maximum paths returned (default 100)."},
+    },
+    "required": ["pattern"],
+    "additionalProperties": False,
+}
+
+
+def _limit(args: dict[str, Any]) -> int:
+    value = optional_number(args, "limit")
+    return int(value) if value is not None and value >= 1 else DEFAULT_LIMIT
+
+
+def _root(settings: Settings, raw: str | None) -> str:
+    if raw is None or raw == "":
+        return base_dir(settings)
+    path = resolve(settings, raw)
+    if not os.path.exists(path):
+        raise ToolError(f"path not found: {raw}")
+    return path
+
+
+def _display(raw: str | None, rel: str) -> str:
+    """`path` joined with the relative path, as the model wrote `path`."""
+    if raw is None or raw in ("", ".", "./"):
+        return rel
+    return os.path.join(raw, rel) if rel else raw
+
+
+async def _in_thread(ctx: ToolContext, work: Callable[[Callable[[], bool]], T]) -> T:
+    """Run `work(stop)` in a worker thread; `stop()` turns true once the call is cancelled."""
+    abandoned = threading.Event()
+    signal = ctx.signal
+
+    def stop() -> bool:
+        return abandoned.is_set() or (signal is not None and signal.is_set())
+
+    try:
+        return await asyncio.to_thread(work, stop)
+    finally:
+        abandoned.set()
+
+
+def _grep_file(path: str, regex: re.Pattern[str], display: str, out: list[str], limit: int) -> None:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return  # unreadable files are skipped
+    if b"\0" in data[:_SNIFF]:
+        return
+    lines = data.decode("utf-8", "replace").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the text after a final newline is not a line
+    for number, line in enumerate(lines, start=1):
+        if line.endswith("\r"):
+            line = line[:-1]
+        if regex.search(line):
+            out.append(f"{display}:{number}:{line}")
+            if len(out) >= limit:
+                return
+
+
+def grep_tool(settings: Settings) -> Tool:
+    async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        pattern = required_str(args, "pattern")
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise ToolError(f"invalid regex: {exc}") from None
+        raw = optional_str(args, "path")
+        include = optional_str(args, "include")
+        matches_include = compile_glob(include) if include else None
+        limit = _limit(args)
+
+        def search(stop: Callable[[], bool]) -> list[str]:
+            root = _root(settings, raw)
+            out: list[str] = []
+            if not os.path.isdir(root):  # a single file
+                name = os.path.basename(root)
+                if matches_include is None or matches_include(name):
+                    _grep_file(root, regex, raw or name, out, limit)
+                return out
+            for entry, rel in walk(root, stop):
+                if matches_include is not None and not matches_include(rel):
+                    continue
+                try:
+                    if not entry.is_file(follow_symlinks=False):
+                        continue  # symlinks, sockets, fifos...
+                except OSError:
+                    continue
+                _grep_file(entry.path, regex, _display(raw, rel), out, limit)
+                if len(out) >= limit or stop():
+                    break
+            return out
+
+        lines = await _in_thread(ctx, search)
+        text = cap_text("\n".join(lines), settings.max_output_bytes, HINT_SEARCH)
+        return ToolResult(text, False, {"count": len(lines)})
+
+    return builtin_tool("grep", GREP_DESCRIPTION, GREP_SCHEMA, run)
+
+
+def glob_tool(settings: Settings) -> Tool:
+    async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        pattern = required_str(args, "pattern")
+        matches = compile_glob(pattern)
+        raw = optional_str(args, "path")
+        limit = _limit(args)
+
+        def find(stop: Callable[[], bool]) -> list[str]:
+            root = _root(settings, raw)
+            if not os.path.isdir(root):
+                raise ToolError(f"not a directory: {raw}")
+            found = [rel for _, rel in walk(root, stop) if matches(rel)]
+            found.sort()
+            return found[:limit]
+
+        paths = await _in_thread(ctx, find)
+        text = cap_text("\n".join(paths), settings.max_output_bytes, HINT_SEARCH)
+        return ToolResult(text, False, {"count": len(paths)})
+
+    return builtin_tool("glob", GLOB_DESCRIPTION, GLOB_SCHEMA, run)

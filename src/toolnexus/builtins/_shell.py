@@ -1,0 +1,155 @@
+"""`bash`: one shell command in its own process group, output merged, killed whole on a limit."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import signal
+from typing import Any
+
+from toolnexus.builtins._common import (
+    Settings,
+    ToolError,
+    budget,
+    builtin_tool,
+    format_number,
+    optional_number,
+    optional_str,
+    required_str,
+    wait_signal,
+)
+from toolnexus.builtins._output import HINT_BASH, CappedBuffer
+from toolnexus.builtins._paths import base_dir, resolve
+from toolnexus.types import Tool, ToolContext, ToolResult
+
+DEFAULT_TIMEOUT_MS = 60000.0
+_CHUNK = 65536
+# After the group is killed, how long to keep reading output still buffered in the pipe (a
+# process that escaped the group with its own `setsid` could hold the pipe open forever).
+_DRAIN_SECONDS = 1.0
+
+DESCRIPTION = (
+    "Run a shell command (bash, or /bin/sh when bash is missing) and return its combined "
+    "stdout and stderr. Runs in the workspace (or `workdir`); killed with all its children "
+    "after `timeout` ms (default 60000). Long output is cut: redirect it to a file and read "
+    "that instead. Non-zero exit codes are reported as errors."
+)
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "description": "The command line to run."},
+        "workdir": {
+            "type": "string",
+            "description": "Directory to run in (default: the workspace or current directory).",
+        },
+        "timeout": {
+            "type": "number",
+            "description": "Time limit in milliseconds (default 60000).",
+        },
+        "description": {
+            "type": "string",
+            "description": "A few words saying what the command does.",
+        },
+    },
+    "required": ["command"],
+    "additionalProperties": False,
+}
+
+
+@functools.cache
+def _shell() -> str:
+    return "/bin/bash" if os.access("/bin/bash", os.X_OK) else "/bin/sh"
+
+
+def _workdir(settings: Settings, workdir: str | None) -> str:
+    if workdir is None or workdir == "":
+        return base_dir(settings)
+    path = resolve(settings, workdir)
+    if not os.path.isdir(path):
+        raise ToolError(f"workdir is not a directory: {workdir}")
+    return path
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    # start_new_session=True made the shell a group leader: its pid is the group id.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def _stop(proc: asyncio.subprocess.Process, reader: asyncio.Future[Any]) -> None:
+    """Kill the whole process group, reap the shell and stop reading its output."""
+    _kill_group(proc)
+    try:
+        await proc.wait()
+        await asyncio.wait({reader}, timeout=_DRAIN_SECONDS)
+    finally:
+        if not reader.done():
+            reader.cancel()
+            transport = getattr(proc, "_transport", None)
+            if transport is not None:
+                transport.close()
+
+
+def bash_tool(settings: Settings) -> Tool:
+    async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        command = required_str(args, "command")
+        limit_ms = budget(optional_number(args, "timeout"), ctx, DEFAULT_TIMEOUT_MS, 1000.0)
+        cwd = await asyncio.to_thread(_workdir, settings, optional_str(args, "workdir"))
+        output = CappedBuffer(settings.max_output_bytes)
+        proc = await asyncio.create_subprocess_exec(
+            _shell(),
+            "-c",
+            command,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            cwd=cwd,
+            start_new_session=True,
+        )
+
+        async def read_all() -> int:
+            assert proc.stdout is not None
+            while chunk := await proc.stdout.read(_CHUNK):
+                output.add(chunk)
+            return await proc.wait()
+
+        reader = asyncio.ensure_future(read_all())
+        cancelled: asyncio.Future[None] | None = None
+        waiting: set[asyncio.Future[Any]] = {reader}
+        if ctx.signal is not None:
+            cancelled = asyncio.ensure_future(wait_signal(ctx.signal))
+            waiting.add(cancelled)
+        try:
+            done, _ = await asyncio.wait(
+                waiting, timeout=limit_ms / 1000.0, return_when=asyncio.FIRST_COMPLETED
+            )
+        except asyncio.CancelledError:
+            await _stop(proc, reader)
+            raise
+        finally:
+            if cancelled is not None:
+                cancelled.cancel()
+
+        if reader in done:
+            code = reader.result()
+            if code < 0:  # killed by a signal: report it the way a shell would
+                code = 128 - code
+            text = output.text(HINT_BASH)
+            if code == 0:
+                return ToolResult(text, False, {"exitCode": 0})
+            return ToolResult(
+                f"{text}\nbash: command exited with code {code}", True, {"exitCode": code}
+            )
+
+        await _stop(proc, reader)
+        if cancelled is not None and cancelled in done:
+            return ToolResult("bash: command cancelled\n" + output.text(HINT_BASH), True)
+        return ToolResult(
+            f"bash: command timed out after {format_number(limit_ms)}ms\n" + output.text(HINT_BASH),
+            True,
+        )
+
+    return builtin_tool("bash", DESCRIPTION, SCHEMA, run)

@@ -1,0 +1,153 @@
+"""`webfetch`: an HTTP(S) GET through the shared pooled client, as html, markdown or text."""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import re
+from typing import Any
+
+from toolnexus.builtins._common import (
+    Settings,
+    ToolError,
+    budget,
+    builtin_tool,
+    format_number,
+    optional_number,
+    required_str,
+    wait_signal,
+)
+from toolnexus.builtins._output import HINT_WEB, cap_text, human_size
+from toolnexus.types import Tool, ToolContext, ToolResult, error_message
+
+DEFAULT_TIMEOUT_SECONDS = 30.0
+FORMATS = ("text", "markdown", "html")
+# A body larger than this is cut while downloading (the output cap is usually far smaller).
+MAX_DOWNLOAD_BYTES = 10 * 1024 * 1024
+_HEADERS = {
+    "Accept": "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.8,*/*;q=0.5",
+    "User-Agent": "toolnexus-webfetch",
+}
+
+DESCRIPTION = (
+    "Fetch an http(s) URL with GET and return the body: `markdown` (default; HTML converted to "
+    "markdown), `text` (HTML reduced to plain text) or `html` (unchanged). `timeout` is in "
+    "seconds (default 30). Long pages are cut."
+)
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "url": {"type": "string", "description": "The http:// or https:// URL to fetch."},
+        "format": {
+            "type": "string",
+            "enum": ["text", "markdown", "html"],
+            "description": "Output format (default markdown).",
+        },
+        "timeout": {"type": "number", "description": "Time limit in seconds (default 30)."},
+    },
+    "required": ["url"],
+    "additionalProperties": False,
+}
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.I)
+
+
+def _charset(content_type: str, head: bytes) -> str:
+    declared = re.search(r"charset\s*=\s*\"?([^\s;\"]+)", content_type, re.I)
+    names = [declared.group(1)] if declared else []
+    sniffed = _META_CHARSET.search(head[:4096])
+    if sniffed:
+        names.append(sniffed.group(1).decode("ascii"))
+    for name in names:
+        try:
+            return codecs.lookup(name).name
+        except LookupError:
+            continue
+    return "utf-8"
+
+
+def _is_html(content_type: str, body: str) -> bool:
+    if content_type:
+        return "html" in content_type.lower()
+    start = body.lstrip()[:64].lower()
+    return start.startswith(("<!doctype html", "<html"))
+
+
+def _convert(body: str, html: bool, fmt: str) -> str:
+    if fmt == "html" or not html:
+        return body
+    from toolnexus.builtins._html import html_to_markdown, html_to_text
+
+    return html_to_markdown(body) if fmt == "markdown" else html_to_text(body)
+
+
+async def _fetch(url: str, fmt: str, timeout: float, settings: Settings) -> ToolResult:
+    import httpx2
+
+    from toolnexus._http import shared_client
+
+    try:
+        async with (
+            asyncio.timeout(timeout),
+            shared_client().stream("GET", url, headers=_HEADERS, timeout=timeout) as response,
+        ):
+            status = response.status_code
+            if not 200 <= status < 300:
+                return ToolResult(f"HTTP {status}", True, {"status": status})
+            chunks: list[bytes] = []
+            size = 0
+            cut = False
+            async for chunk in response.aiter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                if size >= MAX_DOWNLOAD_BYTES:
+                    cut = True
+                    break
+            content_type = response.headers.get("content-type", "")
+    except (TimeoutError, httpx2.TimeoutException):
+        raise ToolError(f"request timed out after {format_number(timeout)}s") from None
+    except httpx2.HTTPError as exc:
+        raise ToolError(error_message(exc)) from None
+
+    data = b"".join(chunks)[:MAX_DOWNLOAD_BYTES]
+    body = data.decode(_charset(content_type, data), "replace")
+    text = await asyncio.to_thread(_convert, body, _is_html(content_type, body), fmt)
+    text = cap_text(text, settings.max_output_bytes, HINT_WEB)
+    if cut:
+        text += f"\n[truncated: download stopped at {human_size(MAX_DOWNLOAD_BYTES)}]"
+    return ToolResult(text, False, {"status": status, "format": fmt})
+
+
+def webfetch_tool(settings: Settings) -> Tool:
+    async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        url = required_str(args, "url")
+        fmt = args.get("format")
+        if fmt not in FORMATS:
+            fmt = "markdown"
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url.strip())
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https"):
+            shown = f"{scheme}:" if scheme else "none"
+            raise ToolError(f"unsupported URL scheme ({shown}); only http and https URLs")
+        if not parts.hostname:
+            raise ToolError(f"invalid URL (no host): {url}")
+        timeout = budget(optional_number(args, "timeout"), ctx, DEFAULT_TIMEOUT_SECONDS, 1.0)
+        fetch = _fetch(url.strip(), fmt, timeout, settings)
+        if ctx.signal is None:
+            return await fetch
+        fetching = asyncio.ensure_future(fetch)
+        cancelled = asyncio.ensure_future(wait_signal(ctx.signal))
+        try:
+            await asyncio.wait({fetching, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (fetching, cancelled):
+                if not task.done():
+                    task.cancel()
+            await asyncio.gather(fetching, cancelled, return_exceptions=True)
+        if fetching.cancelled():
+            raise ToolError("cancelled")
+        return fetching.result()
+
+    return builtin_tool("webfetch", DESCRIPTION, SCHEMA, run)
