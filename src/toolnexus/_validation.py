@@ -38,3 +38,20 @@ def argument_errors(tool: Tool, args: Any) -> str | None:
         return None
     lines = [f"- {_path(e)}: {e.message}" for e in errors]
     return f"Invalid arguments for tool {tool.name}:\n" + "\n".join(lines)
+
+
+_strippers: dict[int, tuple[dict[str, Any], Any]] = {}
+
+
+def drop_absent_nulls(tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+    """`args` without the `null`s that mean "not given" (OpenAI strict mode), see `_schema`."""
+    schema = tool.input_schema
+    hit = _strippers.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        from toolnexus._schema import null_stripper
+
+        if len(_strippers) > 4096:  # schemas are few; bound the cache anyway
+            _strippers.clear()
+        hit = _strippers[id(schema)] = (schema, null_stripper(schema))
+    strip = hit[1]
+    return args if strip is None else strip(args)  # type: ignore[no-any-return]

@@ -3,29 +3,54 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from toolnexus._log import warn
+from toolnexus._schema import allows_null, inline_refs, map_subschemas
 from toolnexus.types import Tool, ToolResult
 
 __all__ = [
     "ToolCall",
     "anthropic_tool_result",
+    "gemini_schema",
     "gemini_tool_result",
     "openai_tool_result",
     "parse_anthropic_tool_calls",
     "parse_arguments",
     "parse_gemini_tool_calls",
     "parse_openai_tool_calls",
+    "strict_schema",
     "to_anthropic",
     "to_gemini",
     "to_openai",
+    "to_openai_responses",
 ]
 
 
-def to_openai(tools: Sequence[Tool]) -> list[dict[str, Any]]:
-    """The `tools` array of an OpenAI chat completion, in order."""
+def to_openai(tools: Sequence[Tool], strict: bool = False) -> list[dict[str, Any]]:
+    """The `tools` array of an OpenAI chat completion, in order.
+
+    `strict=True` rewrites each schema for OpenAI's strict mode and marks the tool
+    `"strict": true` when that loses nothing; a tool whose schema cannot be made strict without
+    loss (an open `dict[str, T]` map, a free-form object, ...) is sent as is, non-strict, with a
+    warning.
+    """
+    if strict:
+        out = []
+        for t in tools:
+            parameters, ok = _strict_for(t)
+            function: dict[str, Any] = {
+                "name": t.name,
+                "description": t.description,
+                "parameters": parameters,
+            }
+            if ok:
+                function["strict"] = True
+            out.append({"type": "function", "function": function})
+        return out
     return [
         {
             "type": "function",
@@ -39,6 +64,27 @@ def to_openai(tools: Sequence[Tool]) -> list[dict[str, Any]]:
     ]
 
 
+def to_openai_responses(tools: Sequence[Tool], strict: bool = False) -> list[dict[str, Any]]:
+    """The `tools` array of an OpenAI Responses API request (flat function entries).
+
+    The Responses API treats a function as strict unless told otherwise, so every entry
+    carries `"strict"`: `false`, or `true` for tools made strict as in `to_openai`.
+    """
+    out = []
+    for t in tools:
+        parameters, ok = _strict_for(t) if strict else (t.input_schema, False)
+        out.append(
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": parameters,
+                "strict": ok,
+            }
+        )
+    return out
+
+
 def to_anthropic(tools: Sequence[Tool]) -> list[dict[str, Any]]:
     """The `tools` array of an Anthropic messages request, in order."""
     return [
@@ -48,15 +94,268 @@ def to_anthropic(tools: Sequence[Tool]) -> list[dict[str, Any]]:
 
 
 def to_gemini(tools: Sequence[Tool]) -> list[dict[str, Any]]:
-    """One `{"functionDeclarations": [...]}` element wrapping every tool."""
+    """One `{"functionDeclarations": [...]}` element wrapping every tool.
+
+    Each schema is rewritten into the subset Gemini accepts (`gemini_schema`).
+    """
     return [
         {
             "functionDeclarations": [
-                {"name": t.name, "description": t.description, "parameters": t.input_schema}
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": _cached(_gemini_cache, t.input_schema, gemini_schema),
+                }
                 for t in tools
             ]
         }
     ]
+
+
+# -- schema conversions (cached per schema object: tools treat their schema as immutable) -----
+
+_CACHE_SIZE = 1024
+_strict_cache: OrderedDict[int, tuple[dict[str, Any], Any]] = OrderedDict()
+_gemini_cache: OrderedDict[int, tuple[dict[str, Any], Any]] = OrderedDict()
+
+T = TypeVar("T")
+
+
+def _cached(
+    cache: OrderedDict[int, tuple[dict[str, Any], Any]],
+    schema: dict[str, Any],
+    convert: Callable[[dict[str, Any]], T],
+) -> T:
+    """`convert(schema)`, computed once per schema object (the entry holds the schema alive)."""
+    key = id(schema)
+    hit = cache.get(key)
+    if hit is not None and hit[0] is schema:
+        cache.move_to_end(key)
+        return hit[1]  # type: ignore[no-any-return]
+    value = convert(schema)
+    cache[key] = (schema, value)
+    if len(cache) > _CACHE_SIZE:
+        cache.popitem(last=False)
+    return value
+
+
+def _strict_for(t: Tool) -> tuple[dict[str, Any], bool]:
+    """The schema to send for `t` in strict mode, and whether it is strict. Warns once."""
+
+    def convert(schema: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        converted, problem = strict_schema(schema)
+        return converted, problem
+
+    converted, problem = _cached(_strict_cache, t.input_schema, convert)
+    if problem is None:
+        return converted, True
+    key = (id(t.input_schema), t.name)
+    if key not in _strict_warned:
+        _strict_warned.add(key)
+        warn(f'tool "{t.name}" cannot use OpenAI strict mode ({problem}) — sent non-strict')
+    return t.input_schema, False
+
+
+_strict_warned: set[tuple[int, str]] = set()
+
+# Keywords OpenAI strict mode rejects but whose loss only widens what the model may send (the
+# toolkit still validates every call against the tool's own schema).
+_STRICT_DROPPED = frozenset(
+    {
+        "$schema",
+        "$id",
+        "$comment",
+        "title",
+        "default",
+        "examples",
+        "format",
+        "minLength",
+        "maxLength",
+        "uniqueItems",
+        "minProperties",
+        "maxProperties",
+        "contentEncoding",
+        "contentMediaType",
+        "readOnly",
+        "writeOnly",
+        "deprecated",
+    }
+)
+# Keywords with no strict-mode equivalent: their loss would change what the tool accepts.
+_STRICT_LOSSY = (
+    "patternProperties",
+    "propertyNames",
+    "unevaluatedProperties",
+    "dependentSchemas",
+    "dependentRequired",
+    "not",
+    "if",
+    "then",
+    "else",
+    "prefixItems",
+    "contains",
+)
+
+
+class _NotStrict(Exception):
+    """A schema that strict mode cannot express without loss (the message says why)."""
+
+
+def strict_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """`schema` rewritten for OpenAI strict mode, and `None` — or the reason it is lossy.
+
+    Every object is closed (`additionalProperties: false`) and lists every property as
+    required; a property that was optional becomes nullable (`null` means "not given").
+    The input is never mutated; on a lossy schema the returned schema is the input itself.
+    """
+    try:
+        if schema.get("type") != "object" or "properties" not in schema:
+            raise _NotStrict("the top level is not an object with declared properties")
+        return _strict_node(schema, "(root)"), None
+    except _NotStrict as exc:
+        return schema, str(exc)
+
+
+def _strict_node(node: Any, where: str) -> Any:
+    if not isinstance(node, dict):
+        raise _NotStrict(f"{where} is a boolean schema")
+    for key in _STRICT_LOSSY:
+        if key in node:
+            raise _NotStrict(f"{where} uses {key}")
+    if "allOf" in node:
+        if len(node["allOf"]) != 1:
+            raise _NotStrict(f"{where} uses allOf")
+        merged = {k: v for k, v in node.items() if k != "allOf"}
+        merged = {**node["allOf"][0], **merged}
+        return _strict_node(merged, where)
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _STRICT_DROPPED:
+            continue
+        if key == "oneOf":  # exclusivity is re-checked by validation; anyOf is accepted
+            key = "anyOf"
+        if key in ("anyOf",):
+            out[key] = [_strict_node(v, f"{where}.{key}") for v in value]
+        elif key in ("$defs", "definitions"):
+            out[key] = {n: _strict_node(v, f"{where}.{key}.{n}") for n, v in value.items()}
+        elif key == "items":
+            if isinstance(value, list):
+                raise _NotStrict(f"{where} uses tuple items")
+            out[key] = _strict_node(value, f"{where}[]")
+        elif key in ("properties", "additionalProperties", "required"):
+            continue  # handled below for objects
+        else:
+            out[key] = value
+    typ = node.get("type")
+    is_object = typ == "object" or (isinstance(typ, list) and "object" in typ)
+    if is_object or "properties" in node:
+        extra = node.get("additionalProperties")
+        if extra not in (None, False):
+            raise _NotStrict(f"{where} is an open map (additionalProperties)")
+        if "properties" not in node and extra is None:
+            raise _NotStrict(f"{where} is a free-form object")
+        props = node.get("properties") or {}
+        required = set(node.get("required") or ())
+        new_props: dict[str, Any] = {}
+        for name, sub in props.items():
+            converted = _strict_node(sub, f"{where}.{name}")
+            if name not in required:
+                converted = _nullable(converted)
+            new_props[name] = converted
+        out["properties"] = new_props
+        out["required"] = list(new_props)
+        out["additionalProperties"] = False
+    elif "additionalProperties" in node or "required" in node:
+        pass  # only meaningful on objects
+    if not any(k in out for k in ("type", "anyOf", "$ref", "enum", "const")):
+        raise _NotStrict(f"{where} has no type")
+    return out
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` that also accepts `null`."""
+    if allows_null(schema):
+        return schema
+    typ = schema.get("type")
+    if "anyOf" in schema:
+        return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
+    if "$ref" in schema or typ is None:
+        extra = {k: v for k, v in schema.items() if k == "description"}
+        core = {k: v for k, v in schema.items() if k != "description"}
+        return {"anyOf": [core, {"type": "null"}], **extra}
+    out = dict(schema)
+    out["type"] = [*typ, "null"] if isinstance(typ, list) else [typ, "null"]
+    if "enum" in out:
+        out["enum"] = [*out["enum"], None]
+    return out
+
+
+# Keywords Gemini's function-declaration schema rejects (core.md §7).
+_GEMINI_DROPPED = frozenset(
+    {
+        "$schema",
+        "$id",
+        "$defs",
+        "definitions",
+        "additionalProperties",
+        "default",
+        "examples",
+        "title",
+    }
+)
+
+
+def gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` in the subset Gemini accepts (core.md §7); the input is never mutated.
+
+    Local `$ref`s are inlined (a recursive one becomes `{"type": "object"}`), rejected keywords
+    dropped, `const` becomes a one-value `enum`, and a `null` alternative (`anyOf` branch or
+    `type` list entry) becomes `"nullable": true`.
+    """
+
+    def object_schema(ref: str) -> dict[str, Any]:
+        return {"type": "object"}
+
+    inlined = inline_refs(schema, object_schema, object_schema)
+    result: dict[str, Any] = _gemini_node(inlined)
+    return result
+
+
+def _gemini_node(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in map_subschemas(node, _gemini_node).items():
+        if key in _GEMINI_DROPPED:
+            continue
+        if key == "const":
+            out.setdefault("enum", [value])
+            continue
+        out[key] = value
+    typ = out.get("type")
+    if isinstance(typ, list):
+        kinds = [k for k in typ if k != "null"]
+        if len(kinds) < len(typ):
+            out["nullable"] = True
+        if len(kinds) == 1:
+            out["type"] = kinds[0]
+        elif kinds:
+            del out["type"]
+            out["anyOf"] = [{"type": k} for k in kinds]
+    if "enum" in out and None in out["enum"]:
+        out["enum"] = [v for v in out["enum"] if v is not None]
+        out["nullable"] = True
+    branches = out.get("anyOf")
+    if isinstance(branches, list):
+        rest = [b for b in branches if not (isinstance(b, dict) and b.get("type") == "null")]
+        if len(rest) < len(branches):
+            siblings = {k: v for k, v in out.items() if k != "anyOf"}
+            if len(rest) == 1 and isinstance(rest[0], dict):
+                out = {**rest[0], **siblings}
+            else:
+                out = {"anyOf": rest, **siblings}
+            out["nullable"] = True
+    return out
 
 
 # -- inbound: tool calls a provider response asks for -------------------------------------------

@@ -13,7 +13,7 @@ from toolnexus import adapters
 from toolnexus._config import read_config
 from toolnexus._log import warn
 from toolnexus._naming import add_unique
-from toolnexus._validation import argument_errors
+from toolnexus._validation import argument_errors, drop_absent_nulls
 from toolnexus.types import Answer, Request, Tool, ToolContext, ToolResult, error_message
 
 if TYPE_CHECKING:
@@ -126,9 +126,22 @@ class Toolkit:
             cached = self._declarations[key] = build(self._tools)
         return cached
 
-    def to_openai(self) -> list[dict[str, Any]]:
-        """OpenAI chat-completions `tools` (the same list object until the tool set changes)."""
+    def to_openai(self, strict: bool = False) -> list[dict[str, Any]]:
+        """OpenAI chat-completions `tools` (the same list object until the tool set changes).
+
+        `strict=True`: schemas rewritten for OpenAI strict mode where that is lossless.
+        """
+        if strict:
+            return self._declared(  # type: ignore[no-any-return]
+                "openai-strict", lambda tools: adapters.to_openai(tools, strict=True)
+            )
         return self._declared("openai", adapters.to_openai)  # type: ignore[no-any-return]
+
+    def to_openai_responses(self, strict: bool = False) -> list[dict[str, Any]]:
+        """OpenAI Responses-API `tools` (flat function entries)."""
+        return self._declared(  # type: ignore[no-any-return]
+            f"responses-{strict}", lambda tools: adapters.to_openai_responses(tools, strict)
+        )
 
     def to_anthropic(self) -> list[dict[str, Any]]:
         """Anthropic messages `tools`."""
@@ -180,6 +193,8 @@ class Toolkit:
                 f"got {type(args).__name__}",
                 True,
             )
+        if not tool.self_validating:
+            args = drop_absent_nulls(tool, args)
         problems = argument_errors(tool, args)
         if problems is not None:
             return ToolResult(problems, True)

@@ -1,0 +1,623 @@
+"""Python functions as tools: `define_tool` / `tool`, schema inferred from type hints.
+
+The function's parameters become a pydantic-validated argument model built once, when the tool
+is defined; the same model yields the JSON Schema the model sees and checks every call's
+arguments (pydantic's lax mode, so `"2"` for an `int` is accepted). Each call then costs one
+validation and the function call itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import functools
+import inspect
+import sys
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, NotRequired, Required, cast, overload
+
+from pydantic import ConfigDict, Field, PydanticUserError, TypeAdapter, ValidationError
+from pydantic_core import to_jsonable_python
+from typing_extensions import TypedDict
+
+from toolnexus._docstrings import parse_docstring
+from toolnexus._json import to_compact_json
+from toolnexus._schema import inline_refs, map_subschemas, null_stripper
+from toolnexus.types import Tool, ToolContext, ToolResult
+
+__all__ = ["define_tool", "tool"]
+
+_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+_CONTEXT_NAMES = ("ctx", "context")
+_SKIPPED_NAMES = ("self", "cls")
+_GOT_LIMIT = 80  # characters of an offending value quoted back to the model
+
+AnyCallable = Callable[..., Any]
+
+
+# -- public API ---------------------------------------------------------------------------------
+
+
+@overload
+def define_tool(
+    fn: AnyCallable,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: dict[str, Any] | None = None,
+) -> Tool: ...
+
+
+@overload
+def define_tool(
+    fn: None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: dict[str, Any] | None = None,
+    execute: AnyCallable,
+) -> Tool: ...
+
+
+@overload
+def define_tool(
+    fn: None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: dict[str, Any] | None = None,
+) -> Callable[[AnyCallable], Tool]: ...
+
+
+def define_tool(
+    fn: AnyCallable | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: dict[str, Any] | None = None,
+    execute: AnyCallable | None = None,
+) -> Tool | Callable[[AnyCallable], Tool]:
+    """Make a `Tool` (`source="native"`) from a Python callable.
+
+    - `define_tool(fn)`, `@define_tool`, `@define_tool(name=...)`: the function form. The schema
+      is inferred from the type hints, the description and parameter texts from the docstring;
+      arguments are validated before the call. A parameter annotated `Context`, or named `ctx`
+      or `context`, receives the call's context.
+    - `define_tool(name=..., description=..., input_schema=..., execute=fn)`: the explicit form;
+      `fn(args: dict, ctx)` gets the raw arguments.
+
+    `fn` may be sync (run in a worker thread) or async. It returns a `str` (the output), a
+    `ToolResult` (passed through) or any other value (sent as compact JSON). An exception
+    becomes an `is_error` result carrying its message.
+    """
+    if execute is not None:
+        if fn is not None:
+            raise TypeError("define_tool() takes either a function or execute=, not both")
+        return _explicit_tool(execute, name, description, input_schema)
+    if fn is None:
+
+        def decorate(func: AnyCallable) -> Tool:
+            return _function_tool(func, name, description, input_schema, _caller_locals())
+
+        return decorate
+    return _function_tool(fn, name, description, input_schema, _caller_locals())
+
+
+tool = define_tool
+
+
+# -- explicit form ------------------------------------------------------------------------------
+
+
+def _explicit_tool(
+    execute: AnyCallable,
+    name: str | None,
+    description: str | None,
+    input_schema: dict[str, Any] | None,
+) -> Tool:
+    if not callable(execute):
+        raise TypeError(f"define_tool(execute=...) needs a callable, not {type(execute).__name__}")
+    tool_name = name or _callable_name(execute)
+    if tool_name is None:
+        raise TypeError("define_tool(execute=...) needs name=")
+    if _positional_arity(execute) == 1:
+        # `execute(args)` without a context parameter: adapt it to `(args, ctx)`.
+        one = execute
+        if inspect.iscoroutinefunction(one):
+
+            async def run_async(args: dict[str, Any], ctx: ToolContext) -> Any:
+                return await one(args)
+
+            execute = run_async
+        else:
+
+            def run_sync(args: dict[str, Any], ctx: ToolContext) -> Any:
+                return one(args)
+
+            execute = run_sync
+    schema = input_schema if input_schema is not None else dict(_EMPTY_SCHEMA, properties={})
+    return Tool(tool_name, description or "", schema, "native", execute)
+
+
+def _positional_arity(fn: AnyCallable) -> int | None:
+    """How many positional arguments `fn` takes (`None`: unknown or unbounded)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    count = 0
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            return None
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            count += 1
+    return count
+
+
+# -- function form ------------------------------------------------------------------------------
+
+
+def _caller_locals() -> dict[str, Any] | None:
+    """The namespace where the decorated function was defined (two frames up).
+
+    With `from __future__ import annotations`, a hint may name a class local to the enclosing
+    function; the defining frame's locals resolve it, as pydantic itself does for models.
+    """
+    try:
+        frame = sys._getframe(2)
+    except ValueError:  # pragma: no cover - no such frame
+        return None
+    return dict(frame.f_locals) if frame.f_code.co_name != "<module>" else None
+
+
+def _callable_name(fn: Any) -> str | None:
+    target = fn.func if isinstance(fn, functools.partial) else fn
+    name = getattr(target, "__name__", None)
+    if name is None and not inspect.isroutine(target):
+        name = type(target).__name__
+    if not isinstance(name, str) or not name.isidentifier():
+        return None  # e.g. "<lambda>"
+    return name
+
+
+def _globals_of(fn: Any) -> dict[str, Any]:
+    target = inspect.unwrap(fn)
+    while isinstance(target, functools.partial):
+        target = inspect.unwrap(target.func)
+    target = getattr(target, "__func__", target)
+    if not inspect.isfunction(target) and not inspect.isclass(target):
+        target = getattr(type(target), "__call__", target)  # noqa: B004
+    if inspect.isclass(target):
+        return vars(sys.modules.get(target.__module__, types.ModuleType("_")))
+    found: dict[str, Any] = getattr(target, "__globals__", {})
+    return found
+
+
+def _resolve(
+    annotation: Any, where: str, globalns: dict[str, Any], localns: dict[str, Any] | None
+) -> Any:
+    """Evaluate a (possibly string / forward-ref) annotation, or raise a precise TypeError.
+
+    The function's module globals come first; the defining frame's locals only fill in names
+    the globals lack (e.g. a class defined inside the enclosing function).
+    """
+    holder = types.SimpleNamespace(__annotations__={"x": annotation})
+    attempts = [None, localns] if localns else [None]
+    error: Exception | None = None
+    for scope in attempts:
+        try:
+            return typing.get_type_hints(holder, globalns, scope, include_extras=True)["x"]
+        except Exception as exc:
+            error = exc
+    shown = annotation if isinstance(annotation, str) else repr(annotation)
+    raise TypeError(
+        f"{where}: cannot resolve the annotation {shown!r} ({error}); pass input_schema= explicitly"
+    )
+
+
+def _compat(annotation: Any) -> Any:
+    """Replace `typing.TypedDict` classes (inside any generic) by `typing_extensions` ones.
+
+    Before Python 3.12 pydantic only understands `typing_extensions.TypedDict`; users reasonably
+    write `typing.TypedDict`, so it is converted here instead of being refused.
+    """
+    if sys.version_info >= (3, 12):
+        return annotation
+    if isinstance(annotation, type) and typing.is_typeddict(annotation):
+        if type(annotation).__module__ != "typing":
+            return annotation
+        hints = typing.get_type_hints(annotation, include_extras=True)
+        fields = {}
+        for key, hint in hints.items():
+            if typing.get_origin(hint) in (
+                Required,
+                NotRequired,
+                typing.Required,
+                typing.NotRequired,
+            ):
+                hint = typing.get_args(hint)[0]
+            wrap = Required if key in getattr(annotation, "__required_keys__", ()) else NotRequired
+            fields[key] = wrap[_compat(hint)]
+        converted = _typed_dict(annotation.__name__, fields)
+        converted.__doc__ = annotation.__doc__
+        converted.__module__ = annotation.__module__
+        return converted
+    args = typing.get_args(annotation)
+    if not args:
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return annotation
+    if origin is typing.Annotated:
+        return typing.Annotated[(_compat(args[0]), *annotation.__metadata__)]
+    new_args = tuple(_compat(a) for a in args)
+    if all(n is o for n, o in zip(new_args, args, strict=True)):
+        return annotation
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[new_args]  # noqa: UP007 - members may not support `|`
+    if isinstance(annotation, types.GenericAlias):
+        return types.GenericAlias(origin, new_args)
+    copy_with = getattr(annotation, "copy_with", None)
+    return copy_with(new_args) if copy_with is not None else annotation
+
+
+def _is_context_type(annotation: Any) -> bool:
+    if annotation is ToolContext:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _is_context_type(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return len(members) == 1 and _is_context_type(members[0])
+    return False
+
+
+def _with_description(annotation: Any, text: str) -> Any:
+    """`Annotated[annotation, Field(description=text)]`, the user's own metadata still winning."""
+    doc_field = Field(description=text)
+    if typing.get_origin(annotation) is typing.Annotated:
+        inner, *metadata = typing.get_args(annotation)
+        return typing.Annotated[(inner, doc_field, *metadata)]  # type: ignore[valid-type]
+    return typing.Annotated[annotation, doc_field]
+
+
+def _clean_schema(node: Any) -> Any:
+    """Drop pydantic's generated `title`s; spell a single-value `const` as a one-value enum."""
+    if not isinstance(node, dict):
+        return node
+    out = map_subschemas(node, _clean_schema)
+    out.pop("title", None)
+    if "const" in out and "enum" not in out:
+        out["enum"] = [out.pop("const")]
+    return out
+
+
+def _inline_nonrecursive(schema: dict[str, Any]) -> dict[str, Any]:
+    """Inline every `$ref`; only recursive definitions stay under `$defs`."""
+    if "$defs" not in schema:
+        return schema
+    kept: dict[str, str] = {}  # ref -> definition name
+
+    def keep(ref: str) -> dict[str, Any]:
+        kept.setdefault(ref, ref.rsplit("/", 1)[-1])
+        return {"$ref": ref}
+
+    def missing(ref: str) -> dict[str, Any]:
+        return {"$ref": ref}
+
+    out = inline_refs(schema, keep, missing)
+    if kept:
+        defs: dict[str, Any] = {}
+        done: set[str] = set()
+        while len(done) < len(kept):
+            for ref, def_name in list(kept.items()):
+                if ref in done:
+                    continue
+                done.add(ref)
+                body = schema["$defs"][def_name]
+                root = {**body, "$defs": schema["$defs"]}
+                defs[def_name] = inline_refs(root, keep, missing, expanding=(ref,))
+        out["$defs"] = defs
+    return out
+
+
+def _typed_dict(name: str, fields: dict[str, Any]) -> Any:
+    """A `typing_extensions.TypedDict` class built at run time (pydantic's argument model)."""
+    return cast(Any, TypedDict)(name, fields)
+
+
+class _Param:
+    __slots__ = ("annotation", "default", "kind", "name")
+
+    def __init__(self, name: str, annotation: Any, default: Any, kind: Any) -> None:
+        self.name = name
+        self.annotation = annotation
+        self.default = default
+        self.kind = kind
+
+
+def _function_tool(
+    fn: AnyCallable,
+    name: str | None,
+    description: str | None,
+    input_schema: dict[str, Any] | None,
+    localns: dict[str, Any] | None,
+) -> Tool:
+    if isinstance(fn, Tool):
+        raise TypeError(f"define_tool() got a Tool ({fn.name!r}); it is a tool already")
+    if not callable(fn):
+        raise TypeError(f"define_tool() needs a callable, not {type(fn).__name__}")
+    tool_name = name or _callable_name(fn)
+    if tool_name is None:
+        raise TypeError(f"define_tool({fn!r}) cannot name this callable; pass name=")
+    label = f"define_tool({tool_name})"
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"{label}: cannot inspect the signature ({exc}); pass input_schema= explicitly"
+        ) from None
+    doc = parse_docstring(inspect.getdoc(fn))
+    tool_description = description if description is not None else doc.description
+    is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
+    )
+    if input_schema is not None:
+        # The host's schema is the contract: the toolkit validates against it (jsonschema), and
+        # the function receives the arguments as they came, by keyword.
+        return Tool(
+            tool_name,
+            tool_description,
+            input_schema,
+            "native",
+            _call_with_keywords(fn, signature, is_async),
+        )
+
+    globalns = _globals_of(fn)
+    params: list[_Param] = []
+    context_param: str | None = None
+    named_context: str | None = None
+    accepts_extra = False
+    for p in signature.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            continue
+        if p.kind is p.VAR_KEYWORD:
+            accepts_extra = True
+            continue
+        if p.name in _SKIPPED_NAMES and not params and p.default is p.empty:
+            continue
+        annotation: Any = Any
+        if p.annotation is not p.empty:
+            where = f'{label}: parameter "{p.name}"'
+            annotation = _compat(_resolve(p.annotation, where, globalns, localns))
+        if _is_context_type(annotation):
+            if context_param is not None:
+                raise TypeError(
+                    f'{label}: parameters "{context_param}" and "{p.name}" are both typed '
+                    "Context; a tool takes at most one context parameter"
+                )
+            context_param = p.name
+            continue
+        if named_context is None and p.name in _CONTEXT_NAMES and annotation is Any:
+            named_context = p.name
+        params.append(_Param(p.name, annotation, p.default, p.kind))
+    if context_param is None and named_context is not None:
+        context_param = named_context
+        params = [p for p in params if p.name != named_context]
+
+    schema, validate = _argument_model(params, doc.params, accepts_extra, label)
+    passed = {p.name for p in params} | {context_param}
+    positional = tuple(
+        (p.name, p.default)
+        for p in signature.parameters.values()
+        if p.kind is p.POSITIONAL_ONLY and p.name in passed
+    )
+    call = _make_call(fn, params, positional, context_param, is_async, validate, schema, tool_name)
+    return Tool(tool_name, tool_description, schema, "native", call, self_validating=True)
+
+
+def _argument_model(
+    params: list[_Param],
+    param_docs: Mapping[str, str],
+    accepts_extra: bool,
+    label: str,
+) -> tuple[dict[str, Any], Callable[[Any], dict[str, Any]]]:
+    """The JSON Schema and the validator of the arguments, from one pydantic TypedDict."""
+    fields: dict[str, Any] = {}
+    for p in params:
+        annotation = p.annotation
+        text = param_docs.get(p.name)
+        if text:
+            annotation = _with_description(annotation, text)
+        must = p.default is inspect.Parameter.empty
+        fields[p.name] = Required[annotation] if must else NotRequired[annotation]
+    model = _typed_dict("Arguments", fields)
+    model.__pydantic_config__ = ConfigDict(extra="allow" if accepts_extra else "forbid")
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(model)
+        raw = adapter.json_schema()
+    except (PydanticUserError, TypeError, ValueError, NameError) as exc:
+        raise _which_parameter(params, label, exc) from None
+
+    schema = _inline_nonrecursive(_clean_schema(raw))
+    properties: dict[str, Any] = schema.get("properties", {})
+    for p in params:
+        if p.default is inspect.Parameter.empty or p.name not in properties:
+            continue
+        try:
+            default = to_jsonable_python(p.default)
+        except Exception:  # a default JSON cannot show is simply not advertised
+            continue
+        properties[p.name] = {**properties[p.name], "default": default}
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    required = [p.name for p in params if p.default is inspect.Parameter.empty]
+    if required:
+        out["required"] = required
+    if not accepts_extra:
+        out["additionalProperties"] = False
+    if "$defs" in schema:
+        out["$defs"] = schema["$defs"]
+    validate: Callable[[Any], dict[str, Any]] = adapter.validator.validate_python
+    return out, validate
+
+
+def _which_parameter(params: list[_Param], label: str, exc: Exception) -> TypeError:
+    """Turn a failure to build the argument model into an error naming the parameter."""
+    for p in params:
+        try:
+            TypeAdapter(p.annotation).json_schema()
+        except Exception as inner:
+            reason = str(inner).splitlines()[0] if str(inner) else type(inner).__name__
+            return TypeError(
+                f'{label}: parameter "{p.name}" has an annotation pydantic cannot turn into a '
+                f"JSON Schema ({reason}); pass input_schema= explicitly"
+            )
+    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return TypeError(f"{label}: cannot build the argument model ({reason})")
+
+
+def _make_call(
+    fn: AnyCallable,
+    params: list[_Param],
+    positional: tuple[tuple[str, Any], ...],
+    context_param: str | None,
+    is_async: bool,
+    validate: Callable[[Any], dict[str, Any]],
+    schema: dict[str, Any],
+    tool_name: str,
+) -> Callable[[dict[str, Any], ToolContext], Any]:
+    """The per-call path: validate, add the context, call. Everything else is precomputed."""
+    # Under OpenAI strict mode an omitted optional argument arrives as `null`: drop those
+    # (at any depth) before validation, so the function sees its own default.
+    strip_nulls = null_stripper(schema)
+    known = ", ".join(p.name for p in params) or "none"
+
+    def arguments(args: Any, ctx: ToolContext) -> tuple[list[Any], dict[str, Any]] | ToolResult:
+        if strip_nulls is not None:
+            args = strip_nulls(args)
+        try:
+            values = validate(args)
+        except ValidationError as exc:
+            return ToolResult(_format_errors(tool_name, exc, args, known), True)
+        if context_param is not None:
+            values[context_param] = ctx
+        if positional:
+            return [values.pop(n, d) for n, d in positional], values
+        return [], values
+
+    if is_async:
+
+        async def run_async(args: dict[str, Any], ctx: ToolContext) -> Any:
+            prepared = arguments(args, ctx)
+            if isinstance(prepared, ToolResult):
+                return prepared
+            return await fn(*prepared[0], **prepared[1])
+
+        return run_async
+
+    async def run_sync(args: dict[str, Any], ctx: ToolContext) -> Any:
+        prepared = arguments(args, ctx)
+        if isinstance(prepared, ToolResult):
+            return prepared
+        result = await asyncio.to_thread(fn, *prepared[0], **prepared[1])
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    return run_sync
+
+
+def _call_with_keywords(
+    fn: AnyCallable, signature: inspect.Signature, is_async: bool
+) -> Callable[[dict[str, Any], ToolContext], Any]:
+    """With an explicit `input_schema`: `fn(**args)`, plus the context parameter if any."""
+    context_param = next(
+        (
+            p.name
+            for p in signature.parameters.values()
+            if p.name in _CONTEXT_NAMES
+            or (
+                p.annotation is not p.empty
+                and (p.annotation is ToolContext or p.annotation in ("Context", "ToolContext"))
+            )
+        ),
+        None,
+    )
+
+    def keywords(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        return {**args, context_param: ctx} if context_param is not None else args
+
+    if is_async:
+
+        async def run_async(args: dict[str, Any], ctx: ToolContext) -> Any:
+            return await fn(**keywords(args, ctx))
+
+        return run_async
+
+    def run_sync(args: dict[str, Any], ctx: ToolContext) -> Any:
+        return fn(**keywords(args, ctx))
+
+    return run_sync
+
+
+# -- validation messages ------------------------------------------------------------------------
+
+
+def _got(value: Any) -> str:
+    if isinstance(value, enum.Enum):
+        value = value.value
+    try:
+        text = to_compact_json(value)
+    except Exception:
+        text = repr(value)
+    return text if len(text) <= _GOT_LIMIT else text[: _GOT_LIMIT - 1] + "…"
+
+
+def _split_loc(loc: tuple[Any, ...], args: Any, error_type: str) -> tuple[str, list[str]]:
+    """A location's field path (dotted) and the union-variant tags pydantic inserted into it."""
+    path: list[str] = []
+    tags: list[str] = []
+    node = args
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        if (isinstance(node, dict) and part in node) or (
+            isinstance(node, (list, tuple)) and isinstance(part, int) and part < len(node)
+        ):
+            node = node[part]
+            path.append(str(part))
+        elif last and error_type in ("missing", "extra_forbidden"):
+            path.append(str(part))
+        elif isinstance(part, int):
+            path.append(str(part))
+            node = None
+        else:
+            tags.append(str(part))
+    return ".".join(path), tags
+
+
+def _format_errors(tool_name: str, exc: ValidationError, args: Any, known: str) -> str:
+    """One line per offending field: where, what is wrong, and what was given."""
+    grouped: dict[str, list[tuple[dict[str, Any], list[str]]]] = {}
+    for details in exc.errors(include_url=False, include_context=False):
+        path, tags = _split_loc(tuple(details["loc"]), args, details["type"])
+        grouped.setdefault(path, []).append((dict(details), tags))
+    lines = []
+    for path, errors in grouped.items():
+        where = path or "(arguments)"
+        first = errors[0][0]
+        if len(errors) == 1 and first["type"] == "missing":
+            lines.append(f"- {where}: required, but missing")
+            continue
+        if len(errors) == 1 and first["type"] == "extra_forbidden":
+            accepted = f"; accepted: {known}" if "." not in path else ""
+            lines.append(f"- {where}: unexpected argument{accepted} (got {_got(first['input'])})")
+            continue
+        problems = []
+        for error, tags in errors:
+            suffix = f" [as {'/'.join(tags)}]" if tags and len(errors) > 1 else ""
+            problems.append(f"{error['msg']}{suffix}")
+        lines.append(f"- {where}: {'; '.join(problems)} (got {_got(first['input'])})")
+    return f"Invalid arguments for tool {tool_name}:\n" + "\n".join(lines)
