@@ -26,6 +26,7 @@ class Peer:
     distribution: str  # whose version the row reports
     import_name: str  # what `import` measures for the import-time figure
     runner: str  # script under bench/runners/
+    runner_args: tuple[str, ...] = ()
 
     @property
     def venv(self) -> Path:
@@ -37,7 +38,15 @@ class Peer:
 
 
 PEERS: tuple[Peer, ...] = (
-    Peer("toolnexus_pypi", ("toolnexus",), "toolnexus", "toolnexus", "peer_toolnexus_pypi.py"),
+    # The published package has this repo's core API, so this repo's runner drives it.
+    Peer(
+        "toolnexus_pypi",
+        ("toolnexus",),
+        "toolnexus",
+        "toolnexus",
+        "toolnexus_run.py",
+        ("--name", "toolnexus_pypi"),
+    ),
     Peer("openai_agents", ("openai-agents",), "openai-agents", "agents", "peer_openai_agents.py"),
     Peer(
         "pydantic_ai",
