@@ -230,16 +230,16 @@ def _compat(annotation: Any) -> Any:
             return annotation
         hints = typing.get_type_hints(annotation, include_extras=True)
         fields = {}
+        required_keys: frozenset[str] = getattr(annotation, "__required_keys__", frozenset())
         for key, hint in hints.items():
-            if typing.get_origin(hint) in (
-                Required,
-                NotRequired,
-                typing.Required,
-                typing.NotRequired,
-            ):
+            # An explicit (Not)Required in the hint wins: with postponed annotations the
+            # class could not see it and filed every key under its `total` default.
+            marker = typing.get_origin(hint)
+            if marker in (Required, NotRequired):
                 hint = typing.get_args(hint)[0]
-            wrap = Required if key in getattr(annotation, "__required_keys__", ()) else NotRequired
-            fields[key] = wrap[_compat(hint)]
+            else:
+                marker = Required if key in required_keys else NotRequired
+            fields[key] = marker[_compat(hint)]
         converted = _typed_dict(annotation.__name__, fields)
         converted.__doc__ = annotation.__doc__
         converted.__module__ = annotation.__module__
