@@ -1,0 +1,162 @@
+"""Serving a toolkit: an MCP server (HTTP or stdio) and/or an A2A agent over one HTTP server.
+
+`await toolkit.serve("127.0.0.1:8080", mcp={})` is the usual entry point; this module holds the
+implementation and the building blocks (`build_mcp_server`, `build_agent_card`, task stores).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from toolnexus._json import compact_json
+from toolnexus._log import warn
+from toolnexus.serve._a2a import A2AConfig, A2AEndpoint, build_agent_card
+from toolnexus.serve._addr import bind_socket, is_loopback, parse_addr, public_url
+from toolnexus.serve._app import MAX_BODY_BYTES, ServeHandle, build_app, start_server
+from toolnexus.serve._mcp import (
+    MCPServeConfig,
+    OnCall,
+    build_mcp_server,
+    exposed_mcp_tools,
+    make_mcp_server,
+)
+from toolnexus.serve._tasks import FileTaskStore, InMemoryTaskStore, TaskStore, resolve_store
+from toolnexus.types import Tool
+
+if TYPE_CHECKING:
+    from toolnexus.toolkit import Toolkit
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "A2AConfig",
+    "FileTaskStore",
+    "InMemoryTaskStore",
+    "MCPServeConfig",
+    "OnCall",
+    "ServeHandle",
+    "TaskStore",
+    "build_agent_card",
+    "build_mcp_server",
+    "exposed_mcp_tools",
+    "resolve_store",
+    "serve_toolkit",
+    "serve_toolkit_stdio",
+]
+
+# Built-ins that run commands or change files: risky to expose to a network without a token.
+_DANGEROUS_BUILTINS = ("bash", "write", "edit", "apply_patch")
+
+
+def _profile(value: Any, config: Mapping[str, Any], key: str, arg: str) -> Mapping[str, Any] | None:
+    """The explicit profile, else the toolkit config's block; `None` means no profile."""
+    if value is None:
+        value = config.get(key)
+        where = f'the config\'s "{key}" block'
+    else:
+        where = f"{arg}="
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{where} must be a dict (the {arg} profile), not {type(value).__name__}")
+    return value
+
+
+def _warn_if_exposed(host: str, port: int, tools: list[Tool]) -> None:
+    risky = [t.name for t in tools if t.source == "builtin" and t.name in _DANGEROUS_BUILTINS]
+    if not risky:
+        return
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    warn(
+        f"SECURITY: serving {', '.join(risky)} on {where} without auth_token — anyone who can "
+        "reach this address can run commands and change files on this machine. Pass "
+        "auth_token=..., bind 127.0.0.1, or leave these built-ins out (builtins={'tools': {...}})."
+    )
+
+
+async def serve_toolkit(
+    toolkit: Toolkit,
+    addr: str,
+    *,
+    client: Any = None,
+    a2a: Mapping[str, Any] | None = None,
+    on_task: Callable[..., Any] | None = None,
+    mcp: Mapping[str, Any] | None = None,
+    on_call: OnCall | None = None,
+    auth_token: str | None = None,
+) -> ServeHandle:
+    """Serve `toolkit` on `addr` (`"host:port"`) with the MCP and/or A2A profile (serve.md §1).
+
+    Returns once the server accepts connections; `handle.url` carries the real port.
+    """
+    host, port = parse_addr(addr)
+    config = toolkit.config
+    a2a_cfg = _profile(a2a, config, "a2a", "a2a")
+    mcp_cfg = _profile(mcp, config, "mcpServer", "mcp")
+    if a2a_cfg is not None and client is None:
+        raise ValueError(
+            "serving the A2A profile needs a client: pass serve(..., client=create_client(...)) "
+            "— the client's model fulfils the incoming tasks with this toolkit"
+        )
+    if auth_token is not None and (not isinstance(auth_token, str) or not auth_token):
+        raise ValueError("auth_token must be a non-empty string")
+    store = resolve_store(a2a_cfg.get("store")) if a2a_cfg is not None else None
+    exposed = exposed_mcp_tools(toolkit.tools(), mcp_cfg) if mcp_cfg is not None else []
+    loopback = is_loopback(host)
+    if not loopback and auth_token is None:
+        _warn_if_exposed(host, port, toolkit.tools() if a2a_cfg is not None else exposed)
+
+    sock = bind_socket(host, port)
+    try:
+        real_port = sock.getsockname()[1]
+        url = public_url(host, real_port)
+        endpoint = card = None
+        if a2a_cfg is not None:
+            assert store is not None
+            endpoint = A2AEndpoint(toolkit, client, store, on_task)
+            skills = toolkit.skill_source.skills if toolkit.skill_source is not None else {}
+            card = compact_json(build_agent_card(a2a_cfg, skills, url)).encode("utf-8")
+        mcp_server = (
+            make_mcp_server(exposed, mcp_cfg, on_call, _toolkit_execute(toolkit))
+            if mcp_cfg is not None
+            else None
+        )
+        app = build_app(
+            mcp_server=mcp_server,
+            a2a=endpoint,
+            card=card,
+            loopback=loopback,
+            auth_token=auth_token,
+        )
+    except BaseException:
+        sock.close()
+        raise
+    return await start_server(app, sock, url=url, host=host, port=real_port, a2a=endpoint)
+
+
+def _toolkit_execute(toolkit: Toolkit) -> Any:
+    async def execute(tool: Tool, args: dict[str, Any], ctx: Any) -> Any:
+        return await toolkit.execute(tool.name, args, ctx)
+
+    return execute
+
+
+async def serve_toolkit_stdio(
+    toolkit: Toolkit,
+    *,
+    mcp: Mapping[str, Any] | None = None,
+    on_call: OnCall | None = None,
+) -> None:
+    """Serve `toolkit` as an MCP server over stdin/stdout until stdin closes.
+
+    Only protocol goes to stdout: while serving, anything else written to file descriptor 1
+    lands on stderr.
+    """
+    from mcp.server.stdio import stdio_server
+
+    cfg = _profile(mcp, toolkit.config, "mcpServer", "mcp") or {}
+    server = make_mcp_server(
+        exposed_mcp_tools(toolkit.tools(), cfg), cfg, on_call, _toolkit_execute(toolkit)
+    )
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())

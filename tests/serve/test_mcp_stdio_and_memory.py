@@ -1,0 +1,170 @@
+"""The MCP profile without HTTP: `serve_stdio` in a subprocess, `build_mcp_server` in memory."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp import Client, MCPError, StdioServerParameters
+from toolnexus.serve import build_mcp_server, exposed_mcp_tools
+from toolnexus.types import Tool
+
+GATEWAY = Path(__file__).parents[1] / "support" / "stdio_gateway.py"
+SRC = Path(__file__).parents[2] / "src"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
+    return env
+
+
+async def test_stdio_gateway_with_the_sdk_client():
+    params = StdioServerParameters(command=sys.executable, args=[str(GATEWAY)], env=_env())
+    async with Client(params, mode="legacy") as client:
+        assert client.server_info is not None
+        assert client.server_info.name == "stdio-gateway"
+        assert [t.name for t in (await client.list_tools()).tools] == ["noisy", "hang"]
+        result = await client.call_tool("noisy", {"text": "hi"})
+        assert (result.content[0].text, result.is_error) == ("quiet result: hi", False)
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("hidden", {})
+        assert (caught.value.code, caught.value.message) == (-32602, "Unknown tool: hidden")
+
+
+def _frame(id: int, method: str, params: dict[str, Any] | None = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return (json.dumps(message) + "\n").encode()
+
+
+INIT = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "raw", "version": "0"},
+}
+INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+
+
+async def _spawn_gateway() -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(GATEWAY),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=_env(),
+    )
+
+
+async def test_stdout_carries_only_protocol_and_stdin_eof_ends_the_server():
+    process = await _spawn_gateway()
+    assert process.stdin and process.stdout and process.stderr
+    try:
+        process.stdin.write(_frame(1, "initialize", INIT) + INITIALIZED)
+        process.stdin.write(_frame(2, "tools/call", {"name": "noisy", "arguments": {"text": "x"}}))
+        process.stdin.write(_frame(3, "tools/list"))
+        await process.stdin.drain()
+        replies = {}
+        while len(replies) < 3:
+            line = await asyncio.wait_for(process.stdout.readline(), 30)
+            assert line, "the gateway closed stdout early"
+            reply = json.loads(line)  # every stdout line is a JSON-RPC message
+            assert reply["jsonrpc"] == "2.0"
+            replies[reply["id"]] = reply
+        assert replies[2]["result"]["content"] == [{"type": "text", "text": "quiet result: x"}]
+        assert [t["name"] for t in replies[3]["result"]["tools"]] == ["noisy", "hang"]
+        process.stdin.close()  # EOF ends the server and the script
+        rest, stderr = await asyncio.wait_for(
+            asyncio.gather(process.stdout.read(), process.stderr.read()), 30
+        )
+        assert await asyncio.wait_for(process.wait(), 30) == 0
+        assert rest == b""
+        text = stderr.decode()
+        assert "stray print from a tool" in text
+        assert "a log line from a tool" in text
+        assert "gateway exiting" in text
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def test_stdio_cancel_notification_reaches_the_tool():
+    process = await _spawn_gateway()
+    assert process.stdin and process.stdout and process.stderr
+    try:
+        process.stdin.write(_frame(1, "initialize", INIT) + INITIALIZED)
+        process.stdin.write(_frame(2, "tools/call", {"name": "hang", "arguments": {}}))
+        await process.stdin.drain()
+        assert json.loads(await process.stdout.readline())["id"] == 1
+        cancel = {"requestId": 2, "reason": "user gave up"}
+        note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
+
+        # The call may not have reached the tool yet; resend the cancel until the tool reports.
+        async def cancelled_line() -> bytes:
+            while True:
+                line = await process.stderr.readline()
+                if not line or b"hang cancelled" in line:
+                    return line
+
+        watcher = asyncio.ensure_future(cancelled_line())
+        while not watcher.done():
+            process.stdin.write((json.dumps(note) + "\n").encode())
+            await process.stdin.drain()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(watcher), 0.2)
+        assert b"signal=True" in watcher.result()
+        process.stdin.close()
+        assert await asyncio.wait_for(process.wait(), 30) == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def test_build_mcp_server_in_memory():
+    calls: list[dict[str, Any]] = []
+    tools = [
+        Tool(
+            "add",
+            "Add two integers",
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+            },
+            "native",
+            lambda args, ctx: str(args["a"] + args["b"]),
+        ),
+        Tool("other", "Filtered out", None, "native", lambda a, c: "no"),
+    ]
+    server = build_mcp_server(tools, {"name": "mem", "tools": ["add"]}, on_call=calls.append)
+    async with Client(server) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["add"]
+        assert (await client.call_tool("add", {"a": 2, "b": 3})).content[0].text == "5"
+        bad = await client.call_tool("add", {"a": "2"})
+        assert bad.is_error
+        assert "Invalid arguments for tool add" in bad.content[0].text
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("other", {})
+        assert caught.value.code == -32602
+    assert [(c["name"], c["is_error"]) for c in calls] == [("add", False), ("add", True)]
+
+
+def test_exposed_mcp_tools_filter():
+    tools = [Tool(n, n, None, "native", lambda a, c: "") for n in ["a", "b", "c"]]
+    assert [t.name for t in exposed_mcp_tools(tools)] == ["a", "b", "c"]
+    assert [t.name for t in exposed_mcp_tools(tools, {})] == ["a", "b", "c"]
+    assert [t.name for t in exposed_mcp_tools(tools, {"tools": ["c", "a", "zz"]})] == ["a", "c"]
+    assert exposed_mcp_tools(tools, {"tools": []}) == []
+    with pytest.raises(TypeError, match="list of tool names"):
+        exposed_mcp_tools(tools, {"tools": "a"})
