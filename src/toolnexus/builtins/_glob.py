@@ -2,7 +2,8 @@
 
 Glob rules (builtins.md): `*` any run without `/`, `**` any run including `/` (and `**/` also
 matches no directory at all, so `**/*.py` finds top-level files too), `?` one non-`/` character;
-a pattern without `/` is matched against the base name. `[abc]`/`[!abc]` classes, `{a,b}`
+a pattern without `/` is matched against the base name (a leading `./` anchors it at the
+top instead). `[abc]`/`[!abc]` classes, `{a,b}`
 alternatives and `\\x` escapes are supported as well; everything else is literal.
 """
 
@@ -71,11 +72,12 @@ def _translate(pattern: str, i: int, in_braces: bool) -> tuple[str, int]:
 
 def compile_glob(pattern: str) -> Callable[[str], bool]:
     """A predicate over `/`-separated relative paths; compiled once per call of a tool."""
+    anchored = "/" in pattern  # `./*.py` means the top level only, not every `*.py`
     while pattern.startswith("./"):
         pattern = pattern[2:]
     source, _ = _translate(pattern, 0, False)
     match = re.compile(source, re.DOTALL).fullmatch
-    if "/" in pattern:
+    if anchored:
         return lambda rel: match(rel) is not None
     return lambda rel: match(rel.rpartition("/")[2]) is not None
 

@@ -27,31 +27,42 @@ class _TextExtractor(HTMLParser):
         self.parts: list[str] = []
         self._skipping = 0
         self._pre = 0
+        self._line_start = True
+
+    def _break(self) -> None:
+        self.parts.append("\n")
+        self._line_start = True
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in self._SKIP:
             self._skipping += 1
         elif tag in self._BLOCK:
-            self.parts.append("\n")
+            self._break()
             if tag == "pre":
                 self._pre += 1
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in self._BLOCK:
-            self.parts.append("\n")
+            self._break()
 
     def handle_endtag(self, tag: str) -> None:
         if tag in self._SKIP:
             self._skipping = max(0, self._skipping - 1)
         elif tag in self._BLOCK:
-            self.parts.append("\n")
+            self._break()
             if tag == "pre":
                 self._pre = max(0, self._pre - 1)
 
     def handle_data(self, data: str) -> None:
         if self._skipping:
             return
-        self.parts.append(data if self._pre else re.sub(r"\s+", " ", data))
+        if not self._pre:  # preformatted text keeps its whitespace, the rest is collapsed
+            data = re.sub(r"\s+", " ", data)
+            if self._line_start:
+                data = data.lstrip(" ")
+        if data:
+            self.parts.append(data)
+            self._line_start = data.endswith("\n")
 
 
 def html_to_text(html: str) -> str:
@@ -59,26 +70,29 @@ def html_to_text(html: str) -> str:
     parser = _TextExtractor()
     parser.feed(html)
     parser.close()
-    lines = [line.strip() for line in "".join(parser.parts).split("\n")]
-    return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
+    lines = [line.rstrip() for line in "".join(parser.parts).split("\n")]
+    return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip("\n")
 
 
-def _code_language(el: Any) -> str | None:
-    for cls in el.get("class") or ():
-        if cls.startswith(("language-", "lang-")):
-            return str(cls.split("-", 1)[1])
-    return None
+def _code_language(el: Any) -> str:
+    """`python` for `<pre><code class="language-python">` (or a `lang-` class on either)."""
+    for node in (el, el.find("code")):
+        for cls in (node.get("class") or ()) if node is not None else ():
+            if cls.startswith(("language-", "lang-")):
+                return str(cls.split("-", 1)[1])
+    return ""
 
 
 def html_to_markdown(html: str) -> str:
     """Real markdown (headings, links, lists, code blocks, tables) via markdownify."""
-    from markdownify import markdownify  # heavy (BeautifulSoup): load on first use
+    from bs4 import BeautifulSoup  # heavy: load on first use (markdownify depends on it)
+    from markdownify import MarkdownConverter
 
-    text = markdownify(
-        html,
-        heading_style="ATX",
-        bullets="-",
-        code_language_callback=_code_language,
-        strip=["script", "style"],
+    soup = BeautifulSoup(html, "html.parser")
+    for node in soup(["script", "style", "noscript", "template", "svg"]):
+        node.decompose()
+    converter = MarkdownConverter(
+        heading_style="ATX", bullets="-", code_language_callback=_code_language
     )
+    text = converter.convert_soup(soup)
     return _BLANK_RUNS.sub("\n\n", text).strip()
