@@ -1,0 +1,553 @@
+"""`Client`: options, the endpoint and API-key rules, and the public methods."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from toolnexus._aio import call_maybe_async
+from toolnexus._log import warn
+from toolnexus.client._anthropic import ANTHROPIC, AnthropicWire
+from toolnexus.client._errors import MissingApiKey
+from toolnexus.client._hooks import Hooks, resolve_hooks
+from toolnexus.client._inprocess import STREAM_UNSUPPORTED, InProcessTransport
+from toolnexus.client._loop import RunLoop
+from toolnexus.client._metrics import Metrics
+from toolnexus.client._openai import OPENAI, OpenAIWire
+from toolnexus.client._results import RunResult, TranslateResult
+from toolnexus.client._retry import RetryPolicy
+from toolnexus.client._transport import HttpTransport, Transport
+from toolnexus.client._wire import merge_headers
+from toolnexus.client.memory import ConversationStore, InMemoryConversationStore, KeyedLock
+from toolnexus.types import error_message
+
+if TYPE_CHECKING:
+    import httpx2
+
+    from toolnexus.toolkit import Toolkit
+
+__all__ = ["Client", "Conversation", "create_client", "create_in_process_client"]
+
+Style = Literal["openai", "anthropic"]
+Event = dict[str, Any]
+
+# Body keys the library owns; `request_params` may not set them (body_transform may).
+FORBIDDEN_PARAMS = ("messages", "tools", "stream")
+
+
+def _require_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, not {value!r}")
+    return value
+
+
+def _require_callable(name: str, value: Any) -> Any:
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} must be callable, not {type(value).__name__}")
+    return value
+
+
+def _filtered_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise TypeError(f"request_params must be a dict, not {type(params).__name__}")
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if key in FORBIDDEN_PARAMS:
+            warn(f'request_params key "{key}" is not allowed — ignored (use body_transform)')
+        else:
+            out[key] = value
+    return out
+
+
+class Client:
+    """Runs the tool-calling loop against an OpenAI- or Anthropic-style endpoint.
+
+    Create one per provider configuration and reuse it: it keeps one pooled HTTP client, the
+    conversation store and the metric registry for its lifetime. Close it with `await aclose()`
+    (or `async with`) to release the connections it owns.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        style: Style,
+        model: str,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        system_prompt: str | None = None,
+        max_turns: int = 10,
+        hooks: Hooks | Mapping[str, Any] | Any = None,
+        retries: int = 2,
+        retry_base_ms: float = 500,
+        timeout_ms: float | None = None,
+        store: ConversationStore | None = None,
+        on_metric: Callable[[dict[str, Any]], Any] | None = None,
+        wait_for: Callable[..., Any] | None = None,
+        request_params: Mapping[str, Any] | None = None,
+        body_transform: Callable[[dict[str, Any]], Any] | None = None,
+        on_error: Callable[[dict[str, Any]], Any] | None = None,
+        retryable_statuses: Iterable[int] | None = None,
+        http_client: httpx2.AsyncClient | None = None,
+        read_timeout_ms: float = 600000,
+        tool_concurrency: int = 16,
+    ) -> None:
+        if not isinstance(base_url, str) or not base_url.strip():
+            raise ValueError("base_url is required, e.g. https://api.openai.com/v1")
+        if urlsplit(base_url).scheme not in ("http", "https"):
+            raise ValueError(f"base_url must be an http:// or https:// URL, not {base_url!r}")
+        if style not in ("openai", "anthropic"):
+            raise ValueError(f'style must be "openai" or "anthropic", not {style!r}')
+        if api_key is not None and not isinstance(api_key, str):
+            raise TypeError(f"api_key must be a string, not {type(api_key).__name__}")
+        if read_timeout_ms is None or read_timeout_ms <= 0:
+            raise ValueError(f"read_timeout_ms must be > 0, not {read_timeout_ms!r}")
+        wire: OpenAIWire | AnthropicWire = OPENAI if style == "openai" else ANTHROPIC
+        self._setup(
+            wire=wire,
+            transport=HttpTransport(http_client, read_timeout_ms / 1000),
+            base_url=base_url,
+            model=model,
+            api_key=api_key,
+            headers=headers,
+            system_prompt=system_prompt,
+            max_turns=max_turns,
+            hooks=hooks,
+            retries=retries,
+            retry_base_ms=retry_base_ms,
+            timeout_ms=timeout_ms,
+            store=store,
+            on_metric=on_metric,
+            wait_for=wait_for,
+            request_params=request_params,
+            body_transform=body_transform,
+            on_error=on_error,
+            retryable_statuses=retryable_statuses,
+            tool_concurrency=tool_concurrency,
+        )
+        # OPENROUTER_API_KEY is preferred for OpenRouter URLs (the API-key rule).
+        self._openrouter = "openrouter.ai" in (urlsplit(base_url).hostname or "")
+
+    def _setup(
+        self,
+        *,
+        wire: OpenAIWire | AnthropicWire,
+        transport: Transport,
+        base_url: str | None,
+        model: str,
+        api_key: str | None,
+        headers: Mapping[str, str] | None,
+        system_prompt: str | None,
+        max_turns: int,
+        hooks: Any,
+        retries: int,
+        retry_base_ms: float,
+        timeout_ms: float | None,
+        store: ConversationStore | None,
+        on_metric: Callable[[dict[str, Any]], Any] | None,
+        wait_for: Callable[..., Any] | None,
+        request_params: Mapping[str, Any] | None,
+        body_transform: Callable[[dict[str, Any]], Any] | None,
+        on_error: Callable[[dict[str, Any]], Any] | None,
+        retryable_statuses: Iterable[int] | None,
+        tool_concurrency: int,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ValueError("model is required: the provider's model id, sent verbatim")
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise TypeError(f"system_prompt must be a string, not {type(system_prompt).__name__}")
+        if headers is not None and not isinstance(headers, Mapping):
+            raise TypeError(f"headers must be a dict, not {type(headers).__name__}")
+        if timeout_ms is not None and (isinstance(timeout_ms, bool) or timeout_ms <= 0):
+            raise ValueError(f"timeout_ms must be > 0 or None, not {timeout_ms!r}")
+        if retry_base_ms is None or retry_base_ms < 0:
+            raise ValueError(f"retry_base_ms must be >= 0, not {retry_base_ms!r}")
+        if store is not None and not (
+            callable(getattr(store, "get", None)) and callable(getattr(store, "save", None))
+        ):
+            raise TypeError("store must have async get(id) and save(id, messages) methods")
+        self.wire = wire
+        self.transport = transport
+        self.style: Style = "openai" if wire is OPENAI else "anthropic"
+        self.base_url = base_url
+        self.model = model
+        self.system_prompt = system_prompt
+        self.max_turns = _require_int("max_turns", max_turns, 1)
+        self.tool_concurrency = _require_int("tool_concurrency", tool_concurrency, 1)
+        self.timeout_ms = timeout_ms
+        self.hooks = resolve_hooks(hooks)
+        self.wait_for = _require_callable("wait_for", wait_for)
+        self.body_transform = _require_callable("body_transform", body_transform)
+        self.on_metric = _require_callable("on_metric", on_metric)
+        self.policy = RetryPolicy(
+            retries=_require_int("retries", retries, 0),
+            base_ms=retry_base_ms,
+            extra_statuses=retryable_statuses,
+            on_error=_require_callable("on_error", on_error),
+            transport_errors=transport.transport_errors,
+        )
+        self._params = _filtered_params(request_params)
+        self._api_key = api_key
+        self._extra_headers = dict(headers) if headers else None
+        self._openrouter = False
+        self.url = wire.endpoint(base_url) if base_url is not None else ""
+        self._static_headers: dict[str, str] | None = None
+        if api_key is not None or base_url is None:
+            self._static_headers = merge_headers(
+                wire.auth_headers(api_key or "") if base_url is not None else {},
+                self._extra_headers,
+            )
+        self._store: ConversationStore = store if store is not None else InMemoryConversationStore()
+        self._locks = KeyedLock()
+        self._metrics = Metrics()
+        self._metric_tasks: set[asyncio.Future[Any]] = set()
+
+    # -- request assembly -------------------------------------------------------------------
+
+    def _api_key_now(self) -> str:
+        """The API key by the contract's rule, read from the environment at request time."""
+        if self._api_key is not None:
+            return self._api_key
+        env = os.environ
+        openai_key = env.get("OPENAI_API_KEY") or None
+        anthropic_key = env.get("ANTHROPIC_API_KEY") or None
+        router_key = env.get("OPENROUTER_API_KEY") or None
+        own = openai_key if self.style == "openai" else anthropic_key
+        if router_key is not None and self._openrouter:
+            return router_key
+        if own is not None:
+            return own
+        if router_key is not None and openai_key is None and anthropic_key is None:
+            return router_key
+        raise MissingApiKey()
+
+    def request_headers(self) -> dict[str, str]:
+        if self._static_headers is not None:
+            return self._static_headers
+        return merge_headers(self.wire.auth_headers(self._api_key_now()), self._extra_headers)
+
+    async def build_body(
+        self,
+        model: str,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        stream: bool,
+    ) -> dict[str, Any]:
+        """Base body (§3), `request_params` merged, then `body_transform` (§13)."""
+        body = self.wire.body(model, system, messages, tools, stream)
+        return await self.shape_body(body)
+
+    async def shape_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self._params:
+            body.update(self._params)
+        if self.body_transform is not None:
+            changed = await call_maybe_async(self.body_transform, body)
+            if changed is not None:
+                if not isinstance(changed, dict):
+                    raise TypeError(
+                        f"body_transform must return a dict or None, not {type(changed).__name__}"
+                    )
+                body = changed
+        return body
+
+    def emit(self, event: Event) -> None:
+        """Record a metric event and hand it to `on_metric` (whose failure never breaks a run)."""
+        self._metrics.record(event)
+        if self.on_metric is None:
+            return
+        try:
+            reply = self.on_metric(event)
+        except Exception as exc:
+            warn(f"on_metric raised: {error_message(exc)}")
+            return
+        if inspect.isawaitable(reply):
+            task = asyncio.ensure_future(reply)
+            self._metric_tasks.add(task)
+            task.add_done_callback(self._metric_done)
+
+    def _metric_done(self, task: asyncio.Future[Any]) -> None:
+        self._metric_tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            warn(f"on_metric raised: {error_message(task.exception())}")  # type: ignore[arg-type]
+
+    # -- public API -------------------------------------------------------------------------
+
+    async def run(
+        self,
+        prompt: str,
+        toolkit: Toolkit | None = None,
+        history: Sequence[dict[str, Any]] | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> RunResult:
+        """Run the loop once: call the model, run its tools, repeat until it answers."""
+        return await RunLoop(self, prompt, toolkit, history, cancel, streaming=False).result()
+
+    async def ask(
+        self,
+        prompt: str,
+        toolkit: Toolkit | None = None,
+        *,
+        id: str | None = None,
+        on_text: Callable[[str], Any] | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> RunResult:
+        """`run` with memory: with `id`, continue and save that conversation (atomic per id).
+
+        With `on_text`, the answer streams and `on_text(delta)` (sync or async) sees every delta.
+        """
+        if on_text is not None:
+            _require_callable("on_text", on_text)
+            if not self.transport.can_stream:
+                raise RuntimeError(STREAM_UNSUPPORTED)
+            result: RunResult | None = None
+            events = self._stream(prompt, toolkit, id, cancel)
+            try:
+                async for event in events:
+                    if event["type"] == "text":
+                        await call_maybe_async(on_text, event["delta"])
+                    elif event["type"] == "done":
+                        result = event["result"]
+            finally:
+                await events.aclose()
+            assert result is not None
+            return result
+        if id is None:
+            return await self.run(prompt, toolkit, cancel=cancel)
+        async with self._locks.hold(id):
+            history = await self._store.get(id) or []
+            result = await self.run(prompt, toolkit, history=history, cancel=cancel)
+            await self._store.save(id, result.messages)
+            return result
+
+    def stream(
+        self,
+        prompt: str,
+        toolkit: Toolkit | None = None,
+        *,
+        id: str | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> AsyncGenerator[Event, None]:
+        """The loop as an async iterator of events; the last one is `{"type": "done", ...}`."""
+        if not self.transport.can_stream:
+            raise RuntimeError(STREAM_UNSUPPORTED)
+        return self._stream(prompt, toolkit, id, cancel)
+
+    async def _stream(
+        self,
+        prompt: str,
+        toolkit: Toolkit | None,
+        id: str | None,
+        cancel: asyncio.Event | None,
+    ) -> AsyncGenerator[Event, None]:
+        if id is None:
+            events = RunLoop(self, prompt, toolkit, None, cancel, streaming=True).events()
+            try:
+                async for event in events:
+                    yield event
+            finally:
+                await events.aclose()
+            return
+        async with self._locks.hold(id):
+            history = await self._store.get(id) or []
+            events = RunLoop(self, prompt, toolkit, history, cancel, streaming=True).events()
+            try:
+                async for event in events:
+                    if event["type"] == "done":
+                        await self._store.save(id, event["result"].messages)
+                    yield event
+            finally:
+                await events.aclose()
+
+    def conversation(
+        self, toolkit: Toolkit | None = None, cancel: asyncio.Event | None = None
+    ) -> Conversation:
+        """A stateful conversation: `await send(prompt)` keeps the transcript between turns."""
+        return Conversation(self, toolkit, cancel)
+
+    async def translate(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        toolkit: Toolkit | None = None,
+        tool_choice: Any = None,
+        system: str | None = None,
+        max_tokens: int = 0,
+        cancel: asyncio.Event | None = None,
+    ) -> TranslateResult:
+        """One provider call in OpenAI shapes: no loop, no tool execution, nothing stored."""
+        from toolnexus.client._translate import translate
+
+        return await translate(
+            self,
+            messages,
+            tools=tools,
+            toolkit=toolkit,
+            tool_choice=tool_choice,
+            system=system,
+            max_tokens=max_tokens,
+            cancel=cancel,
+        )
+
+    def metrics(self) -> str:
+        """Every metric event so far as Prometheus text (client.md §12)."""
+        return self._metrics.render()
+
+    @property
+    def conversation_store(self) -> ConversationStore:
+        """The store `ask(id=...)` uses: the one passed as `store`, else the default."""
+        return self._store
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections this client owns (an injected `http_client` stays open)."""
+        await self.transport.aclose()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        where = self.base_url if self.base_url is not None else "in-process"
+        return f"<Client {self.style} {self.model!r} at {where}>"
+
+
+class Conversation:
+    """A transcript kept between `send` calls (one at a time)."""
+
+    def __init__(
+        self, client: Client, toolkit: Toolkit | None, cancel: asyncio.Event | None
+    ) -> None:
+        self._client = client
+        self._toolkit = toolkit
+        self._cancel = cancel
+        self._messages: list[dict[str, Any]] = []
+        self._lock = asyncio.Lock()
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The transcript so far."""
+        return self._messages
+
+    async def send(self, prompt: str) -> RunResult:
+        """Run `prompt` with the retained history and keep the new transcript."""
+        async with self._lock:
+            result = await self._client.run(
+                prompt, self._toolkit, history=self._messages or None, cancel=self._cancel
+            )
+            self._messages = result.messages
+            return result
+
+    def reset(self) -> None:
+        """Forget the transcript."""
+        self._messages = []
+
+
+def create_client(
+    *,
+    base_url: str,
+    style: Style,
+    model: str,
+    api_key: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    system_prompt: str | None = None,
+    max_turns: int = 10,
+    hooks: Hooks | Mapping[str, Any] | Any = None,
+    retries: int = 2,
+    retry_base_ms: float = 500,
+    timeout_ms: float | None = None,
+    store: ConversationStore | None = None,
+    on_metric: Callable[[dict[str, Any]], Any] | None = None,
+    wait_for: Callable[..., Any] | None = None,
+    request_params: Mapping[str, Any] | None = None,
+    body_transform: Callable[[dict[str, Any]], Any] | None = None,
+    on_error: Callable[[dict[str, Any]], Any] | None = None,
+    retryable_statuses: Iterable[int] | None = None,
+    http_client: httpx2.AsyncClient | None = None,
+    read_timeout_ms: float = 600000,
+    tool_concurrency: int = 16,
+) -> Client:
+    """A `Client` for an OpenAI-style (`/chat/completions`) or Anthropic-style endpoint."""
+    return Client(
+        base_url=base_url,
+        style=style,
+        model=model,
+        api_key=api_key,
+        headers=headers,
+        system_prompt=system_prompt,
+        max_turns=max_turns,
+        hooks=hooks,
+        retries=retries,
+        retry_base_ms=retry_base_ms,
+        timeout_ms=timeout_ms,
+        store=store,
+        on_metric=on_metric,
+        wait_for=wait_for,
+        request_params=request_params,
+        body_transform=body_transform,
+        on_error=on_error,
+        retryable_statuses=retryable_statuses,
+        http_client=http_client,
+        read_timeout_ms=read_timeout_ms,
+        tool_concurrency=tool_concurrency,
+    )
+
+
+_NOT_IN_PROCESS = ("base_url", "api_key", "style", "http_client")
+
+
+def create_in_process_client(
+    *, model: str, generate: Callable[[dict[str, Any]], Any], **options: Any
+) -> Client:
+    """A `Client` over a model in this process: `generate(request)` returns one assistant turn.
+
+    Takes every `create_client` option except `base_url`, `api_key`, `style` and
+    `http_client`. `retries` defaults to 0 (a local failure is final); streaming is refused.
+    """
+    for name in _NOT_IN_PROCESS:
+        if name in options:
+            raise TypeError(f"create_in_process_client() does not take {name!r}")
+    if not callable(generate):
+        raise TypeError("create_in_process_client() needs a callable generate(request)")
+    allowed = set(inspect.signature(create_client).parameters) - set(_NOT_IN_PROCESS)
+    allowed.discard("model")
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise TypeError(f"create_in_process_client() got an unexpected option {unknown[0]!r}")
+    options.pop("read_timeout_ms", None)  # no HTTP read to time out
+    options.setdefault("retries", 0)
+    settings: dict[str, Any] = {
+        "headers": None,
+        "system_prompt": None,
+        "max_turns": 10,
+        "hooks": None,
+        "retry_base_ms": 500,
+        "timeout_ms": None,
+        "store": None,
+        "on_metric": None,
+        "wait_for": None,
+        "request_params": None,
+        "body_transform": None,
+        "on_error": None,
+        "retryable_statuses": None,
+        "tool_concurrency": 16,
+    }
+    settings.update(options)
+    client = Client.__new__(Client)
+    client._setup(
+        wire=OPENAI,
+        transport=InProcessTransport(generate),
+        base_url=None,
+        model=model,
+        api_key=None,
+        **settings,
+    )
+    return client

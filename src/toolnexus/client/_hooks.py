@@ -1,0 +1,66 @@
+"""Lifecycle hooks: `before_llm`, `after_llm`, `before_tool`, `after_tool` (each sync or async)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolnexus._aio import call_maybe_async
+
+__all__ = ["HOOK_NAMES", "Hooks", "call_hook", "resolve_hooks"]
+
+HOOK_NAMES = ("before_llm", "after_llm", "before_tool", "after_tool")
+
+HookFn = Callable[[dict[str, Any]], Any]
+
+
+@dataclass(slots=True, kw_only=True)
+class Hooks:
+    """The four optional hooks. A plain mapping or any object with these attributes also works."""
+
+    before_llm: HookFn | None = None
+    after_llm: HookFn | None = None
+    before_tool: HookFn | None = None
+    after_tool: HookFn | None = None
+
+    @property
+    def empty(self) -> bool:
+        return (
+            self.before_llm is None
+            and self.after_llm is None
+            and self.before_tool is None
+            and self.after_tool is None
+        )
+
+
+def resolve_hooks(hooks: Any) -> Hooks | None:
+    """Normalise the `hooks` option; `None` when no hook is set. Typos raise at once."""
+    if hooks is None:
+        return None
+    if isinstance(hooks, Hooks):
+        found = hooks
+    elif isinstance(hooks, Mapping):
+        unknown = [k for k in hooks if k not in HOOK_NAMES]
+        if unknown:
+            raise TypeError(f"unknown hook {unknown[0]!r}: hooks are {', '.join(HOOK_NAMES)}")
+        found = Hooks(**{k: hooks[k] for k in HOOK_NAMES if hooks.get(k) is not None})
+    else:
+        found = Hooks(**{k: getattr(hooks, k, None) for k in HOOK_NAMES})
+    for name in HOOK_NAMES:
+        fn = getattr(found, name)
+        if fn is not None and not callable(fn):
+            raise TypeError(f"hook {name} must be callable, not {type(fn).__name__}")
+    return None if found.empty else found
+
+
+async def call_hook(fn: HookFn | None, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """Call a hook; its reply must be `None` or a dict."""
+    if fn is None:
+        return None
+    reply = await call_maybe_async(fn, payload)
+    if reply is None:
+        return None
+    if not isinstance(reply, Mapping):
+        raise TypeError(f"a hook must return None or a dict, not {type(reply).__name__}")
+    return dict(reply) if reply else None

@@ -1,0 +1,125 @@
+"""A model running in this process, wrapped as an OpenAI chat-completions endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from toolnexus._json import compact_json
+from toolnexus.client._transport import StreamBody
+
+__all__ = ["STREAM_UNSUPPORTED", "InProcessTransport", "to_completion"]
+
+STREAM_UNSUPPORTED = (
+    "an in-process client cannot stream: generate() returns whole answers; "
+    "use run(), or ask() without on_text"
+)
+
+_ids = itertools.count(1)
+
+
+def _usage(raw: Any) -> dict[str, int] | None:
+    if not isinstance(raw, Mapping):
+        return None
+    prompt = int(raw.get("prompt_tokens", raw.get("promptTokens", 0)) or 0)
+    completion = int(raw.get("completion_tokens", raw.get("completionTokens", 0)) or 0)
+    total = raw.get("total_tokens", raw.get("totalTokens"))
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": int(total) if total is not None else prompt + completion,
+    }
+
+
+def to_completion(reply: Any, model: str) -> dict[str, Any]:
+    """Wrap one `generate()` reply as a chat-completions response."""
+    if not isinstance(reply, Mapping):
+        raise TypeError(
+            "generate() must return a dict: {'content': str} or {'tool_calls': [...]}, "
+            f"not {type(reply).__name__}"
+        )
+    raw_calls = reply.get("tool_calls", reply.get("toolCalls"))
+    message: dict[str, Any] = {"role": "assistant"}
+    if raw_calls:
+        if not isinstance(raw_calls, list):
+            raise TypeError("generate(): tool_calls must be a list")
+        calls = []
+        for index, call in enumerate(raw_calls):
+            if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+                raise TypeError(f"generate(): tool_calls[{index}] needs a string 'name'")
+            arguments = call.get("arguments", {})
+            if not isinstance(arguments, str):
+                arguments = compact_json(arguments if arguments is not None else {})
+            calls.append(
+                {
+                    "id": str(call.get("id") or f"call_{index}"),
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": arguments},
+                }
+            )
+        content = reply.get("content")
+        message["content"] = content if isinstance(content, str) and content else None
+        message["tool_calls"] = calls
+        finish = "tool_calls"
+    else:
+        content = reply.get("content")
+        if content is None:
+            raise TypeError("generate() must return {'content': str} or {'tool_calls': [...]}")
+        if not isinstance(content, str):
+            raise TypeError(f"generate(): content must be a string, not {type(content).__name__}")
+        message["content"] = content
+        finish = "stop"
+    completion: dict[str, Any] = {
+        "id": f"inproc-{next(_ids)}",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+    }
+    usage = _usage(reply.get("usage"))
+    if usage is not None:
+        completion["usage"] = usage
+    return completion
+
+
+class InProcessTransport:
+    """Calls `generate(request)` instead of an HTTP endpoint (sync ones run in a worker thread)."""
+
+    transport_errors: tuple[type[BaseException], ...] = (Exception,)
+    can_stream = False
+
+    def __init__(self, generate: Callable[[dict[str, Any]], Any]) -> None:
+        self._generate = generate
+        self._is_async = inspect.iscoroutinefunction(generate) or inspect.iscoroutinefunction(
+            getattr(generate, "__call__", None)  # noqa: B004 - async callable objects
+        )
+
+    async def post(
+        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> tuple[int, Any, bytes]:
+        # A snapshot: the live transcript keeps growing after this call returns.
+        body = {**body, "messages": list(body.get("messages") or ())}
+        request = {
+            "messages": body["messages"],
+            "tools": body.get("tools") or None,
+            "model": body.get("model"),
+            "body": body,
+        }
+        if self._is_async:
+            reply = await self._generate(request)
+        else:
+            # A local model may compute for seconds: keep it off the event loop.
+            reply = await asyncio.to_thread(self._generate, request)
+            if inspect.isawaitable(reply):
+                reply = await reply
+        return 200, to_completion(reply, str(body.get("model"))), b""
+
+    async def open_stream(
+        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> StreamBody:
+        raise RuntimeError(STREAM_UNSUPPORTED)
+
+    async def aclose(self) -> None:
+        return None

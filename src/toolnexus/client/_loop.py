@@ -1,0 +1,437 @@
+"""The tool-calling loop shared by `run`, `ask` and `stream`.
+
+One `RunLoop` is one run: call the model, execute the tools it asked for (concurrently, in
+call order into the transcript), resolve suspensions, repeat up to `max_turns`. It is written
+as an async generator of events so streaming gets back-pressure for free: nothing is read from
+the provider until the consumer asks for the next event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from toolnexus._aio import call_in_thread_maybe_async
+from toolnexus.adapters import ToolCall
+from toolnexus.client._hooks import call_hook
+from toolnexus.client._results import RunResult, add_usage, empty_usage
+from toolnexus.client._scope import RunScope
+from toolnexus.client._sse import SSEDecoder
+from toolnexus.client._wire import Turn
+from toolnexus.types import Request, ToolContext, ToolResult, error_message, pending_of
+
+if TYPE_CHECKING:
+    from toolnexus.client._client import Client
+    from toolnexus.toolkit import Toolkit
+
+__all__ = ["RunLoop", "compose_system"]
+
+Event = dict[str, Any]
+
+
+def compose_system(system_prompt: str | None, toolkit: Toolkit | None) -> str:
+    """The non-empty of `system_prompt` and the toolkit's skill catalog, joined by a blank line."""
+    parts = [system_prompt or "", toolkit.skills_prompt() if toolkit is not None else ""]
+    return "\n\n".join(p for p in parts if p)
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 3)
+
+
+async def _next_chunk(chunks: AsyncIterator[bytes]) -> bytes | None:
+    try:
+        return await anext(chunks)
+    except StopAsyncIteration:
+        return None
+
+
+class _Outcome:
+    """One tool call after execution (and hooks), before suspension handling."""
+
+    __slots__ = ("args", "call", "result", "suspended")
+
+    def __init__(
+        self, call: ToolCall, args: dict[str, Any], result: ToolResult, suspended: bool
+    ) -> None:
+        self.call = call
+        self.args = args
+        self.result = result
+        self.suspended = suspended
+
+
+class RunLoop:
+    """One run of the loop. Iterate `events()`; the last event is `{"type": "done", ...}`."""
+
+    def __init__(
+        self,
+        client: Client,
+        prompt: str,
+        toolkit: Toolkit | None,
+        history: Sequence[dict[str, Any]] | None,
+        cancel: asyncio.Event | None,
+        *,
+        streaming: bool,
+    ) -> None:
+        self.c = client
+        self.prompt = prompt
+        self.toolkit = toolkit
+        self.history = history
+        self.cancel = cancel
+        self.streaming = streaming
+        self.usage = empty_usage()
+        self.usage_seen = False
+        self.turns = 0
+        self.records: list[dict[str, Any]] = []
+
+    async def result(self) -> RunResult:
+        """Run to the end without streaming and return the `RunResult`."""
+        gen = self.events()
+        try:
+            async for event in gen:
+                if event["type"] == "done":
+                    result: RunResult = event["result"]
+                    return result
+        finally:
+            await gen.aclose()
+        raise RuntimeError("the run ended without a result")  # pragma: no cover
+
+    async def events(self) -> AsyncGenerator[Event, None]:
+        c = self.c
+        started = time.perf_counter()
+        scope = RunScope(c.timeout_ms, self.cancel)
+        hooks = c.hooks
+        wire = c.wire
+        try:
+            scope.check()
+            system = compose_system(c.system_prompt, self.toolkit)
+            messages = wire.start_messages(system, self.history, self.prompt)
+            tools = wire.declarations(self.toolkit) if self.toolkit is not None else []
+            status, text = "incomplete", ""
+            limit: str | None = "maxTurns"
+            pending: Request | None = None
+            for turn_index in range(c.max_turns):
+                model = c.model
+                if hooks is not None and hooks.before_llm is not None:
+                    reply = await call_hook(
+                        hooks.before_llm,
+                        {"messages": messages, "tools": tools, "model": model, "turn": turn_index},
+                    )
+                    if reply:
+                        if reply.get("messages") is not None:
+                            messages = list(reply["messages"])
+                        if "tools" in reply:
+                            tools = list(reply["tools"] or ())
+                        if reply.get("model"):
+                            model = str(reply["model"])
+                body = await c.build_body(model, system, messages, tools, self.streaming)
+                turn: Turn | None = None
+                if self.streaming:
+                    deltas = self._stream_call(model, body, scope)
+                    try:
+                        async for item in deltas:
+                            if isinstance(item, str):
+                                yield {"type": "text", "delta": item}
+                            else:
+                                turn = item
+                    finally:
+                        await deltas.aclose()  # a consumer that stops early closes the response
+                else:
+                    turn = await self._call(model, body, scope)
+                assert turn is not None
+                self.turns += 1
+                if hooks is not None and hooks.after_llm is not None:
+                    response = (
+                        {"streamed": True, "usage": dict(self.usage)}
+                        if self.streaming
+                        else turn.raw
+                    )
+                    await call_hook(
+                        hooks.after_llm, {"response": response, "model": model, "turn": turn_index}
+                    )
+                messages.append(turn.message)
+                text = turn.text
+                if not turn.calls:
+                    status, limit = "done", None
+                    break
+                calls = turn.calls
+                if self.streaming:
+                    for call in calls:
+                        yield {
+                            "type": "tool_call",
+                            "id": call.id,
+                            "name": call.name,
+                            "args": call.args,
+                        }
+                outcomes = await self._execute_all(calls, turn_index, scope)
+                pairs: list[tuple[str, ToolResult]] = []
+                for outcome in outcomes:
+                    result = outcome.result
+                    request = pending_of(result) if outcome.suspended else None
+                    if request is not None:
+                        if self.streaming:
+                            yield {"type": "pending", "request": request}
+                        if c.wait_for is None:
+                            result = ToolResult(request.prompt, True)
+                            self._record(outcome, result)
+                            pairs.append((outcome.call.id, result))
+                            pending = request
+                            break
+                        result = await self._resolve(outcome, request, turn_index, scope)
+                    self._record(outcome, result)
+                    pairs.append((outcome.call.id, result))
+                    if self.streaming:
+                        yield {
+                            "type": "tool_result",
+                            "id": outcome.call.id,
+                            "name": outcome.call.name,
+                            "output": result.output,
+                            "is_error": result.is_error,
+                        }
+                messages.extend(wire.tool_results(pairs))
+                if pending is not None:
+                    status, limit, text = "pending", None, pending.prompt
+                    break
+            if status == "incomplete" and c.max_turns <= 0:
+                text = ""
+            result_obj = RunResult(
+                text=text,
+                messages=messages,
+                tool_calls=self.records,
+                tool_call_count=len(self.records),
+                turns=self.turns,
+                usage=self.usage,
+                model=c.model,
+                status=status,
+                limit=limit,
+                pending=pending,
+            )
+        except BaseException as exc:
+            scope.close()
+            message = (
+                "stream closed before done"
+                if isinstance(exc, GeneratorExit)
+                else error_message(exc)
+            )
+            c.emit(self._run_event(started, message))
+            raise
+        scope.close()
+        c.emit(self._run_event(started, None))
+        if self.streaming and self.usage_seen:
+            yield {"type": "usage", "usage": dict(self.usage)}
+        yield {"type": "done", "result": result_obj}
+
+    def _run_event(self, started: float, error: str | None) -> Event:
+        event: Event = {
+            "event": "run",
+            "model": self.c.model,
+            "turns": self.turns,
+            "tool_calls": len(self.records),
+            "total_tokens": self.usage["total_tokens"],
+            "ms": _ms(started),
+        }
+        if error is not None:
+            event["error"] = error
+        return event
+
+    def _record(self, outcome: _Outcome, result: ToolResult) -> None:
+        self.records.append(
+            {
+                "name": outcome.call.name,
+                "args": outcome.args,
+                "output": result.output,
+                "is_error": result.is_error,
+                "metadata": result.metadata,
+            }
+        )
+
+    # -- the LLM call ---------------------------------------------------------------------------
+
+    def _llm_done(self, model: str, started: float, usage: dict[str, int] | None) -> None:
+        if usage is not None:
+            add_usage(self.usage, usage)
+            self.usage_seen = True
+        self.c.emit(
+            {
+                "event": "llm",
+                "model": model,
+                "status": "ok",
+                "ms": _ms(started),
+                "prompt_tokens": usage["prompt_tokens"] if usage else 0,
+                "completion_tokens": usage["completion_tokens"] if usage else 0,
+            }
+        )
+
+    def _llm_failed(self, model: str, started: float) -> None:
+        self.c.emit(
+            {
+                "event": "llm",
+                "model": model,
+                "status": "error",
+                "ms": _ms(started),
+                "prompt_tokens": 0,
+                "completion_tokens": 0,
+            }
+        )
+
+    async def _call(self, model: str, body: dict[str, Any], scope: RunScope) -> Turn:
+        c = self.c
+        started = time.perf_counter()
+        url, headers = c.url, c.request_headers()
+
+        async def attempt() -> Turn:
+            status, data, raw = await c.transport.post(url, headers, body)
+            return c.wire.parse(status, data, raw)
+
+        try:
+            turn = await c.policy.call(attempt, scope)
+        except BaseException:
+            self._llm_failed(model, started)
+            raise
+        self._llm_done(model, started, turn.usage)
+        return turn
+
+    async def _stream_call(
+        self, model: str, body: dict[str, Any], scope: RunScope
+    ) -> AsyncGenerator[str | Turn, None]:
+        """Yield the text deltas of one streamed LLM call, then its assembled `Turn`."""
+        c = self.c
+        started = time.perf_counter()
+        url, headers = c.url, c.request_headers()
+        try:
+            response = await c.policy.call(
+                lambda: c.transport.open_stream(url, headers, body), scope
+            )
+            try:
+                assembler = c.wire.stream(response.status)
+                decoder = SSEDecoder()
+                chunks = response.chunks()
+                while not assembler.done:
+                    chunk = await scope.race(_next_chunk(chunks))
+                    events = decoder.feed(chunk) if chunk is not None else decoder.flush()
+                    for event, data in events:
+                        delta = assembler.feed(event, data)
+                        if delta is not None:
+                            yield delta
+                            scope.check()  # cancel/deadline between stream events
+                        if assembler.done:
+                            break
+                    if chunk is None:
+                        break
+                turn = assembler.turn()
+            finally:
+                await response.aclose()
+        except BaseException:
+            self._llm_failed(model, started)
+            raise
+        self._llm_done(model, started, turn.usage)
+        yield turn
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    async def _execute_all(
+        self, calls: list[ToolCall], turn: int, scope: RunScope
+    ) -> list[_Outcome]:
+        if len(calls) == 1:
+            return [await scope.race(self._execute_one(calls[0], turn, scope))]
+        limit = self.c.tool_concurrency
+        semaphore = asyncio.Semaphore(limit) if len(calls) > limit else None
+
+        async def bounded(call: ToolCall) -> _Outcome:
+            if semaphore is None:
+                return await self._execute_one(call, turn, scope)
+            async with semaphore:
+                return await self._execute_one(call, turn, scope)
+
+        async def all_calls() -> list[_Outcome]:
+            try:
+                async with asyncio.TaskGroup() as group:
+                    tasks = [group.create_task(bounded(call)) for call in calls]
+            except BaseExceptionGroup as group_error:
+                raise group_error.exceptions[0] from None
+            return [t.result() for t in tasks]
+
+        return await scope.race(all_calls())
+
+    async def _run_tool(self, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        if self.toolkit is None:
+            return ToolResult(f"Unknown tool: {name}. Available tools: none", True)
+        return await self.toolkit.execute(name, args, ctx)
+
+    def _tool_event(self, name: str, result: ToolResult, started: float) -> None:
+        tool = self.toolkit.get(name) if self.toolkit is not None else None
+        suspended = pending_of(result) is not None
+        event: Event = {
+            "event": "tool",
+            "tool": name,
+            "source": tool.source if tool is not None else "custom",
+            "is_error": False if suspended else result.is_error,
+            "ms": _ms(started),
+        }
+        if suspended:
+            event["pending"] = True
+        self.c.emit(event)
+
+    async def _execute_one(self, call: ToolCall, turn: int, scope: RunScope) -> _Outcome:
+        if call.error is not None:
+            message = f"Invalid arguments for tool {call.name}: {call.error}"
+            return _Outcome(call, call.args, ToolResult(message, True), False)
+        hooks = self.c.hooks
+        args = call.args
+        started = time.perf_counter()
+        if hooks is not None and hooks.before_tool is not None:
+            reply = await call_hook(
+                hooks.before_tool, {"name": call.name, "args": args, "id": call.id, "turn": turn}
+            )
+            if reply:
+                if reply.get("result") is not None:
+                    result = _as_result(reply["result"], "before_tool")
+                    self._tool_event(call.name, result, started)
+                    return _Outcome(call, args, result, pending_of(result) is not None)
+                if reply.get("args") is not None:
+                    args = reply["args"]
+        result = await self._run_tool(call.name, args, scope.tool_context())
+        self._tool_event(call.name, result, started)
+        if pending_of(result) is not None:
+            return _Outcome(call, args, result, True)  # after_tool never sees a suspension
+        result = await self._after_tool(call, args, result, turn)
+        return _Outcome(call, args, result, False)
+
+    async def _after_tool(
+        self, call: ToolCall, args: dict[str, Any], result: ToolResult, turn: int
+    ) -> ToolResult:
+        hooks = self.c.hooks
+        if hooks is None or hooks.after_tool is None:
+            return result
+        reply = await call_hook(
+            hooks.after_tool,
+            {"name": call.name, "args": args, "result": result, "id": call.id, "turn": turn},
+        )
+        if reply and reply.get("result") is not None:
+            return _as_result(reply["result"], "after_tool")
+        return result
+
+    async def _resolve(
+        self, outcome: _Outcome, request: Request, turn: int, scope: RunScope
+    ) -> ToolResult:
+        """Settle one suspension through `wait_for` (client.md §14)."""
+        wait_for = self.c.wait_for
+        assert wait_for is not None
+        answer = await scope.race(call_in_thread_maybe_async(wait_for, request))
+        if answer is None or not getattr(answer, "ok", False):
+            return ToolResult("declined/expired: " + request.prompt, True)
+        started = time.perf_counter()
+        name, args = outcome.call.name, outcome.args
+        result = await scope.race(self._run_tool(name, args, scope.tool_context(answer)))
+        self._tool_event(name, result, started)
+        if pending_of(result) is not None:
+            return ToolResult("unresolved: " + request.prompt, True)
+        return await self._after_tool(outcome.call, args, result, turn)
+
+
+def _as_result(value: Any, hook: str) -> ToolResult:
+    if isinstance(value, ToolResult):
+        return value
+    raise TypeError(f"{hook} hook: 'result' must be a ToolResult, not {type(value).__name__}")

@@ -1,0 +1,219 @@
+"""The OpenAI chat-completions wire: endpoint, headers, body, response and stream parsing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from toolnexus.adapters import (
+    ToolCall,
+    openai_tool_result,
+    parse_arguments,
+    parse_openai_tool_calls,
+)
+from toolnexus.client._errors import ProviderError, error_text
+from toolnexus.client._wire import Turn, append_path, as_int, decode_event
+from toolnexus.types import ToolResult
+
+if TYPE_CHECKING:
+    from toolnexus.toolkit import Toolkit
+
+__all__ = ["OPENAI", "OpenAIStream", "OpenAIWire", "openai_usage"]
+
+
+def openai_usage(raw: Any) -> dict[str, int] | None:
+    """Normalise an OpenAI `usage` object (cached prompt tokens kept as `cache_read_tokens`)."""
+    if not isinstance(raw, dict):
+        return None
+    prompt = as_int(raw.get("prompt_tokens"))
+    completion = as_int(raw.get("completion_tokens"))
+    total = raw.get("total_tokens")
+    usage = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": as_int(total) if total is not None else prompt + completion,
+    }
+    details = raw.get("prompt_tokens_details")
+    if isinstance(details, dict):
+        if details.get("cached_tokens") is not None:
+            usage["cache_read_tokens"] = as_int(details["cached_tokens"])
+        if details.get("cache_write_tokens") is not None:
+            usage["cache_write_tokens"] = as_int(details["cache_write_tokens"])
+    return usage
+
+
+def content_text(content: Any) -> str:
+    """An OpenAI message `content` as text (a parts array ⇒ its text parts joined)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
+        )
+    return ""
+
+
+class OpenAIWire:
+    """`POST …/chat/completions` with a bearer key; the transcript holds the system message."""
+
+    style = "openai"
+
+    def endpoint(self, base_url: str) -> str:
+        return append_path(base_url, "/chat/completions")
+
+    def auth_headers(self, key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+    def declarations(self, toolkit: Toolkit) -> list[dict[str, Any]]:
+        return toolkit.to_openai()
+
+    def start_messages(
+        self, system: str, history: Sequence[dict[str, Any]] | None, prompt: str
+    ) -> list[dict[str, Any]]:
+        messages = list(history) if history else []
+        if not history and system:
+            messages.append({"role": "system", "content": system})
+        messages.append({"role": "user", "content": prompt})
+        return messages
+
+    def body(
+        self,
+        model: str,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        stream: bool,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": model, "messages": messages}
+        if tools:
+            body["tools"] = tools
+            body["tool_choice"] = "auto"
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    def parse(self, status: int, data: Any, raw: bytes) -> Turn:
+        message = None
+        choice: Any = None
+        if isinstance(data, dict):
+            choices = data.get("choices")
+            if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+                choice = choices[0]
+                message = choice.get("message")
+        if not isinstance(message, dict):
+            found = error_text(data)
+            raise ProviderError(
+                status,
+                raw.decode("utf-8", "replace"),
+                found if found is not None else "response has no choices[0].message",
+            )
+        return Turn(
+            message=message,
+            text=content_text(message.get("content")),
+            calls=parse_openai_tool_calls(message),
+            usage=openai_usage(data.get("usage")),
+            finish_reason=choice.get("finish_reason"),
+            raw=data,
+        )
+
+    def stream(self, status: int) -> OpenAIStream:
+        return OpenAIStream(status)
+
+    def tool_results(self, pairs: list[tuple[str, ToolResult]]) -> list[dict[str, Any]]:
+        return [openai_tool_result(call_id, result) for call_id, result in pairs]
+
+
+class _PartialCall:
+    __slots__ = ("args", "id", "name")
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.name: list[str] = []
+        self.args: list[str] = []
+
+
+class OpenAIStream:
+    """Assembles one streamed turn from `chat.completion.chunk` events (tool calls by `index`)."""
+
+    __slots__ = ("_calls", "_status", "_text", "done", "finish_reason", "usage")
+
+    def __init__(self, status: int) -> None:
+        self._status = status
+        self._text: list[str] = []
+        self._calls: dict[int, _PartialCall] = {}
+        self.usage: list[dict[str, int]] = []
+        self.finish_reason: str | None = None
+        self.done = False
+
+    def feed(self, event: str, data: str) -> str | None:
+        """Take one SSE event; return its text delta, if any."""
+        if data == "[DONE]":
+            self.done = True
+            return None
+        obj = decode_event(self._status, data)
+        if not isinstance(obj, dict):
+            return None
+        usage = openai_usage(obj.get("usage"))
+        if usage is not None:
+            self.usage.append(usage)
+        choices = obj.get("choices")
+        if not choices or not isinstance(choices[0], dict):
+            return None
+        choice = choices[0]
+        if choice.get("finish_reason"):
+            self.finish_reason = choice["finish_reason"]
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            return None
+        for position, part in enumerate(delta.get("tool_calls") or ()):
+            index = part.get("index", position)
+            call = self._calls.get(index)
+            if call is None:
+                call = self._calls[index] = _PartialCall()
+            if part.get("id"):
+                call.id = part["id"]
+            fn = part.get("function") or {}
+            if fn.get("name"):
+                call.name.append(fn["name"])
+            if fn.get("arguments"):
+                call.args.append(fn["arguments"])
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            self._text.append(content)
+            return content
+        return None
+
+    def turn(self) -> Turn:
+        text = "".join(self._text)
+        wire_calls: list[dict[str, Any]] = []
+        calls: list[ToolCall] = []
+        for n, index in enumerate(sorted(self._calls)):
+            partial = self._calls[index]
+            call_id = partial.id or f"call_{n}"
+            name = "".join(partial.name)
+            raw_args = "".join(partial.args)
+            wire_calls.append(
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": raw_args},
+                }
+            )
+            args, error = parse_arguments(raw_args)
+            calls.append(ToolCall(id=call_id, name=name, args=args, error=error))
+        message: dict[str, Any]
+        if wire_calls:
+            message = {"role": "assistant", "content": text or None, "tool_calls": wire_calls}
+        else:
+            message = {"role": "assistant", "content": text}
+        usage: dict[str, int] | None = None
+        if self.usage:
+            usage = {}
+            for part in self.usage:
+                for key, value in part.items():
+                    usage[key] = usage.get(key, 0) + value
+        return Turn(message, text, calls, usage, self.finish_reason, None)
+
+
+OPENAI = OpenAIWire()

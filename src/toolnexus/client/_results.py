@@ -1,0 +1,77 @@
+"""What a run or a translation hands back, and the token-usage arithmetic they share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolnexus.types import Request
+
+__all__ = [
+    "RunResult",
+    "TranslateResult",
+    "TranslatedToolCall",
+    "add_usage",
+    "empty_usage",
+]
+
+# Optional usage keys, present only when a provider reported them.
+CACHE_KEYS = ("cache_read_tokens", "cache_write_tokens")
+
+
+def empty_usage() -> dict[str, int]:
+    return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+def add_usage(total: dict[str, int], part: dict[str, int]) -> None:
+    """Add one call's normalised usage into a running total (in place)."""
+    for key, value in part.items():
+        total[key] = total.get(key, 0) + value
+
+
+@dataclass(slots=True)
+class RunResult:
+    """The outcome of `run`/`ask`/`stream`: the answer, the transcript and what happened."""
+
+    text: str
+    messages: list[dict[str, Any]]
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_call_count: int = 0
+    turns: int = 0
+    usage: dict[str, int] = field(default_factory=empty_usage)
+    model: str = ""
+    status: str = "done"
+    limit: str | None = None
+    pending: Request | None = None
+
+
+@dataclass(slots=True)
+class TranslatedToolCall:
+    """One tool call of a translated response; `arguments` is a JSON string."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(slots=True)
+class TranslateResult:
+    """The outcome of `translate`: one provider call in OpenAI shapes."""
+
+    text: str
+    tool_calls: list[TranslatedToolCall]
+    finish_reason: str
+    usage: dict[str, int]
+    model: str
+    raw: Any
+
+    def tool_calls_json(self) -> list[dict[str, Any]]:
+        """The calls as an OpenAI `tool_calls` array (plain JSON data, ready for a message)."""
+        return [c.to_openai() for c in self.tool_calls]

@@ -1,0 +1,128 @@
+"""One run's deadline and cancellation: what aborts in-flight work and what tools observe."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from toolnexus.client._errors import RunCancelled, RunTimeout
+from toolnexus.types import ToolContext
+
+__all__ = ["RunScope"]
+
+T = TypeVar("T")
+
+# How long an aborted operation gets to unwind (close its HTTP connection, cancel its tool)
+# before the run raises anyway. Bounded so a task that swallows cancellation cannot hang us.
+_UNWIND_S = 1.0
+
+
+class RunScope:
+    """The `timeout_ms` deadline and `cancel` event of one run.
+
+    `signal` is set when either fires; tools get it through their `Context`. `race()` runs an
+    awaitable and aborts it (cancelling its task, hence its HTTP request) when either fires.
+    """
+
+    __slots__ = (
+        "_abort",
+        "_kind",
+        "_timer",
+        "_watch",
+        "cancel",
+        "deadline",
+        "signal",
+        "timeout_ms",
+    )
+
+    def __init__(self, timeout_ms: float | None, cancel: asyncio.Event | None) -> None:
+        loop = asyncio.get_running_loop()
+        self.timeout_ms = timeout_ms
+        self.cancel = cancel
+        self.deadline = loop.time() + timeout_ms / 1000 if timeout_ms is not None else None
+        self.signal = asyncio.Event()
+        self._kind: str | None = None
+        self._abort: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._watch: asyncio.Task[None] | None = None
+        if self.deadline is None and cancel is None:
+            return
+        self._abort = loop.create_future()
+        if self.deadline is not None:
+            self._timer = loop.call_at(self.deadline, self._fire, "timeout")
+        if cancel is not None:
+            if cancel.is_set():
+                self._fire("cancel")
+            else:
+                self._watch = loop.create_task(self._watch_cancel(cancel))
+
+    async def _watch_cancel(self, cancel: asyncio.Event) -> None:
+        await cancel.wait()
+        self._fire("cancel")
+
+    def _fire(self, kind: str) -> None:
+        if self._kind is None:
+            self._kind = kind
+            self.signal.set()
+            if self._abort is not None and not self._abort.done():
+                self._abort.set_result(None)
+
+    def error(self) -> Exception:
+        """The exception the run raises for the abort that fired."""
+        if self._kind == "timeout":
+            return RunTimeout(self.timeout_ms or 0)
+        return RunCancelled()
+
+    @property
+    def aborted(self) -> bool:
+        if self._kind is None and self.cancel is not None and self.cancel.is_set():
+            self._fire("cancel")
+        return self._kind is not None
+
+    def check(self) -> None:
+        """Raise `RunTimeout`/`RunCancelled` when the run is already aborted."""
+        if self.aborted:
+            raise self.error()
+
+    def time_left(self) -> float | None:
+        """Seconds left before the deadline (never negative), `None` without one."""
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - asyncio.get_running_loop().time())
+
+    def tool_context(self, answer: Any = None) -> ToolContext:
+        return ToolContext(signal=self.signal, timeout=self.time_left(), answer=answer)
+
+    async def race(self, awaitable: Awaitable[T]) -> T:
+        """Await `awaitable`, aborting it when the deadline passes or `cancel` is set."""
+        self.check()
+        abort = self._abort
+        if abort is None:
+            return await awaitable
+        task = asyncio.ensure_future(awaitable)
+        try:
+            await asyncio.wait((task, abort), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            task.cancel()
+            raise
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait((task,), timeout=_UNWIND_S)
+        if not task.done():
+            task.add_done_callback(_consume)
+        raise self.error()
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._watch is not None:
+            self._watch.cancel()
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()

@@ -1,0 +1,142 @@
+"""How an LLM request leaves the process: one pooled `httpx2.AsyncClient` per `Client`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
+
+import httpx2
+
+from toolnexus._json import compact_json
+from toolnexus.client._errors import ProviderError
+
+__all__ = ["HttpTransport", "StreamBody", "Transport"]
+
+
+class StreamBody(Protocol):
+    """An open streaming response whose status was 2xx."""
+
+    status: int
+
+    def chunks(self) -> AsyncIterator[bytes]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Transport(Protocol):
+    """Sends one assembled body; a non-2xx answer raises `ProviderError`."""
+
+    transport_errors: tuple[type[BaseException], ...]
+    can_stream: bool
+
+    async def post(
+        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> tuple[int, Any, bytes]: ...
+
+    async def open_stream(
+        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> StreamBody: ...
+
+    async def aclose(self) -> None: ...
+
+
+class _HttpStream:
+    __slots__ = ("_response", "status")
+
+    def __init__(self, response: httpx2.Response) -> None:
+        self._response = response
+        self.status = response.status_code
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        return self._response.aiter_bytes()
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+
+def _decode(status: int, raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        text = raw.decode("utf-8", "replace")
+        raise ProviderError(status, text, f"response is not JSON ({exc})") from None
+
+
+class HttpTransport:
+    """HTTP/1.1 keep-alive to the provider; every request of every run reuses the pool.
+
+    `read_timeout_s` is an idle read timeout: a long generation that keeps sending is never cut,
+    a connection that goes silent ends with `httpx2.ReadTimeout`.
+    """
+
+    transport_errors: tuple[type[BaseException], ...] = (httpx2.TransportError,)
+    can_stream = True
+
+    def __init__(self, client: httpx2.AsyncClient | None, read_timeout_s: float) -> None:
+        self._given = client
+        self._read_timeout_s = read_timeout_s
+        self._owned: httpx2.AsyncClient | None = None
+        self._owned_loop: asyncio.AbstractEventLoop | None = None
+        self._timeout: httpx2.Timeout | None = None
+        if client is not None:
+            base = client.timeout
+            self._timeout = httpx2.Timeout(
+                connect=base.connect, read=read_timeout_s, write=base.write, pool=base.pool
+            )
+
+    def _client(self) -> httpx2.AsyncClient:
+        if self._given is not None:
+            return self._given
+        loop = asyncio.get_running_loop()
+        client = self._owned
+        if client is None or client.is_closed or self._owned_loop is not loop:
+            # A client's connections belong to one event loop; a new loop gets a new pool.
+            client = self._owned = httpx2.AsyncClient(
+                timeout=httpx2.Timeout(30.0, read=self._read_timeout_s),
+                limits=httpx2.Limits(max_connections=100, max_keepalive_connections=20),
+            )
+            self._owned_loop = loop
+        return client
+
+    def _request(
+        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> httpx2.Request:
+        client = self._client()
+        content = compact_json(body).encode()
+        if self._timeout is not None:
+            return client.build_request(
+                "POST", url, content=content, headers=headers, timeout=self._timeout
+            )
+        return client.build_request("POST", url, content=content, headers=headers)
+
+    async def post(
+        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> tuple[int, Any, bytes]:
+        request = self._request(url, headers, body)
+        response = await self._client().send(request)
+        raw = response.content
+        status = response.status_code
+        if not 200 <= status < 300:
+            raise ProviderError(status, raw.decode("utf-8", "replace"), headers=response.headers)
+        return status, _decode(status, raw), raw
+
+    async def open_stream(
+        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> StreamBody:
+        request = self._request(url, headers, body)
+        response = await self._client().send(request, stream=True)
+        status = response.status_code
+        if not 200 <= status < 300:
+            try:
+                raw = await response.aread()
+            finally:
+                await response.aclose()
+            raise ProviderError(status, raw.decode("utf-8", "replace"), headers=response.headers)
+        return _HttpStream(response)
+
+    async def aclose(self) -> None:
+        if self._owned is not None and not self._owned.is_closed:
+            await self._owned.aclose()
+        self._owned = None

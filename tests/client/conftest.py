@@ -1,0 +1,66 @@
+"""Client test fixtures: one fake LLM server for the session, reset for every test."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import pytest
+
+from support.fake_llm import FakeLLM, running
+from toolnexus.client import Client, create_client
+from toolnexus.toolkit import Toolkit
+from toolnexus.types import Tool
+
+STYLES = ("openai", "anthropic")
+
+
+@pytest.fixture(scope="session")
+def llm_server() -> Iterator[FakeLLM]:
+    with running() as server:
+        yield server
+
+
+@pytest.fixture
+def llm(llm_server: FakeLLM) -> FakeLLM:
+    llm_server.reset()
+    return llm_server
+
+
+def base_url(llm: FakeLLM, style: str) -> str:
+    return llm.url + "/v1" if style == "openai" else llm.url
+
+
+@pytest.fixture
+async def make_client(llm: FakeLLM) -> AsyncIterator[Callable[..., Client]]:
+    """`make_client(style, **options)`: a client on the fake server, closed after the test."""
+    made: list[Client] = []
+
+    def make(style: str = "openai", **options: Any) -> Client:
+        options.setdefault("api_key", "sk-test")
+        options.setdefault("retry_base_ms", 1)
+        options.setdefault("model", "test-model")
+        client = create_client(base_url=base_url(llm, style), style=style, **options)
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        await client.aclose()
+
+
+def kit(*tools: Tool) -> Toolkit:
+    """A toolkit holding exactly these tools (no built-ins)."""
+    return Toolkit(extra_tools=tools)
+
+
+def add_tool() -> Tool:
+    async def add(args: dict[str, Any], ctx: Any) -> str:
+        return str(args["a"] + args["b"])
+
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+        "required": ["a", "b"],
+    }
+    return Tool("add", "Add two numbers.", schema, "native", add)

@@ -1,0 +1,595 @@
+"""A scriptable fake LLM: a real HTTP/1.1 server on 127.0.0.1 speaking both wire styles.
+
+It runs on its own thread and event loop, so sync tests, async tests and subprocesses (a CLI
+pointed at `server.url`) can all use it. Script it per test with queued replies; each reply is
+rendered in the style the request used (`…/chat/completions` ⇒ OpenAI, `…/messages` ⇒
+Anthropic) and streamed as SSE when the request body has `"stream": true`::
+
+    from support.fake_llm import FakeLLM, call, text, tools, error
+
+    with FakeLLM() as llm:                          # or a session-scoped fixture
+        llm.push(tools(call("add", {"a": 1, "b": 2})), text("3"))
+        client = create_client(base_url=llm.url + "/v1", style="openai", model="m", api_key="k")
+        ...
+        assert llm.requests[0].body["model"] == "m"
+
+Every request is recorded (`method`, `path`, lower-cased `headers`, decoded JSON `body`).
+Transport behaviour per reply: `status`/`headers`/`body` for error answers, `delay` seconds
+before answering, `hang` (never answer; wait for the client to go away), `stall_after` (stream N
+events, then hang). `disconnects` counts connections the client closed while the server waited.
+A request with nothing queued gets a 500 error body saying so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http
+import itertools
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Call",
+    "FakeLLM",
+    "RecordedRequest",
+    "Reply",
+    "call",
+    "error",
+    "raw",
+    "text",
+    "tools",
+]
+
+
+@dataclass
+class Call:
+    """A scripted tool call. `args` as a dict is JSON-encoded; a str is sent verbatim."""
+
+    name: str
+    args: Any = field(default_factory=dict)
+    id: str | None = None
+
+
+@dataclass
+class Reply:
+    """One scripted answer. Content fields render in the request's style; the rest shape HTTP."""
+
+    text: str = ""
+    calls: list[Call] = field(default_factory=list)
+    # Anthropic blocks placed before the text, e.g. {"type": "thinking", "thinking": "…",
+    # "signature": "…"} or {"type": "redacted_thinking", "data": "…"}; ignored for OpenAI.
+    thinking: list[dict[str, Any]] = field(default_factory=list)
+    # (prompt, completion) tokens, or a raw provider usage dict sent as is, or None (no usage).
+    usage: tuple[int, int] | dict[str, Any] | None = (10, 5)
+    stop_reason: str | None = None  # overrides finish_reason / stop_reason
+    chunk_size: int = 0  # streaming: characters per text delta (0 ⇒ about three deltas)
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: Any = None  # raw body: dict/list ⇒ JSON, str/bytes ⇒ as is (overrides content)
+    sse: list[str] | None = None  # raw SSE event blocks (each without the final blank line)
+    delay: float = 0.0  # seconds to wait before answering
+    hang: bool = False  # never answer; wait until the client disconnects
+    stall_after: int | None = None  # streaming: send this many events, then hang
+
+
+def text(content: str, **kw: Any) -> Reply:
+    """A final answer."""
+    return Reply(text=content, **kw)
+
+
+def call(name: str, args: Any = None, id: str | None = None) -> Call:
+    return Call(name=name, args={} if args is None else args, id=id)
+
+
+def tools(*calls: Call, **kw: Any) -> Reply:
+    """A turn asking for tool calls (optionally with `text=` alongside)."""
+    return Reply(calls=list(calls), **kw)
+
+
+def error(status: int, message: str = "boom", *, headers: dict[str, str] | None = None) -> Reply:
+    """An error answer with an error-shaped JSON body (both styles understand it)."""
+    body = {"type": "error", "error": {"type": "api_error", "message": message}}
+    return Reply(status=status, body=body, headers=dict(headers or {}))
+
+
+def raw(status: int, body: Any, headers: dict[str, str] | None = None) -> Reply:
+    """Any status with any body."""
+    return Reply(status=status, body=body, headers=dict(headers or {}))
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str  # the request target, query string included
+    headers: dict[str, str]  # lower-cased names
+    raw: bytes
+    body: Any  # decoded JSON, or None
+
+    @property
+    def style(self) -> str:
+        return "anthropic" if self.path.split("?")[0].endswith("/messages") else "openai"
+
+
+Handler = Callable[[RecordedRequest], Reply]
+
+
+def _pieces(content: str, size: int) -> list[str]:
+    if not content:
+        return []
+    if size <= 0:
+        size = max(1, -(-len(content) // 3))
+    return [content[i : i + size] for i in range(0, len(content), size)]
+
+
+def _usage_pair(usage: Any) -> tuple[int, int] | None:
+    if isinstance(usage, tuple):
+        return usage
+    return None
+
+
+class _Renderer:
+    """Turns a `Reply` into a JSON body or SSE events of one wire style."""
+
+    def __init__(self, reply: Reply, request: RecordedRequest, seq: int) -> None:
+        self.reply = reply
+        self.request = request
+        self.seq = seq
+        body = request.body if isinstance(request.body, dict) else {}
+        self.model = str(body.get("model", "fake-model"))
+        self.include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+
+    def call_id(self, index: int, c: Call) -> str:
+        if c.id:
+            return c.id
+        prefix = "toolu" if self.request.style == "anthropic" else "call"
+        return f"{prefix}_{self.seq}_{index}"
+
+    @staticmethod
+    def args_text(c: Call) -> str:
+        return c.args if isinstance(c.args, str) else json.dumps(c.args, separators=(",", ":"))
+
+    # -- OpenAI --------------------------------------------------------------------------------
+
+    def openai_usage(self) -> dict[str, Any] | None:
+        usage = self.reply.usage
+        pair = _usage_pair(usage)
+        if pair is not None:
+            return {
+                "prompt_tokens": pair[0],
+                "completion_tokens": pair[1],
+                "total_tokens": pair[0] + pair[1],
+            }
+        return usage if isinstance(usage, dict) else None
+
+    def openai_json(self) -> dict[str, Any]:
+        r = self.reply
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": r.text if (r.text or not r.calls) else None,
+        }
+        if r.calls:
+            message["tool_calls"] = [
+                {
+                    "id": self.call_id(i, c),
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": self.args_text(c)},
+                }
+                for i, c in enumerate(r.calls)
+            ]
+        finish = r.stop_reason or ("tool_calls" if r.calls else "stop")
+        out: dict[str, Any] = {
+            "id": f"chatcmpl-{self.seq}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": self.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        }
+        usage = self.openai_usage()
+        if usage is not None:
+            out["usage"] = usage
+        return out
+
+    def openai_events(self) -> list[str]:
+        r = self.reply
+        base = {"id": f"chatcmpl-{self.seq}", "object": "chat.completion.chunk", "created": 0}
+        base["model"] = self.model
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            return "data: " + json.dumps({**base, "choices": [choice]})
+
+        events = [chunk({"role": "assistant", "content": ""})]
+        events += [chunk({"content": p}) for p in _pieces(r.text, r.chunk_size)]
+        for i, c in enumerate(r.calls):
+            head = {"index": i, "id": self.call_id(i, c), "type": "function"}
+            head["function"] = {"name": c.name, "arguments": ""}
+            events.append(chunk({"tool_calls": [head]}))
+            for piece in _pieces(self.args_text(c), 0):
+                part = {"index": i, "function": {"arguments": piece}}
+                events.append(chunk({"tool_calls": [part]}))
+        events.append(chunk({}, r.stop_reason or ("tool_calls" if r.calls else "stop")))
+        usage = self.openai_usage()
+        if usage is not None and self.include_usage:
+            events.append("data: " + json.dumps({**base, "choices": [], "usage": usage}))
+        events.append("data: [DONE]")
+        return events
+
+    # -- Anthropic -----------------------------------------------------------------------------
+
+    def anthropic_usage(self) -> dict[str, Any] | None:
+        usage = self.reply.usage
+        pair = _usage_pair(usage)
+        if pair is not None:
+            return {"input_tokens": pair[0], "output_tokens": pair[1]}
+        return usage if isinstance(usage, dict) else None
+
+    def anthropic_content(self) -> list[dict[str, Any]]:
+        r = self.reply
+        content: list[dict[str, Any]] = [dict(b) for b in r.thinking]
+        if r.text:
+            content.append({"type": "text", "text": r.text})
+        for i, c in enumerate(r.calls):
+            content.append(
+                {"type": "tool_use", "id": self.call_id(i, c), "name": c.name, "input": c.args}
+            )
+        return content
+
+    def anthropic_stop(self) -> str:
+        return self.reply.stop_reason or ("tool_use" if self.reply.calls else "end_turn")
+
+    def anthropic_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": f"msg_{self.seq}",
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": self.anthropic_content(),
+            "stop_reason": self.anthropic_stop(),
+            "stop_sequence": None,
+        }
+        usage = self.anthropic_usage()
+        if usage is not None:
+            out["usage"] = usage
+        return out
+
+    def anthropic_events(self) -> list[str]:
+        r = self.reply
+
+        def ev(name: str, data: dict[str, Any]) -> str:
+            return f"event: {name}\ndata: " + json.dumps({"type": name, **data})
+
+        usage = self.anthropic_usage()
+        start_usage = {**usage, "output_tokens": 0} if usage is not None else None
+        message = {
+            "id": f"msg_{self.seq}",
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": [],
+            "stop_reason": None,
+        }
+        if start_usage is not None:
+            message["usage"] = start_usage
+        events = [ev("message_start", {"message": message})]
+        index = 0
+        for block in r.thinking:
+            if block.get("type") == "thinking":
+                events.append(
+                    ev(
+                        "content_block_start",
+                        {
+                            "index": index,
+                            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                        },
+                    )
+                )
+                for p in _pieces(block.get("thinking", ""), 0):
+                    delta = {"type": "thinking_delta", "thinking": p}
+                    events.append(ev("content_block_delta", {"index": index, "delta": delta}))
+                sig = {"type": "signature_delta", "signature": block.get("signature", "")}
+                events.append(ev("content_block_delta", {"index": index, "delta": sig}))
+            else:
+                events.append(
+                    ev("content_block_start", {"index": index, "content_block": dict(block)})
+                )
+            events.append(ev("content_block_stop", {"index": index}))
+            index += 1
+        if r.text:
+            start = {"index": index, "content_block": {"type": "text", "text": ""}}
+            events.append(ev("content_block_start", start))
+            for p in _pieces(r.text, r.chunk_size):
+                delta = {"type": "text_delta", "text": p}
+                events.append(ev("content_block_delta", {"index": index, "delta": delta}))
+            events.append(ev("content_block_stop", {"index": index}))
+            index += 1
+        for i, c in enumerate(r.calls):
+            block = {"type": "tool_use", "id": self.call_id(i, c), "name": c.name, "input": {}}
+            events.append(ev("content_block_start", {"index": index, "content_block": block}))
+            for p in _pieces(self.args_text(c), 0):
+                delta = {"type": "input_json_delta", "partial_json": p}
+                events.append(ev("content_block_delta", {"index": index, "delta": delta}))
+            events.append(ev("content_block_stop", {"index": index}))
+            index += 1
+        delta_usage = {"output_tokens": usage.get("output_tokens", 0)} if usage else None
+        message_delta: dict[str, Any] = {
+            "delta": {"stop_reason": self.anthropic_stop(), "stop_sequence": None}
+        }
+        if delta_usage is not None:
+            message_delta["usage"] = delta_usage
+        events.append(ev("message_delta", message_delta))
+        events.append(ev("message_stop", {}))
+        return events
+
+
+class FakeLLM:
+    """The server. Start with `start()` or `with FakeLLM() as llm:`; stop with `stop()`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: deque[Reply | Handler] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._seq = itertools.count(1)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.Server | None = None
+        self._conn_tasks: set[asyncio.Task[None]] = set()
+        self.port = 0
+        self.connections = 0  # TCP connections accepted (keep-alive reuse keeps this low)
+        self.disconnects = 0  # clients that went away while the server was waiting/stalled
+
+    # -- life cycle ----------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """`http://127.0.0.1:<port>` (append `/v1` for an OpenAI-style base URL)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> FakeLLM:
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            try:
+                self._server = loop.run_until_complete(
+                    asyncio.start_server(self._on_connect, "127.0.0.1", 0)
+                )
+                self.port = self._server.sockets[0].getsockname()[1]
+            except BaseException as exc:  # surface bind errors to start()
+                failure.append(exc)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="fake-llm", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            raise failure[0]
+        return self
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+
+        async def shutdown() -> None:
+            if self._server is not None:
+                self._server.close()
+            for task in list(self._conn_tasks):
+                task.cancel()
+            await asyncio.gather(*self._conn_tasks, return_exceptions=True)
+            loop.stop()
+
+        asyncio.run_coroutine_threadsafe(shutdown(), loop)
+        thread.join(timeout=10)
+        self._loop = self._thread = None
+
+    def __enter__(self) -> FakeLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- scripting -----------------------------------------------------------------------------
+
+    def push(self, *replies: Reply | Handler) -> FakeLLM:
+        """Queue replies (or callables `request -> Reply`), answered in order."""
+        with self._lock:
+            self._queue.extend(replies)
+        return self
+
+    def reset(self) -> None:
+        """Forget queued replies and recorded requests (counters too)."""
+        with self._lock:
+            self._queue.clear()
+            self._requests.clear()
+            self.disconnects = 0
+            self.connections = 0
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def pending(self) -> int:
+        """Replies still queued."""
+        with self._lock:
+            return len(self._queue)
+
+    def wait_requests(self, count: int, timeout: float = 10.0) -> list[RecordedRequest]:
+        """Block until at least `count` requests arrived (polling; raises on timeout)."""
+        deadline = time.monotonic() + timeout
+        while len(self.requests) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"fake LLM got {len(self.requests)} of {count} requests")
+            time.sleep(0.005)
+        return self.requests
+
+    async def until_requests(self, count: int, timeout: float = 10.0) -> list[RecordedRequest]:
+        """`wait_requests` for async tests (does not block the event loop)."""
+        deadline = time.monotonic() + timeout
+        while len(self.requests) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"fake LLM got {len(self.requests)} of {count} requests")
+            await asyncio.sleep(0.005)
+        return self.requests
+
+    async def until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+        """Poll `predicate` until true (e.g. `lambda: llm.disconnects >= 1`)."""
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise TimeoutError("fake LLM condition not reached")
+            await asyncio.sleep(0.005)
+
+    # -- the server ----------------------------------------------------------------------------
+
+    def _next(self, request: RecordedRequest) -> Reply:
+        with self._lock:
+            self._requests.append(request)
+            item = self._queue.popleft() if self._queue else None
+        if item is None:
+            return error(500, "fake LLM: no scripted reply")
+        if isinstance(item, Reply):
+            return item
+        return item(request)
+
+    async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._conn_tasks.add(task)
+        with self._lock:
+            self.connections += 1
+        try:
+            while await self._one_exchange(reader, writer):
+                pass
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass
+        finally:
+            self._conn_tasks.discard(task)
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _read_request(self, reader: asyncio.StreamReader) -> RecordedRequest | None:
+        line = await reader.readline()
+        if not line:
+            return None
+        method, target, _ = line.decode("latin-1").split(" ", 2)
+        headers: dict[str, str] = {}
+        while True:
+            h = await reader.readline()
+            if h in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = h.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        data = b""
+        if "content-length" in headers:
+            data = await reader.readexactly(int(headers["content-length"]))
+        elif headers.get("transfer-encoding", "").lower() == "chunked":
+            parts = []
+            while True:
+                size = int((await reader.readline()).split(b";")[0], 16)
+                if size == 0:
+                    await reader.readline()
+                    break
+                parts.append(await reader.readexactly(size))
+                await reader.readline()
+            data = b"".join(parts)
+        try:
+            body = json.loads(data) if data else None
+        except ValueError:
+            body = None
+        return RecordedRequest(method, target, headers, data, body)
+
+    async def _until_closed(self, reader: asyncio.StreamReader) -> None:
+        while await reader.read(65536):
+            pass
+        with self._lock:
+            self.disconnects += 1
+
+    async def _one_exchange(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
+        request = await self._read_request(reader)
+        if request is None:
+            return False
+        reply = self._next(request)
+        seq = next(self._seq)
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        if reply.hang:
+            await self._until_closed(reader)
+            return False
+        renderer = _Renderer(reply, request, seq)
+        anthropic = request.style == "anthropic"
+        streaming = (
+            isinstance(request.body, dict)
+            and request.body.get("stream") is True
+            and reply.body is None
+            and reply.status == 200
+        )
+        if not streaming:
+            if reply.body is not None:
+                payload = reply.body
+            else:
+                payload = renderer.anthropic_json() if anthropic else renderer.openai_json()
+            if isinstance(payload, bytes):
+                data = payload
+            elif isinstance(payload, str):
+                data = payload.encode()
+            else:
+                data = json.dumps(payload).encode()
+            head = self._head(reply, "application/json", {"Content-Length": str(len(data))})
+            writer.write(head + data)
+            await writer.drain()
+            return True
+        events = (
+            reply.sse
+            if reply.sse is not None
+            else (renderer.anthropic_events() if anthropic else renderer.openai_events())
+        )
+        writer.write(self._head(reply, "text/event-stream", {"Transfer-Encoding": "chunked"}))
+        for n, event in enumerate(events):
+            if reply.stall_after is not None and n >= reply.stall_after:
+                await writer.drain()
+                await self._until_closed(reader)
+                return False
+            data = (event + "\n\n").encode()
+            writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+    @staticmethod
+    def _head(reply: Reply, content_type: str, extra: dict[str, str]) -> bytes:
+        try:
+            phrase = http.HTTPStatus(reply.status).phrase
+        except ValueError:
+            phrase = "Status"
+        lines = [f"HTTP/1.1 {reply.status} {phrase}", f"Content-Type: {content_type}"]
+        lines += [f"{k}: {v}" for k, v in extra.items()]
+        lines += [f"{k}: {v}" for k, v in reply.headers.items()]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+@contextlib.contextmanager
+def running() -> Iterator[FakeLLM]:
+    """`with running() as llm:` — a started server, stopped on exit."""
+    server = FakeLLM().start()
+    try:
+        yield server
+    finally:
+        server.stop()
