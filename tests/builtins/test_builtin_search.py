@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from support.builtin_tools import tools_for
 from toolnexus.builtins._glob import compile_glob
+from toolnexus.builtins._search import whole_text_filter
 from toolnexus.types import Tool, ToolContext
 
 
@@ -128,16 +130,23 @@ async def test_grep_does_not_follow_symlinks(ws: Path, tools: dict[str, Tool]) -
     assert result.output == "own.txt:1:secret of my own"
 
 
-async def test_grep_crlf_and_unreadable(ws: Path, tools: dict[str, Tool]) -> None:
+async def test_grep_crlf_lines(ws: Path, tools: dict[str, Tool]) -> None:
     (ws / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
+    result = await tools["grep"].execute({"pattern": "two$"})
+    assert result.output == "crlf.txt:2:two"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+async def test_grep_skips_unreadable_files(ws: Path, tools: dict[str, Tool]) -> None:
+    (ws / "ok.txt").write_text("two\n")
     locked = ws / "locked.txt"
     locked.write_text("two\n")
     locked.chmod(0)
     try:
-        result = await tools["grep"].execute({"pattern": "two$"})
+        result = await tools["grep"].execute({"pattern": "two"})
     finally:
         locked.chmod(0o644)
-    assert "crlf.txt:2:two" in result.output.split("\n")
+    assert result.output == "ok.txt:1:two"
 
 
 async def test_grep_cap_marker(ws: Path) -> None:
@@ -298,3 +307,40 @@ def test_glob_literal_specials() -> None:
     assert not compile_glob(r"\*.txt")("x.txt")
     assert compile_glob("{a")("{a")
     assert compile_glob("[")("[")
+
+
+# -- grep's whole-file pre-filter never hides a matching line ------------------------------------
+
+
+@settings(derandomize=True, max_examples=400, deadline=None)
+@given(
+    pattern=st.lists(
+        st.sampled_from(["a", "b", ".", "^", "$", "[^a]", "\\s", "\\b", "*", "+", "?", "(?s)"]),
+        min_size=1,
+        max_size=6,
+    ).map("".join),
+    text=st.text(alphabet="ab \n", max_size=12),
+)
+def test_whole_text_filter_is_a_superset_of_line_matches(pattern: str, text: str) -> None:
+    # (grep hands the filter text with "\r\n" already turned into "\n")
+    try:
+        line_regex = re.compile(pattern)
+    except re.error:
+        return
+    prefilter = whole_text_filter(pattern)
+    assert prefilter is not None
+    if any(line_regex.search(line) for line in text.split("\n")):
+        assert prefilter.search(text) is not None
+
+
+def test_whole_text_filter_refuses_line_sensitive_patterns() -> None:
+    for pattern in (r"\Afoo", r"foo\Z", "(?<!x)y", "(?=a)", "(?!a)b"):
+        assert whole_text_filter(pattern) is None
+
+
+async def test_grep_anchors_are_per_line(ws: Path, tools: dict[str, Tool]) -> None:
+    (ws / "f.txt").write_text("alpha\nbeta\n  gamma\n")
+    result = await tools["grep"].execute({"pattern": "^beta$"})
+    assert result.output == "f.txt:2:beta"
+    result = await tools["grep"].execute({"pattern": r"\Agamma|^ +g"})
+    assert result.output == "f.txt:3:  gamma"

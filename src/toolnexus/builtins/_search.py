@@ -6,7 +6,7 @@ import asyncio
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from toolnexus.builtins._common import (
@@ -25,6 +25,8 @@ from toolnexus.types import Tool, ToolContext, ToolResult
 DEFAULT_LIMIT = 100
 # Files whose first bytes hold a NUL are binary: grep skips them.
 _SNIFF = 8192
+# Files up to this size are decoded at once; bigger ones are streamed line by line.
+_WHOLE_FILE = 16 * 1024 * 1024
 
 T = TypeVar("T")
 
@@ -103,24 +105,65 @@ async def _in_thread(ctx: ToolContext, work: Callable[[Callable[[], bool]], T]) 
         abandoned.set()
 
 
-def _grep_file(path: str, regex: re.Pattern[str], display: str, out: list[str], limit: int) -> None:
+# Constructs whose meaning changes when a line is searched inside the whole text.
+_LINE_SENSITIVE = ("\\A", "\\Z", "\\z", "(?<", "(?=", "(?!")
+
+
+def whole_text_filter(pattern: str) -> re.Pattern[str] | None:
+    """A regex that matches a file's whole text whenever `pattern` matches one of its lines
+    (so files without a match are skipped in one search), or `None` when none can be built."""
+    if any(token in pattern for token in _LINE_SENSITIVE):
+        return None
+    try:
+        return re.compile(pattern, re.MULTILINE)
+    except re.error:
+        return None
+
+
+def _lines(pieces: Iterable[str]) -> Iterator[str]:
+    """Lines from the pieces of a `\n` split: a final `\r` dropped, no line after a final `\n`."""
+    previous: str | None = None
+    for piece in pieces:
+        if previous is not None:
+            yield previous.removesuffix("\r")
+        previous = piece
+    if previous:
+        yield previous.removesuffix("\r")
+
+
+def _grep_file(
+    path: str,
+    regex: re.Pattern[str],
+    prefilter: re.Pattern[str] | None,
+    display: str,
+    out: list[str],
+    limit: int,
+    stop: Callable[[], bool],
+) -> None:
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
+            if b"\0" in fh.read(_SNIFF):
+                return  # binary
+            fh.seek(0)
+            pieces: Iterable[str]
+            if os.fstat(fh.fileno()).st_size <= _WHOLE_FILE:
+                text = fh.read().decode("utf-8", "replace")
+                if "\r" in text:  # lines lose a final "\r": so must the text the filter sees
+                    text = text.replace("\r\n", "\n")
+                if prefilter is not None and prefilter.search(text) is None:
+                    return
+                pieces = text.split("\n")
+            else:  # stream big files
+                pieces = (raw.decode("utf-8", "replace").removesuffix("\n") for raw in fh)
+            for number, line in enumerate(_lines(pieces), start=1):
+                if regex.search(line):
+                    out.append(f"{display}:{number}:{line}")
+                    if len(out) >= limit:
+                        return
+                if number % 65536 == 0 and stop():
+                    return
+    except (OSError, ValueError):
         return  # unreadable files are skipped
-    if b"\0" in data[:_SNIFF]:
-        return
-    lines = data.decode("utf-8", "replace").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the text after a final newline is not a line
-    for number, line in enumerate(lines, start=1):
-        if line.endswith("\r"):
-            line = line[:-1]
-        if regex.search(line):
-            out.append(f"{display}:{number}:{line}")
-            if len(out) >= limit:
-                return
 
 
 def grep_tool(settings: Settings) -> Tool:
@@ -130,6 +173,7 @@ def grep_tool(settings: Settings) -> Tool:
             regex = re.compile(pattern)
         except re.error as exc:
             raise ToolError(f"invalid regex: {exc}") from None
+        prefilter = whole_text_filter(pattern)
         raw = optional_str(args, "path")
         include = optional_str(args, "include")
         matches_include = compile_glob(include) if include else None
@@ -141,7 +185,7 @@ def grep_tool(settings: Settings) -> Tool:
             if not os.path.isdir(root):  # a single file
                 name = os.path.basename(root)
                 if matches_include is None or matches_include(name):
-                    _grep_file(root, regex, raw or name, out, limit)
+                    _grep_file(root, regex, prefilter, raw or name, out, limit, stop)
                 return out
             for entry, rel in walk(root, stop):
                 if matches_include is not None and not matches_include(rel):
@@ -151,7 +195,7 @@ def grep_tool(settings: Settings) -> Tool:
                         continue  # symlinks, sockets, fifos...
                 except OSError:
                     continue
-                _grep_file(entry.path, regex, _display(raw, rel), out, limit)
+                _grep_file(entry.path, regex, prefilter, _display(raw, rel), out, limit, stop)
                 if len(out) >= limit or stop():
                     break
             return out

@@ -96,6 +96,8 @@ async def _stop(proc: asyncio.subprocess.Process, reader: asyncio.Future[Any]) -
 def bash_tool(settings: Settings) -> Tool:
     async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         command = required_str(args, "command")
+        if ctx.cancelled:
+            return ToolResult("bash: command cancelled\n", True)
         limit_ms = budget(optional_number(args, "timeout"), ctx, DEFAULT_TIMEOUT_MS, 1000.0)
         cwd = await asyncio.to_thread(_workdir, settings, optional_str(args, "workdir"))
         output = CappedBuffer(settings.max_output_bytes)

@@ -133,6 +133,8 @@ def webfetch_tool(settings: Settings) -> Tool:
             raise ToolError(f"unsupported URL scheme ({shown}); only http and https URLs")
         if not parts.hostname:
             raise ToolError(f"invalid URL (no host): {url}")
+        if ctx.cancelled:
+            raise ToolError("cancelled")
         timeout = budget(optional_number(args, "timeout"), ctx, DEFAULT_TIMEOUT_SECONDS, 1.0)
         fetch = _fetch(url.strip(), fmt, timeout, settings)
         if ctx.signal is None:
