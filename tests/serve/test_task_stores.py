@@ -1,0 +1,136 @@
+"""Task stores: the bounded in-memory store, the atomic file store and `resolve_store`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from toolnexus.serve import FileTaskStore, InMemoryTaskStore, TaskStore, resolve_store
+
+
+def task(id: str, state: str = "working", **extra: Any) -> dict[str, Any]:
+    return {"id": id, "status": {"state": state}, **extra}
+
+
+async def test_memory_store_round_trip_copies():
+    store = InMemoryTaskStore()
+    original = task("a", artifacts=[{"parts": []}])
+    await store.save(original)
+    original["status"]["state"] = "mutated"
+    got = await store.get("a")
+    assert got == task("a", artifacts=[{"parts": []}])
+    assert got is not None
+    got["status"]["state"] = "changed again"
+    assert (await store.get("a")) == task("a", artifacts=[{"parts": []}])
+    assert await store.get("missing") is None
+
+
+async def test_memory_store_evicts_oldest_finished_first():
+    store = InMemoryTaskStore(max_tasks=3)
+    await store.save(task("w1"))
+    await store.save(task("done1", "completed"))
+    await store.save(task("w2", "input-required"))
+    await store.save(task("done2", "failed"))  # over the cap: done1 goes, not w1
+    assert await store.get("done1") is None
+    assert [await store.get(i) is not None for i in ["w1", "w2", "done2"]] == [True] * 3
+    await store.save(task("w3"))  # done2 is the only finished one left
+    assert await store.get("done2") is None
+    await store.save(task("w4"))  # nothing finished: the oldest task goes
+    assert await store.get("w1") is None
+    assert len(store) == 3
+
+
+async def test_memory_store_counts_updates_not_versions():
+    store = InMemoryTaskStore(max_tasks=2)
+    for state in ["submitted", "working", "completed"]:
+        await store.save(task("a", state))
+    await store.save(task("b"))
+    assert len(store) == 2
+    assert (await store.get("a")) == task("a", "completed")
+
+
+@settings(
+    max_examples=40,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 12), st.sampled_from(["working", "completed", "input-required"])),
+        max_size=60,
+    )
+)
+def test_memory_store_stays_bounded_and_keeps_latest(ops):
+    async def run() -> None:
+        store = InMemoryTaskStore(max_tasks=5)
+        latest: dict[str, str] = {}
+        for number, state in ops:
+            await store.save(task(str(number), state))
+            latest[str(number)] = state
+            assert len(store) <= 5
+        for id, state in latest.items():
+            got = await store.get(id)
+            assert got is None or got["status"]["state"] == state
+
+    asyncio.run(run())
+
+
+async def test_file_store_round_trip_and_layout(tmp_path: Path):
+    store = FileTaskStore(tmp_path / "nested" / "dir")
+    assert (tmp_path / "nested" / "dir").is_dir()
+    await store.save(task("a/b:c", "completed", contextId="ctx"))
+    assert (tmp_path / "nested" / "dir" / "a_b_c.json").read_text() == (
+        '{"id":"a/b:c","status":{"state":"completed"},"contextId":"ctx"}'
+    )
+    assert await store.get("a/b:c") == task("a/b:c", "completed", contextId="ctx")
+    assert await store.get("missing") is None
+    (tmp_path / "nested" / "dir" / "bad.json").write_text("{half")
+    assert await store.get("bad") is None
+    assert sorted(os.listdir(tmp_path / "nested" / "dir")) == ["a_b_c.json", "bad.json"]
+
+
+async def test_file_store_readers_never_see_half_a_task(tmp_path: Path):
+    store = FileTaskStore(tmp_path)
+    big = "x" * 200_000
+    await store.save(task("t", "working", note=big))
+    seen: list[dict[str, Any] | None] = []
+
+    async def writer() -> None:
+        for i in range(30):
+            await store.save(task("t", "working" if i % 2 else "completed", note=big))
+
+    async def reader() -> None:
+        for _ in range(60):
+            seen.append(await store.get("t"))
+
+    await asyncio.gather(writer(), reader(), reader())
+    assert len(seen) == 120
+    assert all(s is not None and s["note"] == big for s in seen)
+    assert [p.name for p in tmp_path.iterdir()] == ["t.json"]  # no temp files left
+
+
+def test_resolve_store():
+    assert isinstance(resolve_store(None), InMemoryTaskStore)
+    assert isinstance(resolve_store("memory"), InMemoryTaskStore)
+    custom = InMemoryTaskStore(max_tasks=2)
+    assert resolve_store(custom) is custom
+    assert isinstance(custom, TaskStore)
+    for bad in ["redis://x", "file:", "Memory"]:
+        with pytest.raises(ValueError) as caught:
+            resolve_store(bad)
+        assert str(caught.value) == (
+            f'Unknown A2A store: "{bad}" (expected "memory" or "file:<dir>")'
+        )
+
+
+def test_resolve_file_store(tmp_path: Path):
+    store = resolve_store(f"file:{tmp_path / 'tasks'}")
+    assert isinstance(store, FileTaskStore)
+    assert (tmp_path / "tasks").is_dir()
