@@ -1,0 +1,308 @@
+"""Retries, Retry-After, on_error, the run deadline and cancellation (client.md §10)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+
+import httpx2
+import pytest
+
+from conftest import STYLES, base_url, kit
+from support.fake_llm import call, error, text, tools
+from toolnexus.client import ProviderError, RunCancelled, RunTimeout, create_client
+from toolnexus.client._retry import parse_retry_after
+from toolnexus.types import Tool
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [("2", 2), ("  7  ", 7), ("0", 0), ("2147483647", 2147483647)]
+    + [
+        (v, None)
+        for v in [
+            "0.5",
+            "5.9",
+            "-5",
+            "+5",
+            "2147483648",
+            "",
+            None,
+            "Wed, 21 Oct 2015 07:28:00 GMT",
+            "abc",
+            "٢",
+        ]
+    ],
+)
+def test_retry_after_delay_seconds_only(value, seconds):
+    assert parse_retry_after(value) == seconds
+
+
+@pytest.mark.parametrize("style", STYLES)
+async def test_429_with_retry_after_then_success(llm, make_client, style):
+    llm.push(error(429, "slow down", headers={"Retry-After": "0"}), text("ok"))
+    infos = []
+
+    def on_error(info):
+        infos.append(info)
+        return "retry"
+
+    result = await make_client(style, retry_base_ms=60_000, on_error=on_error).run("x")
+    # a 60 s backoff would time the test out: the Retry-After of 0 s was used instead
+    assert result.text == "ok"
+    assert infos == [{"status": 429, "attempt": 0, "retryable": True}]
+    assert len(llm.requests) == 2
+
+
+async def test_retry_after_name_is_case_insensitive(llm, make_client):
+    llm.push(error(503, headers={"rEtRy-AfTeR": "0"}), text("ok"))
+    assert (await make_client("openai", retry_base_ms=60_000).run("x")).text == "ok"
+
+
+@pytest.mark.parametrize("style", STYLES)
+async def test_500_then_success(llm, make_client, style):
+    llm.push(error(500), error(502), text("ok"))
+    result = await make_client(style).run("x")
+    assert result.text == "ok"
+    assert len(llm.requests) == 3
+
+
+async def test_retries_are_bounded(llm, make_client):
+    llm.push(error(503, "down"), error(503, "down"), error(503, "down"), text("never"))
+    with pytest.raises(ProviderError, match=r"^LLM 503: down$"):
+        await make_client("openai", retries=2).run("x")
+    assert len(llm.requests) == 3
+
+
+@pytest.mark.parametrize("status", [529, 504])
+async def test_overloaded_statuses_retry(llm, make_client, status):
+    llm.push(error(status), text("ok"))
+    assert (await make_client("anthropic").run("x")).text == "ok"
+
+
+async def test_400_is_not_retried(llm, make_client):
+    infos = []
+    llm.push(error(400, "bad"), text("never"))
+    with pytest.raises(ProviderError):
+        await make_client("openai", on_error=lambda i: infos.append(i) or "fail").run("x")
+    assert infos == [{"status": 400, "attempt": 0, "retryable": False}]
+    assert len(llm.requests) == 1
+
+
+async def test_extra_retryable_statuses(llm, make_client):
+    llm.push(error(418), text("ok"))
+    assert (await make_client("openai", retryable_statuses=[418]).run("x")).text == "ok"
+
+
+async def test_on_error_can_retry_a_400_but_stays_bounded(llm, make_client):
+    seen = []
+
+    async def on_error(info):
+        seen.append(info["attempt"])
+        return "retry"
+
+    llm.push(error(400), error(400), error(400), error(400))
+    with pytest.raises(ProviderError):
+        await make_client("openai", retries=2, on_error=on_error).run("x")
+    assert seen == [0, 1, 2]
+    assert len(llm.requests) == 3
+
+
+async def test_on_error_can_fail_a_500_at_once(llm, make_client):
+    llm.push(error(500), text("never"))
+    with pytest.raises(ProviderError):
+        await make_client("openai", on_error=lambda info: "fail").run("x")
+    assert len(llm.requests) == 1
+
+
+async def test_transport_errors_retry_and_then_propagate():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: connections are refused
+    infos = []
+
+    def on_error(info):
+        infos.append(info)
+        return "retry"
+
+    client = create_client(
+        base_url=f"http://127.0.0.1:{port}/v1",
+        style="openai",
+        model="m",
+        api_key="k",
+        retry_base_ms=1,
+        on_error=on_error,
+    )
+    async with client:
+        with pytest.raises(httpx2.ConnectError):
+            await client.run("x")
+    assert [i["attempt"] for i in infos] == [0, 1, 2]
+    assert all(
+        i["retryable"] is True and isinstance(i["error"], httpx2.ConnectError) for i in infos
+    )
+
+
+async def test_read_timeout_ends_a_dead_connection(llm, make_client):
+    llm.push(tools(call("x"), hang=True), tools(call("x"), hang=True))
+    with pytest.raises(httpx2.ReadTimeout):
+        await make_client("openai", read_timeout_ms=50, retries=1).run("x")
+    assert len(llm.requests) == 2
+    await llm.until(lambda: llm.disconnects >= 2)
+
+
+# -- the deadline ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("style", STYLES)
+async def test_deadline_during_a_slow_response_aborts_the_request(llm, make_client, style):
+    events = []
+    llm.push(text("never", hang=True))
+    client = make_client(style, timeout_ms=400, on_metric=events.append)
+    with pytest.raises(RunTimeout) as info:
+        await client.run("x")
+    assert str(info.value) == "run timeout after 400ms"
+    assert isinstance(info.value, TimeoutError)
+    await llm.until(lambda: llm.disconnects >= 1)  # the in-flight request was really aborted
+    assert events[-1]["event"] == "run" and events[-1]["error"] == "run timeout after 400ms"
+    assert events[-2]["event"] == "llm" and events[-2]["status"] == "error"
+
+
+async def test_deadline_cuts_a_long_retry_after_and_is_never_classified(llm, make_client):
+    infos = []
+    llm.push(error(429, headers={"Retry-After": "3600"}), text("never"))
+    client = make_client("openai", timeout_ms=400, on_error=lambda i: infos.append(i) or "retry")
+    with pytest.raises(RunTimeout):
+        await client.run("x")
+    assert infos == [{"status": 429, "attempt": 0, "retryable": True}]
+    assert len(llm.requests) == 1
+
+
+async def test_deadline_cancels_a_slow_async_tool(llm, make_client):
+    seen = {}
+    cancelled = asyncio.Event()
+
+    async def slow(args, ctx):
+        seen["timeout"] = ctx.timeout
+        seen["signal"] = ctx.signal
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    llm.push(tools(call("slow")), text("never"))
+    client = make_client("openai", timeout_ms=400)
+    with pytest.raises(RunTimeout):
+        await client.run("x", kit(Tool("slow", "", None, "native", slow)))
+    assert cancelled.is_set()
+    assert 0 < seen["timeout"] <= 0.4
+    assert seen["signal"].is_set()
+    assert len(llm.requests) == 1
+
+
+async def test_deadline_returns_while_a_sync_tool_thread_finishes(llm, make_client):
+    release = threading.Event()
+    state = {"finished": False, "signal_seen": None}
+
+    def blocking(args, ctx):
+        release.wait(30)
+        state["signal_seen"] = ctx.signal.is_set()
+        state["finished"] = True
+        return "late"
+
+    llm.push(tools(call("blocking")), text("never"))
+    client = make_client("openai", timeout_ms=400)
+    with pytest.raises(RunTimeout):
+        await client.run("x", kit(Tool("blocking", "", None, "native", blocking)))
+    assert state["finished"] is False  # the run did not wait for the thread
+    release.set()
+    await llm.until(lambda: state["finished"])
+    assert state["signal_seen"] is True  # the tool could see the run was over
+
+
+# -- cancellation ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("style", STYLES)
+async def test_cancel_mid_request(llm, make_client, style):
+    llm.push(text("never", hang=True))
+    cancel = asyncio.Event()
+    client = make_client(style)
+    task = asyncio.create_task(client.run("x", cancel=cancel))
+    await llm.until_requests(1)
+    cancel.set()
+    with pytest.raises(RunCancelled, match=r"^run cancelled$"):
+        await task
+    await llm.until(lambda: llm.disconnects >= 1)
+
+
+async def test_cancel_already_set_sends_nothing(llm, make_client):
+    cancel = asyncio.Event()
+    cancel.set()
+    with pytest.raises(RunCancelled):
+        await make_client("openai").run("x", cancel=cancel)
+    assert llm.requests == []
+
+
+async def test_cancel_during_backoff(llm, make_client):
+    llm.push(error(503, headers={"Retry-After": "3600"}), text("never"))
+    cancel = asyncio.Event()
+    task = asyncio.create_task(make_client("openai").run("x", cancel=cancel))
+    await llm.until_requests(1)
+    cancel.set()
+    with pytest.raises(RunCancelled):
+        await task
+    assert len(llm.requests) == 1
+
+
+async def test_cancel_reaches_a_running_tool(llm, make_client):
+    entered = asyncio.Event()
+    seen = {}
+
+    async def waits(args, ctx):
+        seen["ctx"] = ctx
+        entered.set()
+        await asyncio.sleep(3600)
+        return "never"
+
+    llm.push(tools(call("waits")), text("never"))
+    cancel = asyncio.Event()
+    task = asyncio.create_task(
+        make_client("openai").run("x", kit(Tool("waits", "", None, "native", waits)), cancel=cancel)
+    )
+    await entered.wait()
+    assert seen["ctx"].timeout is None and not seen["ctx"].cancelled
+    cancel.set()
+    with pytest.raises(RunCancelled):
+        await task
+    assert seen["ctx"].cancelled
+
+
+async def test_failure_is_never_a_suspension(llm, make_client):
+    llm.push(error(400, "nope"))
+    with pytest.raises(ProviderError):
+        await make_client("openai", wait_for=lambda r: None).run("x")
+
+
+async def test_injected_http_client_is_used_for_every_request(llm):
+    seen = []
+
+    async def hook(request):
+        seen.append(str(request.url))
+
+    async with httpx2.AsyncClient(event_hooks={"request": [hook]}) as http:
+        client = create_client(
+            base_url=base_url(llm, "openai"),
+            style="openai",
+            model="m",
+            api_key="k",
+            http_client=http,
+            retry_base_ms=1,
+        )
+        llm.push(error(500), text("ok"))
+        await client.run("x")
+        await client.aclose()  # does not close an injected client
+        assert not http.is_closed
+    assert len(seen) == 2
