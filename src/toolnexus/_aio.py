@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -26,3 +26,42 @@ async def call_in_thread_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
     if inspect.isawaitable(result):
         return await result
     return result
+
+
+class Signalled(Exception):
+    """The awaited work was abandoned because its cancellation signal was set."""
+
+
+_SIGNAL_POLL_SECONDS = 0.01
+
+
+async def wait_signal(signal: Any) -> None:
+    """Return once `signal.is_set()`: an `asyncio.Event` is awaited, anything else is polled."""
+    if isinstance(signal, asyncio.Event):
+        await signal.wait()
+        return
+    while not signal.is_set():  # noqa: ASYNC110 - e.g. a threading.Event offers nothing to await
+        await asyncio.sleep(_SIGNAL_POLL_SECONDS)
+
+
+async def until_signalled(work: Awaitable[T], signal: Any) -> T:
+    """Await `work`; if `signal` is set first, cancel it and raise `Signalled`.
+
+    `signal=None` just awaits. The work is always finished (or cancelled and awaited) on return.
+    """
+    if signal is None:
+        return await work
+    task = asyncio.ensure_future(work)
+    if signal.is_set():
+        task.cancel()
+    watcher = asyncio.ensure_future(wait_signal(signal))
+    try:
+        await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.wait((task,))  # let the work unwind (close its connection)
+    if task.cancelled() and signal.is_set():
+        raise Signalled("cancelled")
+    return task.result()
