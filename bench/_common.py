@@ -183,6 +183,7 @@ class Measured:
     """What `measure_requests` observed."""
 
     samples_ms: list[float] = field(default_factory=list)
+    cpu_ms: float = 0.0  # this process's CPU time over the measured requests
     bad_answers: int = 0
     last_answer: str = ""
 
@@ -194,6 +195,7 @@ async def measure_requests(
     measured = Measured()
     for _ in range(warmup):
         measured.last_answer = await request()
+    cpu_start = time.process_time()
     for _ in range(n):
         start = time.perf_counter()
         text = await request()
@@ -201,6 +203,7 @@ async def measure_requests(
         measured.last_answer = text
         if not answer_ok(text):
             measured.bad_answers += 1
+    measured.cpu_ms = (time.process_time() - cpu_start) * 1000.0
     return measured
 
 
@@ -213,6 +216,9 @@ def request_row(name: str, init_ms: float, measured: Measured, **extra: Any) -> 
         **summary(measured.samples_ms),
         "rss_mb": peak_rss_mb(),
         "ok": ok,
+        # CPU this process spent per request: the framework's own cost, less sensitive to
+        # other load on the machine than wall-clock latency (the mock and MCP server excluded).
+        "cpu_ms_per_request": measured.cpu_ms / max(1, len(measured.samples_ms)),
     }
     if not ok:
         row["error"] = (

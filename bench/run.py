@@ -144,8 +144,9 @@ def aggregate(name: str, rounds: list[dict[str, Any]]) -> dict[str, Any]:
         bad = next(r for r in rounds if not r.get("ok"))
         return {**bad, "rounds": len(rounds), "ok": False}
     row: dict[str, Any] = dict(good[-1])
-    for key in ("init_ms", "p50_ms", "p95_ms", "mean_ms", "rss_mb"):
-        row[key] = statistics.median(r[key] for r in good)
+    for key in ("init_ms", "p50_ms", "p95_ms", "mean_ms", "rss_mb", "cpu_ms_per_request"):
+        if all(isinstance(r.get(key), (int, float)) for r in good):
+            row[key] = statistics.median(r[key] for r in good)
     p50s = [r["p50_ms"] for r in good]
     row.update(p50_min_ms=min(p50s), p50_max_ms=max(p50s), rounds=len(good))
     return row
@@ -186,7 +187,17 @@ def fmt(value: Any, digits: int = 1) -> str:
     return str(value)
 
 
-HEADER = ("runner", "p50 ms", "spread", "×floor", "×toolnexus", "p95 ms", "init ms", "RSS MB")
+HEADER = (
+    "runner",
+    "p50 ms",
+    "spread",
+    "×floor",
+    "×toolnexus",
+    "p95 ms",
+    "CPU ms/req",
+    "init ms",
+    "RSS MB",
+)
 
 
 def _status(row: dict[str, Any]) -> str:
@@ -206,6 +217,7 @@ def _cells(row: dict[str, Any]) -> tuple[str, ...]:
         fmt(row.get("vs_floor"), 2),
         fmt(row.get("vs_toolnexus"), 2),
         fmt(row["p95_ms"], 2),
+        fmt(row.get("cpu_ms_per_request"), 2),
         fmt(row["init_ms"], 0),
         fmt(row["rss_mb"]),
     )
