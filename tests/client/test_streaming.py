@@ -228,17 +228,20 @@ async def test_stream_retries_before_the_body_and_reports_errors(llm, make_clien
     events = await collect(make_client("openai").stream("x"))
     assert events[-1]["result"].text == "ok"
     llm.push(error(400, "bad stream"))
-    with pytest.raises(ProviderError, match="^LLM 400: bad stream$"):
+    with pytest.raises(ProviderError, match=r"^LLM 400: bad stream$"):
         await collect(make_client("anthropic").stream("x"))
 
 
 async def test_error_events_inside_a_stream(llm, make_client):
-    anthropic_error = 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+    anthropic_error = (
+        "event: error\n"
+        'data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+    )
     llm.push(Reply(sse=[anthropic_error]))
-    with pytest.raises(ProviderError, match="^LLM 200: Overloaded$"):
+    with pytest.raises(ProviderError, match=r"^LLM 200: Overloaded$"):
         await collect(make_client("anthropic").stream("x"))
     llm.push(Reply(sse=['data: {"error":{"message":"upstream died"}}']))
-    with pytest.raises(ProviderError, match="^LLM 200: upstream died$"):
+    with pytest.raises(ProviderError, match=r"^LLM 200: upstream died$"):
         await collect(make_client("openai").stream("x"))
     llm.push(Reply(sse=["data: {broken"]))
     with pytest.raises(ProviderError, match="malformed stream event"):
