@@ -173,6 +173,36 @@ def null_stripper(root: dict[str, Any]) -> Strip | None:
         building.discard(ref)
         return by_ref[ref]
 
+    def kind(node: Any) -> str | None:
+        if isinstance(node, dict) and isinstance(node.get("$ref"), str):
+            node = resolve_pointer(root, node["$ref"])
+        if not isinstance(node, dict):
+            return None
+        typ = node.get("type")
+        if typ == "object" or "properties" in node or "additionalProperties" in node:
+            return "object"
+        if typ == "array" or "items" in node:
+            return "array"
+        return None
+
+    def alternatives(branches: list[Any]) -> Strip | None:
+        """For `anyOf`: a value is stripped by the one object (or array) branch, if unique."""
+        objects = [b for b in branches if kind(b) == "object"]
+        arrays = [b for b in branches if kind(b) == "array"]
+        for_dict = build(objects[0]) if len(objects) == 1 else None
+        for_list = build(arrays[0]) if len(arrays) == 1 else None
+        if for_dict is None and for_list is None:
+            return None
+
+        def strip(value: Any) -> Any:
+            if isinstance(value, dict) and for_dict is not None:
+                return for_dict(value)
+            if isinstance(value, list) and for_list is not None:
+                return for_list(value)
+            return value
+
+        return strip
+
     def build(node: Any) -> Strip | None:
         if not isinstance(node, dict):
             return None
@@ -181,8 +211,7 @@ def null_stripper(root: dict[str, Any]) -> Strip | None:
         for key in ("anyOf", "oneOf"):
             branches = node.get(key)
             if isinstance(branches, list):
-                real = [b for b in branches if not allows_null(b)]
-                return build(real[0]) if len(real) == 1 else None
+                return alternatives([b for b in branches if not allows_null(b)])
         if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1:
             return build(node["allOf"][0])
         props = node.get("properties")

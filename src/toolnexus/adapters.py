@@ -339,9 +339,10 @@ def _gemini_node(node: Any) -> Any:
             out["nullable"] = True
         if len(kinds) == 1:
             out["type"] = kinds[0]
-        elif kinds:
+        else:
             del out["type"]
-            out["anyOf"] = [{"type": k} for k in kinds]
+            if kinds:
+                out["anyOf"] = [{"type": k} for k in kinds]
     if "enum" in out and None in out["enum"]:
         out["enum"] = [v for v in out["enum"] if v is not None]
         out["nullable"] = True
@@ -352,8 +353,10 @@ def _gemini_node(node: Any) -> Any:
             siblings = {k: v for k, v in out.items() if k != "anyOf"}
             if len(rest) == 1 and isinstance(rest[0], dict):
                 out = {**rest[0], **siblings}
-            else:
+            elif rest:
                 out = {"anyOf": rest, **siblings}
+            else:  # only null was allowed
+                out = siblings
             out["nullable"] = True
     return out
 
