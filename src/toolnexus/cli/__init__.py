@@ -1,0 +1,71 @@
+"""The `toolnexus` command: `tools`, `run`, `serve` and `demo`.
+
+`main(argv)` returns the exit code: 0 on success, 2 for an error the user can fix (printed as one
+`toolnexus: error: ...` line on stderr), 130 when interrupted. Subcommands import the library's
+heavier parts only when they run, so `toolnexus --help` stays quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from toolnexus import __version__
+from toolnexus.cli import _demo, _run, _serve, _tools
+from toolnexus.cli._common import CliError, configure_logging, error_line
+
+__all__ = ["build_parser", "main"]
+
+INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toolnexus",
+        description=(
+            "Every kind of tool for any LLM through one interface: MCP servers, skills, "
+            "Python functions, HTTP endpoints, A2A agents and built-ins. "
+            "Start with `toolnexus demo`."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"toolnexus {__version__}")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="more log output on stderr (-v info, -vv debug); warnings are always shown",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _demo.add_parser(sub)
+    _tools.add_parser(sub)
+    _run.add_parser(sub)
+    _serve.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.verbose)
+    try:
+        code: int = args.handler(args)
+    except CliError as exc:
+        print(error_line(str(exc)), file=sys.stderr, flush=True)
+        return exc.code
+    except KeyboardInterrupt:
+        return INTERRUPTED
+    except BrokenPipeError:  # `toolnexus tools --json | head`: the reader left; not an error
+        _silence_stdout()
+        return 0
+    return code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

@@ -1,0 +1,234 @@
+"""`toolnexus run`: talk to a model with the toolkit, streaming the answer and every tool call."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import threading
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from toolnexus.cli._common import (
+    CliError,
+    add_model_flags,
+    add_toolkit_flags,
+    failed_servers,
+    on_signals,
+    open_toolkit,
+    run_async,
+    server_failure_lines,
+)
+from toolnexus.cli._render import Printer
+
+if TYPE_CHECKING:
+    from toolnexus.client import Client
+    from toolnexus.toolkit import Toolkit
+
+__all__ = ["add_parser", "describe_run_error", "make_client", "run_run"]
+
+DESCRIPTION = """\
+Run the tool-calling loop against an OpenAI- or Anthropic-style endpoint with the toolkit the
+flags describe. Without --once it is a REPL that remembers the conversation: type a prompt, watch
+the answer stream and each tool call and result as it happens; Ctrl-C stops the current answer;
+Ctrl-D or `exit` quits and closes every MCP server. The answer goes to stdout, tool activity to
+stderr."""
+
+_QUIT = frozenset({"exit", "quit", ":q"})
+INTERRUPTED = 130
+
+
+def add_parser(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "run",
+        help="chat with a model that can use the tools (REPL or --once)",
+        description=DESCRIPTION,
+    )
+    add_model_flags(parser, required=True, title="model endpoint")
+    add_toolkit_flags(parser, builtins_default_on=True)
+    parser.add_argument("--once", metavar="PROMPT", help="answer one prompt, then exit")
+    parser.add_argument(
+        "--skip-failed",
+        action="store_true",
+        help="start even when an MCP server fails (its tools are left out); default: exit 2",
+    )
+    parser.set_defaults(handler=run_run)
+
+
+def make_client(args: argparse.Namespace, **options: Any) -> Client:
+    """The client the model flags describe, with its API key checked now (the rule is the
+    client's own: `--api-key`, else the environment variable of the style)."""
+    from toolnexus.client import create_client
+    from toolnexus.client._errors import MissingApiKey
+
+    try:
+        client = create_client(
+            base_url=args.base_url,
+            style=args.style,
+            model=args.model,
+            api_key=args.api_key,
+            system_prompt=args.system,
+            max_turns=args.max_turns,
+            **options,
+        )
+    except (TypeError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    try:
+        client.request_headers()  # resolves the key as a request would; raises without one
+    except MissingApiKey as exc:
+        raise CliError(str(exc)) from None
+    return client
+
+
+def describe_run_error(exc: BaseException, base_url: str) -> str | None:
+    """A one-line description of a failed run that the user can act on, or `None` if unknown."""
+    from toolnexus.client import ProviderError, RunTimeout
+    from toolnexus.client._errors import MissingApiKey
+
+    if isinstance(exc, ProviderError | RunTimeout | MissingApiKey):
+        return str(exc)
+    try:
+        import httpx2
+    except ImportError:  # pragma: no cover - httpx2 ships with mcp
+        return None
+    if isinstance(exc, httpx2.TransportError):
+        reason = str(exc) or type(exc).__name__
+        return f"cannot reach {base_url}: {reason}"
+    return None
+
+
+def run_run(args: argparse.Namespace) -> int:
+    return run_async(_run(args))
+
+
+async def _run(args: argparse.Namespace) -> int:
+    client = make_client(args)
+    async with client:
+        toolkit = await open_toolkit(
+            config=args.config, skills=args.skills, builtins=None if args.builtins else False
+        )
+        async with toolkit:
+            return await _with_toolkit(client, toolkit, args)
+
+
+async def _with_toolkit(client: Client, toolkit: Toolkit, args: argparse.Namespace) -> int:
+    printer = Printer()
+    failed = failed_servers(toolkit)
+    if failed:
+        lines = server_failure_lines(failed)
+        if not args.skip_failed:
+            raise CliError("; ".join(lines) + " (pass --skip-failed to start without it)")
+        for line in lines:
+            printer.note(f"toolnexus: warning: {line}")
+    if args.once is not None:
+        outcome = await _answer(client, toolkit, args.once, printer, args, session=None)
+        return 0 if outcome == "ok" else INTERRUPTED if outcome == "cancelled" else 2
+    return await _repl(client, toolkit, printer, args)
+
+
+async def _repl(
+    client: Client, toolkit: Toolkit, printer: Printer, args: argparse.Namespace
+) -> int:
+    _enable_line_editing()
+    count = len(toolkit.tools())
+    printer.note(
+        printer.dim(
+            f"{args.model} via {args.base_url} with {count} tool{'s' if count != 1 else ''}. "
+            "Ctrl-D or `exit` quits."
+        )
+    )
+    session = f"cli-{uuid.uuid4().hex}"
+    reader = _LineReader()
+    while True:
+        line = await reader.read("you> ")
+        if line is None:  # Ctrl-D, or Ctrl-C at the prompt
+            printer.note("")
+            return 0
+        prompt = line.strip()
+        if not prompt:
+            continue
+        if prompt in _QUIT:
+            return 0
+        await _answer(client, toolkit, prompt, printer, args, session=session)
+
+
+async def _answer(
+    client: Client,
+    toolkit: Toolkit,
+    prompt: str,
+    printer: Printer,
+    args: argparse.Namespace,
+    *,
+    session: str | None,
+) -> str:
+    """Stream one answer. Returns `ok`, `cancelled` or `failed`; a fatal error raises `CliError`."""
+    from toolnexus.client import RunCancelled
+    from toolnexus.client._errors import MissingApiKey
+
+    cancel = asyncio.Event()
+    result = None
+    try:
+        with on_signals(cancel.set, signal.SIGINT):
+            async for event in client.stream(prompt, toolkit, id=session, cancel=cancel):
+                kind = event.get("type")
+                if kind == "text":
+                    printer.text(event["delta"])
+                elif kind == "tool_call":
+                    found = toolkit.get(event["name"])
+                    printer.tool_call(event["name"], found.source if found else None, event["args"])
+                elif kind == "tool_result":
+                    printer.tool_result(event["name"], event["output"], event["is_error"])
+                elif kind == "pending":
+                    printer.note(f"the tool needs an answer: {event['request'].prompt}")
+                elif kind == "done":
+                    result = event["result"]
+    except RunCancelled:
+        printer.note(printer.dim("(stopped)"))
+        return "cancelled"
+    except Exception as exc:
+        described = describe_run_error(exc, args.base_url)
+        if described is None:
+            raise
+        if session is None or isinstance(exc, MissingApiKey):
+            raise CliError(described) from None
+        printer.note(f"toolnexus: error: {described}")
+        return "failed"
+    finally:
+        printer.end_answer()
+    if result is not None and result.status == "incomplete":
+        printer.note(f"(stopped after {result.turns} model turns: --max-turns {args.max_turns})")
+    return "ok"
+
+
+def _enable_line_editing() -> None:
+    """Arrow keys and history at the prompt when a terminal is attached (readline is optional)."""
+    if sys.stdin.isatty():
+        with contextlib.suppress(ImportError):
+            import readline  # noqa: F401 - importing it is what turns line editing on
+
+
+class _LineReader:
+    """Reads prompt lines in a daemon thread so the event loop keeps serving MCP sessions and
+    signals while the user types. `None` means end of input (Ctrl-D) or Ctrl-C at the prompt."""
+
+    async def read(self, prompt: str) -> str | None:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[str | None] = loop.create_future()
+
+        def deliver(value: str | None) -> None:
+            if not done.done():
+                done.set_result(value)
+
+        def work() -> None:
+            try:
+                value: str | None = input(prompt)
+            except (EOFError, OSError, ValueError):
+                value = None
+            with contextlib.suppress(RuntimeError):  # the loop is gone: the command is exiting
+                loop.call_soon_threadsafe(deliver, value)
+
+        threading.Thread(target=work, name="toolnexus-input", daemon=True).start()
+        with on_signals(lambda: deliver(None), signal.SIGINT):
+            return await done

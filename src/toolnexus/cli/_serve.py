@@ -1,0 +1,237 @@
+"""`toolnexus serve`: the toolkit as an MCP gateway (HTTP or stdio) and/or an A2A agent."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from toolnexus.cli._common import (
+    CliError,
+    add_model_flags,
+    add_toolkit_flags,
+    failed_servers,
+    on_signals,
+    open_toolkit,
+    run_async,
+    server_failure_lines,
+)
+from toolnexus.cli._run import make_client
+
+if TYPE_CHECKING:
+    from toolnexus.client import Client
+    from toolnexus.toolkit import Toolkit
+
+__all__ = ["add_parser", "run_serve"]
+
+AUTH_ENV = "TOOLNEXUS_AUTH_TOKEN"
+
+DESCRIPTION = f"""\
+Serve the toolkit (MCP servers from --config, skills, and with --builtins the built-ins) to
+others: --mcp re-exposes every tool as one MCP server (streamable HTTP at /mcp, or stdio with
+--stdio for desktop clients that launch it); --a2a answers A2A tasks with a model (--base-url,
+--style, --model). A "mcpServer" or "a2a" block in the config turns its profile on too. HTTP
+serving binds 127.0.0.1:8080 by default, prints its URLs to stderr and runs until SIGINT or
+SIGTERM. --auth-token (or {AUTH_ENV}) requires `Authorization: Bearer <token>`."""
+
+
+def add_parser(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "serve",
+        help="serve the toolkit as an MCP server (HTTP or stdio) and/or an A2A agent",
+        description=DESCRIPTION,
+    )
+    add_toolkit_flags(parser, builtins_default_on=False)
+    parser.add_argument(
+        "--skip-failed",
+        action="store_true",
+        help="start even when an MCP server fails (its tools are left out); default: exit 2",
+    )
+    profiles = parser.add_argument_group("what to serve")
+    profiles.add_argument("--mcp", action="store_true", help="the MCP server profile")
+    profiles.add_argument(
+        "--tools",
+        metavar="NAME",
+        action="append",
+        help="expose only these tools over MCP (repeatable; default: every tool)",
+    )
+    profiles.add_argument(
+        "--a2a", action="store_true", help="the A2A agent profile (needs the model flags)"
+    )
+    profiles.add_argument(
+        "--task-store",
+        metavar="STORE",
+        help='where A2A tasks live: "memory" (default) or "file:DIR"',
+    )
+    where = parser.add_argument_group("where")
+    where.add_argument(
+        "--stdio",
+        action="store_true",
+        help="speak MCP over stdin/stdout (implies --mcp; logs go to stderr)",
+    )
+    where.add_argument("--host", metavar="H", help="the address to bind (default 127.0.0.1)")
+    where.add_argument(
+        "--port", type=int, metavar="P", help="the port (default 8080; 0 picks a free one)"
+    )
+    where.add_argument(
+        "--auth-token",
+        metavar="T",
+        help=f"require `Authorization: Bearer T` on every request (default: ${AUTH_ENV})",
+    )
+    add_model_flags(parser, required=False, title="model (for --a2a)")
+    parser.set_defaults(handler=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    _check_flags(args)
+    return run_async(_serve(args))
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    if args.stdio:
+        if args.a2a:
+            raise CliError("--a2a needs HTTP: it cannot be served over --stdio")
+        if args.host is not None or args.port is not None:
+            raise CliError("--stdio serves over stdin/stdout: drop --host/--port")
+        if args.auth_token is not None:
+            raise CliError("--auth-token applies to HTTP serving, not --stdio")
+    if args.port is not None and not 0 <= args.port <= 65535:
+        raise CliError(f"--port must be between 0 and 65535, not {args.port}")
+    if args.auth_token == "":
+        raise CliError("--auth-token must not be empty")
+
+
+def _address(host: str | None, port: int | None) -> str:
+    host = host or "127.0.0.1"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 literal
+    return f"{host}:{8080 if port is None else port}"
+
+
+def _profiles(
+    args: argparse.Namespace, config: Mapping[str, Any]
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The MCP and A2A profiles: on by flag, or by the config's `mcpServer` / `a2a` block."""
+    mcp: dict[str, Any] | None = None
+    if args.mcp or args.stdio or args.tools or config.get("mcpServer") is not None:
+        block = config.get("mcpServer")
+        mcp = dict(block) if isinstance(block, Mapping) else {}
+        if args.tools:
+            mcp["tools"] = list(args.tools)
+    a2a: dict[str, Any] | None = None
+    if not args.stdio and (args.a2a or args.task_store or config.get("a2a") is not None):
+        block = config.get("a2a")
+        a2a = dict(block) if isinstance(block, Mapping) else {}
+        if args.task_store:
+            a2a["store"] = args.task_store
+    if mcp is None and a2a is None:
+        raise CliError("nothing to serve: pass --mcp (or --stdio) and/or --a2a")
+    return mcp, a2a
+
+
+def _a2a_client(args: argparse.Namespace) -> Client:
+    missing = [
+        flag
+        for flag, value in (
+            ("--base-url", args.base_url),
+            ("--style", args.style),
+            ("--model", args.model),
+        )
+        if not value
+    ]
+    if missing:
+        raise CliError(f"--a2a answers tasks with a model: pass {', '.join(missing)}")
+    return make_client(args)
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    from toolnexus._config import read_config
+
+    try:
+        config = read_config(args.config) if args.config else {}
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    mcp, a2a = _profiles(args, config)
+    client = _a2a_client(args) if a2a is not None else None
+    token = args.auth_token if args.auth_token is not None else os.environ.get(AUTH_ENV) or None
+
+    toolkit = await open_toolkit(
+        config=config, skills=args.skills, builtins=None if args.builtins else False
+    )
+    async with toolkit:
+        failed = failed_servers(toolkit)
+        if failed:
+            lines = server_failure_lines(failed)
+            if not args.skip_failed:
+                raise CliError("; ".join(lines) + " (pass --skip-failed to serve without it)")
+            for line in lines:
+                print(f"toolnexus: warning: {line}", file=sys.stderr, flush=True)
+        if args.stdio:
+            await _serve_stdio(toolkit, mcp)
+        else:
+            await _serve_http(toolkit, args, mcp=mcp, a2a=a2a, client=client, token=token)
+    return 0
+
+
+async def _until_signal() -> None:
+    stop = asyncio.Event()
+    with on_signals(stop.set, signal.SIGINT, signal.SIGTERM):
+        await stop.wait()
+
+
+async def _serve_stdio(toolkit: Toolkit, mcp: dict[str, Any] | None) -> None:
+    """Serve until stdin closes or a signal arrives, whichever comes first."""
+    print(
+        f"toolnexus: serving {len(toolkit.tools())} tools over MCP stdio",
+        file=sys.stderr,
+        flush=True,
+    )
+    serving = asyncio.ensure_future(toolkit.serve_stdio(mcp=mcp))
+    waiting = asyncio.ensure_future(_until_signal())
+    try:
+        await asyncio.wait({serving, waiting}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (serving, waiting):
+            task.cancel()
+        await asyncio.gather(serving, waiting, return_exceptions=True)
+    if serving.done() and not serving.cancelled() and serving.exception() is not None:
+        raise serving.exception()  # type: ignore[misc]
+
+
+async def _serve_http(
+    toolkit: Toolkit,
+    args: argparse.Namespace,
+    *,
+    mcp: dict[str, Any] | None,
+    a2a: dict[str, Any] | None,
+    client: Client | None,
+    token: str | None,
+) -> None:
+    address = _address(args.host, args.port)
+    try:
+        handle = await toolkit.serve(address, mcp=mcp, a2a=a2a, client=client, auth_token=token)
+    except OSError as exc:
+        raise CliError(f"cannot listen on {address}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        count = len(toolkit.tools())
+        if mcp is not None:
+            print(f"toolnexus: MCP server at {handle.url}/mcp ({count} tools)", file=sys.stderr)
+        if a2a is not None:
+            print(
+                f"toolnexus: A2A agent at {handle.url}/ "
+                f"(card: {handle.url}/.well-known/agent-card.json)",
+                file=sys.stderr,
+            )
+        if token is not None:
+            print("toolnexus: requests need `Authorization: Bearer <token>`", file=sys.stderr)
+        print("toolnexus: press Ctrl-C to stop", file=sys.stderr, flush=True)
+        await _until_signal()
+    finally:
+        await handle.stop()
+    print("toolnexus: stopped", file=sys.stderr, flush=True)
