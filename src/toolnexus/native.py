@@ -16,16 +16,20 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, NotRequired, Required, cast, overload
+from typing import TYPE_CHECKING, Any, NotRequired, Required, cast, overload
 
-from pydantic import ConfigDict, Field, PydanticUserError, TypeAdapter, ValidationError
-from pydantic_core import to_jsonable_python
 from typing_extensions import TypedDict
 
 from toolnexus._docstrings import parse_docstring
 from toolnexus._json import to_compact_json
 from toolnexus._schema import inline_refs, map_subschemas, null_stripper
 from toolnexus.types import Tool, ToolContext, ToolResult
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+# pydantic is imported when the first function-form tool is defined, so the explicit form
+# (`execute=`) and `import toolnexus` never pay for it.
 
 __all__ = ["define_tool", "tool"]
 
@@ -277,6 +281,8 @@ def _is_context_type(annotation: Any) -> bool:
 
 def _with_description(annotation: Any, text: str) -> Any:
     """`Annotated[annotation, Field(description=text)]`, the user's own metadata still winning."""
+    from pydantic import Field
+
     doc_field = Field(description=text)
     if typing.get_origin(annotation) is typing.Annotated:
         inner, *metadata = typing.get_args(annotation)
@@ -426,6 +432,9 @@ def _argument_model(
     label: str,
 ) -> tuple[dict[str, Any], Callable[[Any], dict[str, Any]]]:
     """The JSON Schema and the validator of the arguments, from one pydantic TypedDict."""
+    from pydantic import ConfigDict, PydanticUserError, TypeAdapter
+    from pydantic_core import to_jsonable_python
+
     fields: dict[str, Any] = {}
     for p in params:
         annotation = p.annotation
@@ -466,6 +475,8 @@ def _argument_model(
 
 def _which_parameter(params: list[_Param], label: str, exc: Exception) -> TypeError:
     """Turn a failure to build the argument model into an error naming the parameter."""
+    from pydantic import TypeAdapter
+
     for p in params:
         try:
             TypeAdapter(p.annotation).json_schema()
@@ -490,6 +501,8 @@ def _make_call(
     tool_name: str,
 ) -> Callable[[dict[str, Any], ToolContext], Any]:
     """The per-call path: validate, add the context, call. Everything else is precomputed."""
+    from pydantic import ValidationError
+
     # Under OpenAI strict mode an omitted optional argument arrives as `null`: drop those
     # (at any depth) before validation, so the function sees its own default.
     strip_nulls = null_stripper(schema)
