@@ -7,6 +7,8 @@ import asyncio
 import logging
 import re
 import socket
+import subprocess
+import sys
 import threading
 from typing import Any
 from urllib.parse import quote
@@ -306,3 +308,13 @@ async def test_cancelling_the_caller_aborts_the_request(server: LocalServer) -> 
     with pytest.raises(asyncio.CancelledError):
         await call
     await wait_until(lambda: "case=outer-cancel" in server.state.disconnects)
+
+
+def test_defining_a_tool_loads_no_http_client() -> None:
+    code = (
+        "import sys\nfrom toolnexus import http_tool\n"
+        "http_tool(name='t', description='', method='GET', url='https://x.test/{a}')\n"
+        "print([m for m in ('httpx2', 'pydantic', 'jsonschema', 'mcp') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
