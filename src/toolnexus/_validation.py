@@ -8,7 +8,7 @@ from toolnexus.types import Tool
 
 
 def _compile(schema: dict[str, Any]) -> Any:
-    from jsonschema import validators  # heavy import: load on first use
+    from jsonschema import validators  # type: ignore[import-untyped]  # heavy: load on first use
 
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
     try:
