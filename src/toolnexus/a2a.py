@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urljoin, urlsplit
 
+from toolnexus._aio import Signalled, until_signalled
 from toolnexus._env import expand_env_headers
 from toolnexus._json import compact_json
 from toolnexus._log import warn
-from toolnexus.types import Signal, Tool, ToolContext, ToolResult, error_message, sanitize
+from toolnexus.types import Tool, ToolContext, ToolResult, error_message, sanitize
 
 __all__ = [
     "DEFAULT_POLL_EVERY_MS",
@@ -187,15 +188,6 @@ class _Stop(Exception):
         self.reason = reason
 
 
-async def _signalled(signal: Signal) -> None:
-    wait = getattr(signal, "wait", None)
-    if isinstance(signal, asyncio.Event) and wait is not None:
-        await signal.wait()
-        return
-    while not signal.is_set():  # noqa: ASYNC110 - any object with is_set(): poll it
-        await asyncio.sleep(0.01)
-
-
 _background: set[asyncio.Task[None]] = set()
 
 
@@ -236,27 +228,13 @@ class _Call:
         return self.signal is not None and self.signal.is_set()
 
     async def bounded(self, work: Awaitable[T], limit_s: float) -> T:
-        """`work`, abandoned on cancellation (`_Stop("cancel")`) or after `limit_s`."""
-        job = asyncio.ensure_future(work)
-        waiters: set[asyncio.Future[Any]] = {job}
-        watcher = None
-        if self.signal is not None:
-            watcher = asyncio.ensure_future(_signalled(self.signal))
-            waiters.add(watcher)
+        """`work`, abandoned on cancellation (`_Stop("cancel")`) or after `limit_s` (timeout)."""
         try:
-            done, _ = await asyncio.wait(
-                waiters, timeout=max(limit_s, 0), return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            if watcher is not None:
-                watcher.cancel()
-            if not job.done():
-                job.cancel()
-        if job in done:
-            return job.result()
-        if watcher is not None and watcher in done:
-            raise _Stop("cancel")
-        raise _Stop("timeout")
+            return await asyncio.wait_for(until_signalled(work, self.signal), max(limit_s, 0))
+        except Signalled:
+            raise _Stop("cancel") from None
+        except TimeoutError:
+            raise _Stop("timeout") from None
 
     async def rpc(self, method: str, params: Any) -> Any:
         body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
@@ -268,7 +246,8 @@ class _Call:
                 "POST",
                 self.remote.endpoint,
                 headers=self.headers,
-                timeout_s=remaining,
+                # The budget is enforced around the request; the HTTP timeout is a backstop.
+                timeout_s=remaining + 1,
                 body=body,
             ),
             remaining,
@@ -318,16 +297,15 @@ class _Call:
                     raise _Stop("timeout")
                 pause = min(self.remote.agent.poll_every / 1000, self.remaining_s())
                 try:
-                    await self.bounded(asyncio.sleep(pause), pause)
-                except _Stop as stop:
-                    if stop.reason == "cancel":
-                        raise
+                    await until_signalled(asyncio.sleep(pause), self.signal)
+                except Signalled:
+                    raise _Stop("cancel") from None
                 if self.cancelled():
                     raise _Stop("cancel")
                 if self.remaining_s() <= 0:
                     raise _Stop("timeout")
+                self.polls += 1  # a poll counts once sent, even if its answer is abandoned
                 polled = await self.rpc("GetTask", {"id": self.task_id})
-                self.polls += 1
                 self._observe(polled)
                 task = polled
             return self._outcome(task)
