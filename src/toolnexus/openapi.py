@@ -8,6 +8,7 @@ Path and query parameters and the request body's properties become the tool's in
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
@@ -143,10 +144,25 @@ def _parse(text: str, where: str) -> Any:
     import yaml
 
     try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return yaml.load(text, Loader=_yaml_loader())
     except yaml.YAMLError as exc:
         detail = " ".join(str(exc).split())
         raise ValueError(f"OpenAPI spec {where} is neither JSON nor YAML: {detail}") from None
+
+
+@functools.cache
+def _yaml_loader() -> Any:
+    """PyYAML's safe loader minus timestamps: a date stays the string it is in JSON, so every
+    schema value remains JSON-serialisable."""
+    import yaml
+
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    timestamp = "tag:yaml.org,2002:timestamp"
+    resolvers = {
+        first: [(tag, rx) for tag, rx in entries if tag != timestamp]
+        for first, entries in base.yaml_implicit_resolvers.items()
+    }
+    return type("OpenApiYamlLoader", (base,), {"yaml_implicit_resolvers": resolvers})
 
 
 def _checked(document: Any, where: str) -> dict[str, Any]:

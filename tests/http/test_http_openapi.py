@@ -296,3 +296,21 @@ async def test_bad_sources_are_precise_errors(server: LocalServer, tmp_path: Pat
         await http_tools_from_openapi({"paths": {}}, include="listPets")
     with pytest.raises(ValueError, match="url must start with http"):
         await http_tools_from_openapi(PETSTORE_SPEC, base_url="api.test/v1")
+
+
+async def test_yaml_dates_stay_strings(tmp_path: Path, server: LocalServer) -> None:
+    spec_file = tmp_path / "dated.yaml"
+    spec_file.write_text(
+        "openapi: 3.0.0\n"
+        "info: {title: t, version: 2024-01-01}\n"
+        f"servers: [{{url: '{server.url}'}}]\n"
+        "paths:\n"
+        "  /echo/d:\n"
+        "    get:\n"
+        "      operationId: byDay\n"
+        "      parameters:\n"
+        "        - {name: day, in: query, schema: {type: string, default: 2024-01-01}}\n"
+    )
+    (tool,) = await http_tools_from_openapi(spec_file)
+    assert tool.input_schema["properties"]["day"] == {"type": "string", "default": "2024-01-01"}
+    json.dumps(tool.input_schema)  # declarations must serialise

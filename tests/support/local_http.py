@@ -5,7 +5,7 @@ Routes:
 - `/status/{code}`: that status with body `boom <code>`.
 - `/slow`: answers only when the client goes away; records the start and the disconnect.
 - `/delay?ms=N`: answers `done` after N milliseconds.
-- `/json`, `/text`, `/unicode`: fixed bodies.
+- `/json`, `/text`: fixed bodies (JSON with odd spacing, text that is not JSON).
 - `/v1/...`: a small pet store, described by `/v1/openapi.json` (and `.yaml`).
 """
 
