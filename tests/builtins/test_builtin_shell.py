@@ -152,6 +152,8 @@ async def test_timeout_kills_the_whole_process_group(ws: Path, bash: Tool) -> No
 async def test_ctx_timeout_bounds_the_command(bash: Tool) -> None:
     result = await bash.execute({"command": "sleep 30"}, ToolContext(timeout=0.2))
     assert result.output.startswith("bash: command timed out after 200ms")
+    result = await bash.execute({"command": "sleep 30"}, ToolContext(timeout=0.3))
+    assert result.output.startswith("bash: command timed out after 300ms")  # not 300.00000000000006
     # the model's own, smaller limit wins
     result = await bash.execute({"command": "sleep 30", "timeout": 100}, ToolContext(timeout=5))
     assert result.output.startswith("bash: command timed out after 100ms")

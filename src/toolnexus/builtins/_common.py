@@ -91,8 +91,9 @@ def budget(arg: float | None, ctx: ToolContext, default: float, scale: float) ->
 
 
 def format_number(value: float) -> str:
-    """`60000` rather than `60000.0`; fractions kept."""
-    return str(int(value)) if float(value).is_integer() else str(value)
+    """`60000` rather than `60000.0`, `300` rather than `300.00000000000006`; fractions kept."""
+    rounded = round(float(value), 3)
+    return str(int(rounded)) if rounded.is_integer() else str(rounded)
 
 
 async def wait_signal(signal: Signal) -> None:
