@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from toolnexus.types import Signal, Tool, ToolContext, ToolResult, error_message
+from toolnexus.types import Tool, ToolContext, ToolResult, error_message
 
 DEFAULT_MAX_OUTPUT_BYTES = 51200
-
-# How often a signal that is not an `asyncio.Event` (anything with `is_set()`) is polled.
-_SIGNAL_POLL_SECONDS = 0.05
 
 
 class Settings:
@@ -94,13 +90,3 @@ def format_number(value: float) -> str:
     """`60000` rather than `60000.0`, `300` rather than `300.00000000000006`; fractions kept."""
     rounded = round(float(value), 3)
     return str(int(rounded)) if rounded.is_integer() else str(rounded)
-
-
-async def wait_signal(signal: Signal) -> None:
-    """Return once `signal` is set (an `asyncio.Event` is awaited, anything else polled)."""
-    if isinstance(signal, asyncio.Event):
-        await signal.wait()
-        return
-    # Any object with `is_set()` (e.g. a `threading.Event`) offers nothing to await: poll it.
-    while not signal.is_set():  # noqa: ASYNC110
-        await asyncio.sleep(_SIGNAL_POLL_SECONDS)

@@ -9,6 +9,7 @@ import os
 import signal
 from typing import Any
 
+from toolnexus._aio import wait_signal
 from toolnexus.builtins._common import (
     Settings,
     ToolError,
@@ -18,7 +19,6 @@ from toolnexus.builtins._common import (
     optional_number,
     optional_str,
     required_str,
-    wait_signal,
 )
 from toolnexus.builtins._output import HINT_BASH, CappedBuffer
 from toolnexus.builtins._paths import base_dir, resolve

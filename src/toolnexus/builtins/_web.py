@@ -7,6 +7,7 @@ import codecs
 import re
 from typing import Any
 
+from toolnexus._aio import Signalled, until_signalled
 from toolnexus.builtins._common import (
     Settings,
     ToolError,
@@ -15,7 +16,6 @@ from toolnexus.builtins._common import (
     format_number,
     optional_number,
     required_str,
-    wait_signal,
 )
 from toolnexus.builtins._output import HINT_WEB, cap_text, human_size
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message
@@ -136,20 +136,9 @@ def webfetch_tool(settings: Settings) -> Tool:
         if ctx.cancelled:
             raise ToolError("cancelled")
         timeout = budget(optional_number(args, "timeout"), ctx, DEFAULT_TIMEOUT_SECONDS, 1.0)
-        fetch = _fetch(url.strip(), fmt, timeout, settings)
-        if ctx.signal is None:
-            return await fetch
-        fetching = asyncio.ensure_future(fetch)
-        cancelled = asyncio.ensure_future(wait_signal(ctx.signal))
         try:
-            await asyncio.wait({fetching, cancelled}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (fetching, cancelled):
-                if not task.done():
-                    task.cancel()
-            await asyncio.gather(fetching, cancelled, return_exceptions=True)
-        if fetching.cancelled():
-            raise ToolError("cancelled")
-        return fetching.result()
+            return await until_signalled(_fetch(url.strip(), fmt, timeout, settings), ctx.signal)
+        except Signalled:
+            raise ToolError("cancelled") from None
 
     return builtin_tool("webfetch", DESCRIPTION, SCHEMA, run)
