@@ -85,8 +85,17 @@ class UrlTemplate:
     def render(self, args: dict[str, Any]) -> str:
         """Substitute percent-encoded values (every reserved character encoded), removing the
         used keys from `args`; an absent argument becomes `""`."""
-        values = {name: quote(stringify(args.pop(name, "")), safe="") for name in self.names}
+        values = {name: _encode(stringify(args.pop(name, ""))) for name in self.names}
         return "".join(values[text] if is_name else text for is_name, text in self._parts)
+
+
+def _encode(value: str) -> str:
+    encoded = quote(value, safe="")
+    if encoded and encoded.strip(".") == "":
+        # `.` and `..` would be dot segments, which URL normalisation resolves away: a value
+        # must never move the request to another path.
+        return encoded.replace(".", "%2E")
+    return encoded
 
 
 class HttpEndpoint:

@@ -11,9 +11,11 @@ import subprocess
 import sys
 import threading
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from support.local_http import LocalServer, echoed
 from support.polling import wait_until
@@ -71,6 +73,33 @@ async def test_placeholders_are_percent_encoded_and_consumed(server: LocalServer
     for ch in "/?#&=+:@!$'()*,;[] ":
         assert ch not in encoded
     assert seen["body"] == '{"rest":1}'  # substituted keys are gone from the body
+
+
+@pytest.mark.parametrize("value", [".", "..", "..."])
+async def test_dot_values_cannot_change_the_path(server: LocalServer, value: str) -> None:
+    tool = echo_tool(server, "GET", "/echo/{a}/tail")
+    path = echoed((await tool.execute({"a": value})).output)["path"]
+    assert path == "/echo/" + "%2E" * len(value) + "/tail"
+
+
+@settings(
+    derandomize=True,
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(value=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20))
+def test_any_placeholder_value_arrives_intact(server: LocalServer, value: str) -> None:
+    async def call() -> Any:
+        # A toolkit per loop: closing it closes that loop's pooled client.
+        tool = echo_tool(server, "GET", "/echo/{a}/tail")
+        async with await create_toolkit(extra_tools=[tool], builtins=False) as tk:
+            return await tk.execute("echo", {"a": value})
+
+    res = asyncio.run(call())
+    path = echoed(res.output)["path"]
+    assert path.startswith("/echo/") and path.endswith("/tail")
+    assert unquote(path[len("/echo/") : -len("/tail")]) == value
 
 
 async def test_absent_placeholder_is_empty(server: LocalServer) -> None:
