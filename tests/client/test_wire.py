@@ -333,3 +333,21 @@ async def test_tool_with_unicode_output_is_sent_unescaped(llm, make_client):
     llm.push(tools(call("greet")), text("ok"))
     await make_client("openai").run("x", kit(Tool("greet", "", None, "native", greet)))
     assert "héllo ✓".encode() in llm.requests[1].raw
+
+
+async def test_auth_in_headers_needs_no_key_and_leaks_none(llm, monkeypatch):
+    _clear_keys(monkeypatch)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-not-for-azure")
+    llm.push(text("ok"))
+    client = create_client(
+        base_url=llm.url + "/openai/deployments/d?api-version=2024-10-21",
+        style="openai",
+        model="d",
+        headers={"api-key": "azure-key"},
+    )
+    async with client:
+        await client.run("x")
+    headers = llm.requests[0].headers
+    assert headers["api-key"] == "azure-key"
+    assert "authorization" not in headers
+    assert headers["content-type"] == "application/json"

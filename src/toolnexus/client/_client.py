@@ -37,6 +37,8 @@ Event = dict[str, Any]
 
 # Body keys the library owns; `request_params` may not set them (body_transform may).
 FORBIDDEN_PARAMS = ("messages", "tools", "stream")
+# Header names that carry credentials; one in `headers` makes the API-key lookup unnecessary.
+_AUTH_HEADERS = frozenset({"authorization", "api-key", "x-api-key"})
 
 
 def _require_int(name: str, value: Any, minimum: int) -> int:
@@ -198,10 +200,15 @@ class Client:
         self._openrouter = False
         self.url = wire.endpoint(base_url) if base_url is not None else ""
         self._static_headers: dict[str, str] | None = None
-        if api_key is not None or base_url is None:
+        if base_url is None:  # in process: no HTTP, no key
+            self._static_headers = dict(self._extra_headers or {})
+        elif api_key is not None:
+            self._static_headers = merge_headers(wire.auth_headers(api_key), self._extra_headers)
+        elif self._extra_headers and any(k.lower() in _AUTH_HEADERS for k in self._extra_headers):
+            # The caller authenticates through `headers` (e.g. Azure's `api-key`): no key from
+            # the environment is looked up, so none is ever sent to a host it was not meant for.
             self._static_headers = merge_headers(
-                wire.auth_headers(api_key or "") if base_url is not None else {},
-                self._extra_headers,
+                {"Content-Type": "application/json"}, self._extra_headers
             )
         self._store: ConversationStore = store if store is not None else InMemoryConversationStore()
         self._locks = KeyedLock()
