@@ -6,6 +6,7 @@ implementation and the building blocks (`build_mcp_server`, `build_agent_card`, 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -100,13 +101,18 @@ async def serve_toolkit(
         )
     if auth_token is not None and (not isinstance(auth_token, str) or not auth_token):
         raise ValueError("auth_token must be a non-empty string")
-    store = resolve_store(a2a_cfg.get("store")) if a2a_cfg is not None else None
+    # A file store creates its directory: file-system work stays off the event loop.
+    store = (
+        await asyncio.to_thread(resolve_store, a2a_cfg.get("store"))
+        if a2a_cfg is not None
+        else None
+    )
     exposed = exposed_mcp_tools(toolkit.tools(), mcp_cfg) if mcp_cfg is not None else []
     loopback = is_loopback(host)
     if not loopback and auth_token is None:
         _warn_if_exposed(host, port, toolkit.tools() if a2a_cfg is not None else exposed)
 
-    sock = bind_socket(host, port)
+    sock = await asyncio.to_thread(bind_socket, host, port)  # may resolve a host name
     try:
         real_port = sock.getsockname()[1]
         url = public_url(host, real_port)
