@@ -301,3 +301,30 @@ async def test_stream_malformed_tool_json(llm, make_client):
     assert result.tool_calls[0]["is_error"]
     assert "not valid JSON" in result.tool_calls[0]["output"]
     assert result.messages[1]["content"][0]["input"] == {}
+
+
+@pytest.mark.parametrize("style", STYLES)
+async def test_a_cut_stream_is_an_error_not_a_short_answer(llm, make_client, style):
+    if style == "openai":
+        sse = ['data: {"choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}']
+    else:
+        sse = [
+            'event: message_start\ndata: {"type":"message_start","message":{"usage":{}}}',
+            'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+            '"content_block":{"type":"text","text":""}}',
+            'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+            '"delta":{"type":"text_delta","text":"Hel"}}',
+        ]
+    llm.push(Reply(sse=sse))
+    with pytest.raises(ProviderError, match="stream ended before the response was complete"):
+        await collect(make_client(style).stream("x"))
+
+
+async def test_openai_stream_without_done_but_with_finish_reason_is_complete(llm, make_client):
+    sse = [
+        'data: {"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}',
+        'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}',
+    ]
+    llm.push(Reply(sse=sse))
+    events = await collect(make_client("openai").stream("x"))
+    assert events[-1]["result"].text == "Hi"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolnexus._aio import call_in_thread_maybe_async
 from toolnexus.adapters import ToolCall
+from toolnexus.client._errors import ProviderError
 from toolnexus.client._hooks import call_hook
 from toolnexus.client._results import RunResult, add_usage, empty_usage
 from toolnexus.client._scope import RunScope
@@ -320,6 +321,12 @@ class RunLoop:
                             break
                     if chunk is None:
                         break
+                if not assembler.done and assembler.finish_reason is None:
+                    # The body ended without a terminator or a finish reason: a cut stream
+                    # must not pass for a complete (shorter) answer.
+                    raise ProviderError(
+                        response.status, "", "stream ended before the response was complete"
+                    )
                 turn = assembler.turn()
             finally:
                 await response.aclose()
