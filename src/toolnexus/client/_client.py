@@ -174,20 +174,20 @@ class Client:
             callable(getattr(store, "get", None)) and callable(getattr(store, "save", None))
         ):
             raise TypeError("store must have async get(id) and save(id, messages) methods")
-        self.wire = wire
-        self.transport = transport
+        self._wire = wire
+        self._transport = transport
         self.style: Style = "openai" if wire is OPENAI else "anthropic"
         self.base_url = base_url
         self.model = model
         self.system_prompt = system_prompt
         self.max_turns = _require_int("max_turns", max_turns, 1)
-        self.tool_concurrency = _require_int("tool_concurrency", tool_concurrency, 1)
+        self._tool_concurrency = _require_int("tool_concurrency", tool_concurrency, 1)
         self.timeout_ms = timeout_ms
         self.hooks = resolve_hooks(hooks)
         self.wait_for = _require_callable("wait_for", wait_for)
-        self.body_transform = _require_callable("body_transform", body_transform)
-        self.on_metric = _require_callable("on_metric", on_metric)
-        self.policy = RetryPolicy(
+        self._body_transform = _require_callable("body_transform", body_transform)
+        self._on_metric = _require_callable("on_metric", on_metric)
+        self._policy = RetryPolicy(
             retries=_require_int("retries", retries, 0),
             base_ms=retry_base_ms,
             extra_statuses=retryable_statuses,
@@ -198,7 +198,7 @@ class Client:
         self._api_key = api_key
         self._extra_headers = dict(headers) if headers else None
         self._openrouter = False
-        self.url = wire.endpoint(base_url) if base_url is not None else ""
+        self._url = wire.endpoint(base_url) if base_url is not None else ""
         self._static_headers: dict[str, str] | None = None
         if base_url is None:  # in process: no HTTP, no key
             self._static_headers = dict(self._extra_headers or {})
@@ -234,12 +234,12 @@ class Client:
             return router_key
         raise MissingApiKey()
 
-    def request_headers(self) -> dict[str, str]:
+    def _request_headers(self) -> dict[str, str]:
         if self._static_headers is not None:
             return self._static_headers
-        return merge_headers(self.wire.auth_headers(self._api_key_now()), self._extra_headers)
+        return merge_headers(self._wire.auth_headers(self._api_key_now()), self._extra_headers)
 
-    async def build_body(
+    async def _build_body(
         self,
         model: str,
         system: str,
@@ -248,14 +248,14 @@ class Client:
         stream: bool,
     ) -> dict[str, Any]:
         """Base body (§3), `request_params` merged, then `body_transform` (§13)."""
-        body = self.wire.body(model, system, messages, tools, stream)
-        return await self.shape_body(body)
+        body = self._wire.body(model, system, messages, tools, stream)
+        return await self._shape_body(body)
 
-    async def shape_body(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def _shape_body(self, body: dict[str, Any]) -> dict[str, Any]:
         if self._params:
             body.update(self._params)
-        if self.body_transform is not None:
-            changed = await call_maybe_async(self.body_transform, body)
+        if self._body_transform is not None:
+            changed = await call_maybe_async(self._body_transform, body)
             if changed is not None:
                 if not isinstance(changed, dict):
                     raise TypeError(
@@ -264,13 +264,13 @@ class Client:
                 body = changed
         return body
 
-    def emit(self, event: Event) -> None:
+    def _emit(self, event: Event) -> None:
         """Record a metric event and hand it to `on_metric` (whose failure never breaks a run)."""
         self._metrics.record(event)
-        if self.on_metric is None:
+        if self._on_metric is None:
             return
         try:
-            reply = self.on_metric(event)
+            reply = self._on_metric(event)
         except Exception as exc:
             warn(f"on_metric raised: {error_message(exc)}")
             return
@@ -311,7 +311,7 @@ class Client:
         """
         if on_text is not None:
             _require_callable("on_text", on_text)
-            if not self.transport.can_stream:
+            if not self._transport.can_stream:
                 raise RuntimeError(STREAM_UNSUPPORTED)
             result: RunResult | None = None
             events = self._stream(prompt, toolkit, id, cancel)
@@ -342,7 +342,7 @@ class Client:
         cancel: asyncio.Event | None = None,
     ) -> AsyncGenerator[Event, None]:
         """The loop as an async iterator of events; the last one is `{"type": "done", ...}`."""
-        if not self.transport.can_stream:
+        if not self._transport.can_stream:
             raise RuntimeError(STREAM_UNSUPPORTED)
         return self._stream(prompt, toolkit, id, cancel)
 
@@ -414,7 +414,7 @@ class Client:
 
     async def aclose(self) -> None:
         """Close the HTTP connections this client owns (an injected `http_client` stays open)."""
-        await self.transport.aclose()
+        await self._transport.aclose()
 
     async def __aenter__(self) -> Client:
         return self

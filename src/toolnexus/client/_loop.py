@@ -104,7 +104,7 @@ class RunLoop:
         started = time.perf_counter()
         scope = RunScope(c.timeout_ms, self.cancel)
         hooks = c.hooks
-        wire = c.wire
+        wire = c._wire
         try:
             scope.check()
             system = compose_system(c.system_prompt, self.toolkit)
@@ -127,7 +127,7 @@ class RunLoop:
                             tools = list(reply["tools"] or ())
                         if reply.get("model"):
                             model = str(reply["model"])
-                body = await c.build_body(model, system, messages, tools, self.streaming)
+                body = await c._build_body(model, system, messages, tools, self.streaming)
                 turn: Turn | None = None
                 if self.streaming:
                     deltas = self._stream_call(model, body, scope)
@@ -216,10 +216,10 @@ class RunLoop:
                 if isinstance(exc, GeneratorExit)
                 else error_message(exc)
             )
-            c.emit(self._run_event(started, message))
+            c._emit(self._run_event(started, message))
             raise
         scope.close()
-        c.emit(self._run_event(started, None))
+        c._emit(self._run_event(started, None))
         if self.streaming and self.usage_seen:
             yield {"type": "usage", "usage": dict(self.usage)}
         yield {"type": "done", "result": result_obj}
@@ -254,7 +254,7 @@ class RunLoop:
         if usage is not None:
             add_usage(self.usage, usage)
             self.usage_seen = True
-        self.c.emit(
+        self.c._emit(
             {
                 "event": "llm",
                 "model": model,
@@ -266,7 +266,7 @@ class RunLoop:
         )
 
     def _llm_failed(self, model: str, started: float) -> None:
-        self.c.emit(
+        self.c._emit(
             {
                 "event": "llm",
                 "model": model,
@@ -280,14 +280,14 @@ class RunLoop:
     async def _call(self, model: str, body: dict[str, Any], scope: RunScope) -> Turn:
         c = self.c
         started = time.perf_counter()
-        url, headers = c.url, c.request_headers()
+        url, headers = c._url, c._request_headers()
 
         async def attempt() -> Turn:
-            status, data, raw = await c.transport.post(url, headers, body)
-            return c.wire.parse(status, data, raw)
+            status, data, raw = await c._transport.post(url, headers, body)
+            return c._wire.parse(status, data, raw)
 
         try:
-            turn = await c.policy.call(attempt, scope)
+            turn = await c._policy.call(attempt, scope)
         except BaseException:
             self._llm_failed(model, started)
             raise
@@ -300,13 +300,13 @@ class RunLoop:
         """Yield the text deltas of one streamed LLM call, then its assembled `Turn`."""
         c = self.c
         started = time.perf_counter()
-        url, headers = c.url, c.request_headers()
+        url, headers = c._url, c._request_headers()
         try:
-            response = await c.policy.call(
-                lambda: c.transport.open_stream(url, headers, body), scope
+            response = await c._policy.call(
+                lambda: c._transport.open_stream(url, headers, body), scope
             )
             try:
-                assembler = c.wire.stream(response.status)
+                assembler = c._wire.stream(response.status)
                 decoder = SSEDecoder()
                 chunks = response.chunks()
                 while not assembler.done:
@@ -343,7 +343,7 @@ class RunLoop:
     ) -> list[_Outcome]:
         if len(calls) == 1:
             return [await scope.race(self._execute_one(calls[0], turn, scope))]
-        limit = self.c.tool_concurrency
+        limit = self.c._tool_concurrency
         semaphore = asyncio.Semaphore(limit) if len(calls) > limit else None
 
         async def bounded(call: ToolCall) -> _Outcome:
@@ -379,7 +379,7 @@ class RunLoop:
         }
         if suspended:
             event["pending"] = True
-        self.c.emit(event)
+        self.c._emit(event)
 
     async def _execute_one(self, call: ToolCall, turn: int, scope: RunScope) -> _Outcome:
         if call.error is not None:

@@ -227,21 +227,21 @@ async def translate(
                 body["tool_choice"] = tool_choice
             if max_tokens > 0:
                 body["max_tokens"] = max_tokens
-        body = await client.shape_body(body)
-        url, headers = client.url, client.request_headers()
+        body = await client._shape_body(body)
+        url, headers = client._url, client._request_headers()
 
         async def attempt() -> tuple[Turn, Any]:
-            status, data, raw = await client.transport.post(url, headers, body)
-            return client.wire.parse(status, data, raw), data
+            status, data, raw = await client._transport.post(url, headers, body)
+            return client._wire.parse(status, data, raw), data
 
-        turn, data = await client.policy.call(attempt, scope)
+        turn, data = await client._policy.call(attempt, scope)
     except BaseException:
         scope.close()
-        client.emit(_llm_event(model, "error", started, None))
+        client._emit(_llm_event(model, "error", started, None))
         raise
     scope.close()
     usage = turn.usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    client.emit(_llm_event(model, "ok", started, usage))
+    client._emit(_llm_event(model, "ok", started, usage))
     if hooks is not None and hooks.after_llm is not None:
         await call_hook(hooks.after_llm, {"response": data, "model": model, "turn": 0})
     calls = _anthropic_calls(turn.message["content"]) if anthropic else _openai_calls(turn.message)
