@@ -250,6 +250,13 @@ async def test_dns_rebinding_guard(served):
             headers={"Host": f"localhost:{handle.port}", "Origin": "http://127.0.0.1:3000"},
         )
         assert allowed.status_code == 404
+    # Loopback names pass the SDK's own check on /mcp too, with or without a port.
+    for host in ["localhost", f"[::1]:{handle.port}", "127.0.0.1"]:
+        async with (
+            httpx2.AsyncClient(headers={"Host": host, "Origin": "http://localhost"}) as http,
+            Client(streamable_http_client(handle.url + "/mcp", http_client=http)) as client,
+        ):
+            assert (await client.call_tool("echo", {"text": host})).content[0].text.endswith(host)
 
 
 def _ipv6_loopback() -> bool:

@@ -131,7 +131,7 @@ async def serve_toolkit(
             mcp_server=mcp_server,
             a2a=endpoint,
             card=card,
-            loopback=loopback,
+            host=host,
             auth_token=auth_token,
         )
     except BaseException:

@@ -124,14 +124,22 @@ async def _not_found(request: Request, exc: Exception) -> Response:
     return PlainTextResponse("not found", status_code=404)
 
 
-def _mcp_security(loopback: bool) -> TransportSecuritySettings:
-    """The SDK's own Host/Origin check for `/mcp`, matching the app-wide guard."""
-    if not loopback:
+def _mcp_security(host: str) -> TransportSecuritySettings:
+    """The SDK's own Host/Origin check for `/mcp`, in line with the app-wide guard (which runs
+    first and answers 403)."""
+    if not is_loopback(host):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = ["127.0.0.1", "localhost", "[::1]"]
+    bound = f"[{host}]" if ":" in host else host
+    if bound not in names:
+        names.append(bound)
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        allowed_hosts=[*names, *(f"{n}:*" for n in names)],
+        allowed_origins=[
+            *(f"http://{n}" for n in names),
+            *(f"http://{n}:*" for n in names),
+        ],
     )
 
 
@@ -140,11 +148,14 @@ def build_app(
     mcp_server: Any | None,
     a2a: A2AEndpoint | None,
     card: bytes | None,
-    loopback: bool,
+    host: str,
     auth_token: str | None,
     max_body: int = MAX_BODY_BYTES,
 ) -> Starlette:
-    """The Starlette app: `/mcp` (MCP profile), the card and `POST /` (A2A profile), else 404."""
+    """The Starlette app: `/mcp` (MCP profile), the card and `POST /` (A2A profile), else 404.
+
+    `host` is the bind host: on a loopback bind the DNS-rebinding guard is on.
+    """
     routes: list[BaseRoute] = []
     manager: StreamableHTTPSessionManager | None = None
     if mcp_server is not None:
@@ -152,7 +163,7 @@ def build_app(
         manager = StreamableHTTPSessionManager(
             app=mcp_server,
             stateless=True,
-            security_settings=_mcp_security(loopback),
+            security_settings=_mcp_security(host),
             max_request_body_size=max_body,
         )
         routes.append(Route("/mcp", endpoint=StreamableHTTPASGIApp(manager)))
@@ -180,7 +191,7 @@ def build_app(
     app = Starlette(
         routes=routes,
         middleware=[
-            Middleware(_Guard, loopback=loopback, auth_token=auth_token, max_body=max_body)
+            Middleware(_Guard, loopback=is_loopback(host), auth_token=auth_token, max_body=max_body)
         ],
         exception_handlers={404: _not_found, 405: _not_found},
         lifespan=lifespan,
