@@ -343,6 +343,14 @@ async def test_config_agents_block(peer):
 # -- a full round trip through our own A2A server ------------------------------------------------
 
 
+async def http_rpc(url: str, method: str, params: Any) -> dict[str, Any]:
+    import httpx2
+
+    async with httpx2.AsyncClient() as http:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        return (await http.post(url + "/", json=body)).json()  # type: ignore[no-any-return]
+
+
 def ask_color(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return pending(kind="question", prompt="Which color?")
 
@@ -376,13 +384,20 @@ async def test_round_trip_through_our_own_server():
         assert (result.metadata["agent"], result.metadata["state"]) == ("helper", "completed")
         assert result.metadata["polls"] >= 1
 
-        # input-required is not terminal for the caller: it waits, then times out, and the
-        # best-effort CancelTask (unknown to our server) is ignored.
+        # input-required is not terminal for the caller: it keeps polling until its budget is
+        # spent; the best-effort CancelTask (unknown to our server) is ignored.
         waiting = await toolkit_b.execute(
             "helper_summarize", {"task": "ask me"}, ToolContext(timeout=0.2)
         )
         assert waiting.metadata is not None
-        assert waiting.output == (
-            f"A2A task {waiting.metadata['taskId']} timed out after 200ms (state=input-required)"
-        )
+        task_id, state = waiting.metadata["taskId"], waiting.metadata["state"]
+        assert state in ("submitted", "working", "input-required")
+        assert waiting.output == f"A2A task {task_id} timed out after 200ms (state={state})"
+
+        async def server_state() -> str | None:
+            reply = await http_rpc(a.url, "GetTask", {"id": task_id})
+            got = reply["result"]["status"]["state"]
+            return got if got == "input-required" else None
+
+        assert await wait_until(server_state) == "input-required"
     await toolkit_a.close()
