@@ -328,3 +328,13 @@ async def test_openai_stream_without_done_but_with_finish_reason_is_complete(llm
     llm.push(Reply(sse=sse))
     events = await collect(make_client("openai").stream("x"))
     assert events[-1]["result"].text == "Hi"
+
+
+@pytest.mark.parametrize("style", STYLES)
+async def test_provider_ignoring_stream_true_still_works(llm, make_client, style):
+    """A gateway that answers a streaming request with one JSON document."""
+    llm.push(text("whole answer", ignore_stream=True))
+    events = await collect(make_client(style).stream("x"))
+    assert [e["type"] for e in events] == ["text", "usage", "done"]
+    assert events[0]["delta"] == "whole answer"
+    assert events[-1]["result"].text == "whole answer"

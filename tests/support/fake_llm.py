@@ -76,6 +76,7 @@ class Reply:
     delay: float = 0.0  # seconds to wait before answering
     hang: bool = False  # never answer; wait until the client disconnects
     stall_after: int | None = None  # streaming: send this many events, then hang
+    ignore_stream: bool = False  # answer a streaming request with one JSON document anyway
 
 
 def text(content: str, **kw: Any) -> Reply:
@@ -539,6 +540,7 @@ class FakeLLM:
             and request.body.get("stream") is True
             and reply.body is None
             and reply.status == 200
+            and not reply.ignore_stream
         )
         if not streaming:
             if reply.body is not None:

@@ -9,6 +9,7 @@ the provider until the consumer asks for the next event.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from toolnexus.client._hooks import call_hook
 from toolnexus.client._results import RunResult, add_usage, empty_usage
 from toolnexus.client._scope import RunScope
 from toolnexus.client._sse import SSEDecoder
+from toolnexus.client._transport import StreamBody
 from toolnexus.client._wire import Turn
 from toolnexus.types import Request, ToolContext, ToolResult, error_message, pending_of
 
@@ -306,28 +308,33 @@ class RunLoop:
                 lambda: c._transport.open_stream(url, headers, body), scope
             )
             try:
-                assembler = c._wire.stream(response.status)
-                decoder = SSEDecoder()
-                chunks = response.chunks()
-                while not assembler.done:
-                    chunk = await scope.race(_next_chunk(chunks))
-                    events = decoder.feed(chunk) if chunk is not None else decoder.flush()
-                    for event, data in events:
-                        delta = assembler.feed(event, data)
-                        if delta is not None:
-                            yield delta
-                            scope.check()  # cancel/deadline between stream events
-                        if assembler.done:
+                if response.is_json:
+                    turn = await self._whole_body(response, scope)
+                    if turn.text:
+                        yield turn.text
+                else:
+                    assembler = c._wire.stream(response.status)
+                    decoder = SSEDecoder()
+                    chunks = response.chunks()
+                    while not assembler.done:
+                        chunk = await scope.race(_next_chunk(chunks))
+                        events = decoder.feed(chunk) if chunk is not None else decoder.flush()
+                        for event, data in events:
+                            delta = assembler.feed(event, data)
+                            if delta is not None:
+                                yield delta
+                                scope.check()  # cancel/deadline between stream events
+                            if assembler.done:
+                                break
+                        if chunk is None:
                             break
-                    if chunk is None:
-                        break
-                if not assembler.done and assembler.finish_reason is None:
-                    # The body ended without a terminator or a finish reason: a cut stream
-                    # must not pass for a complete (shorter) answer.
-                    raise ProviderError(
-                        response.status, "", "stream ended before the response was complete"
-                    )
-                turn = assembler.turn()
+                    if not assembler.done and assembler.finish_reason is None:
+                        # The body ended without a terminator or a finish reason: a cut
+                        # stream must not pass for a complete (shorter) answer.
+                        raise ProviderError(
+                            response.status, "", "stream ended before the response was complete"
+                        )
+                    turn = assembler.turn()
             finally:
                 await response.aclose()
         except BaseException:
@@ -335,6 +342,20 @@ class RunLoop:
             raise
         self._llm_done(model, started, turn.usage)
         yield turn
+
+    async def _whole_body(self, response: StreamBody, scope: RunScope) -> Turn:
+        """A provider that answered a streaming request with one JSON document."""
+        parts: list[bytes] = []
+        chunks = response.chunks()
+        while (chunk := await scope.race(_next_chunk(chunks))) is not None:
+            parts.append(chunk)
+        raw = b"".join(parts)
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            text = raw.decode("utf-8", "replace")
+            raise ProviderError(response.status, text, f"response is not JSON ({exc})") from None
+        return self.c._wire.parse(response.status, data, raw)
 
     # -- tools ----------------------------------------------------------------------------------
 

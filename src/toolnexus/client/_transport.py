@@ -20,6 +20,7 @@ class StreamBody(Protocol):
     """An open streaming response whose status was 2xx."""
 
     status: int
+    is_json: bool  # the provider ignored `stream: true` and sent one JSON document
 
     def chunks(self) -> AsyncIterator[bytes]: ...
 
@@ -44,11 +45,12 @@ class Transport(Protocol):
 
 
 class _HttpStream:
-    __slots__ = ("_response", "status")
+    __slots__ = ("_response", "is_json", "status")
 
     def __init__(self, response: httpx2.Response) -> None:
         self._response = response
         self.status = response.status_code
+        self.is_json = "json" in response.headers.get("content-type", "")
 
     def chunks(self) -> AsyncIterator[bytes]:
         return self._response.aiter_bytes()
