@@ -169,3 +169,9 @@ def test_yaml_round_trip_gives_trimmed_strings(tmp_path: Path, name: str, descri
     s = only(tmp_path, f"---\n{block}---\nbody")
     assert isinstance(s, SkillInfo)
     assert (s.name, s.description) == (name.strip(), description.strip())
+
+
+def test_large_skill_file_is_read_whole(tmp_path: Path) -> None:
+    body = "".join(f"line {i} é\n" for i in range(30_000))  # several read chunks
+    s = only(tmp_path, f"---\nname: big\n---\n{body}")
+    assert isinstance(s, SkillInfo) and s.content == body
