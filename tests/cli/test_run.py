@@ -1,0 +1,158 @@
+"""`toolnexus run` against the local fake LLM server: streaming, tool calls, REPL, errors."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from support.cli_runner import (
+    EXAMPLE_SKILLS,
+    broken_server,
+    clean_env,
+    demo_server,
+    one_line_error,
+    processes_running,
+    toolnexus,
+    write_config,
+)
+from support.fake_llm import FakeLLM, call, error, text, tools
+from toolnexus import _demo
+from toolnexus.client._errors import NO_API_KEY_MESSAGE
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_config(tmp_path_factory.mktemp("run"), {"demo": demo_server()})
+
+
+def _model_flags(llm: FakeLLM, style: str) -> list[str]:
+    base = llm.url + "/v1" if style == "openai" else llm.url
+    return ["--base-url", base, "--style", style, "--model", "test-model"]
+
+
+@pytest.mark.parametrize("style", ["openai", "anthropic"])
+def test_once_streams_the_answer_and_shows_each_tool_call(
+    fake_llm: FakeLLM, config: Path, style: str
+) -> None:
+    fake_llm.push(
+        tools(call("demo_add", {"a": 2, "b": 3})),
+        text("The sum is 5, as the demo server says.", chunk_size=4),
+    )
+    proc = toolnexus(
+        "run",
+        *_model_flags(fake_llm, style),
+        "--config",
+        str(config),
+        "--skills",
+        str(EXAMPLE_SKILLS),
+        "--no-builtins",
+        "--once",
+        "What is 2 + 3?",
+        env=clean_env(**{f"{style.upper()}_API_KEY": "sk-test"}),
+    )
+    assert proc.returncode == 0, proc.stderr
+    # The answer alone on stdout; tool activity on stderr.
+    assert proc.stdout == "The sum is 5, as the demo server says.\n"
+    assert '→ demo_add [mcp] {"a":2,"b":3}' in proc.stderr
+    assert '← demo_add: {"sum":5}' in proc.stderr
+    first, second = fake_llm.requests
+    assert first.body["model"] == "test-model"
+    assert first.body["stream"] is True
+    declared = [
+        t["function"]["name"] if style == "openai" else t["name"] for t in first.body["tools"]
+    ]
+    assert declared == ["demo_add", "demo_shout", "skill"]
+    assert "hello-world" in str(
+        first.body["messages"] if style == "openai" else first.body["system"]
+    )
+    assert '{"sum":5}' in str(second.body["messages"])
+    assert "sk-test" in (
+        first.headers.get("authorization", "") + first.headers.get("x-api-key", "")
+    )
+
+
+def test_repl_keeps_the_conversation_and_closes_the_servers(
+    fake_llm: FakeLLM, config: Path
+) -> None:
+    before = processes_running(_demo.SERVER_SCRIPT)
+    fake_llm.push(text("Hi Ada."), tools(call("demo_shout", {"text": "bye"})), text("BYE!"))
+    proc = toolnexus(
+        "run",
+        *_model_flags(fake_llm, "openai"),
+        "--api-key",
+        "k",
+        "--config",
+        str(config),
+        input="I am Ada.\n\nShout bye.\nexit\n",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Hi Ada." in proc.stdout and "BYE!" in proc.stdout
+    assert '→ demo_shout [mcp] {"text":"bye"}' in proc.stderr
+    assert "← demo_shout: BYE!" in proc.stderr
+    # The second prompt is sent with the first exchange: one conversation.
+    messages = fake_llm.requests[1].body["messages"]
+    assert [m["role"] for m in messages][-3:] == ["user", "assistant", "user"]
+    assert messages[-3]["content"] == "I am Ada." and messages[-2]["content"] == "Hi Ada."
+    assert processes_running(_demo.SERVER_SCRIPT) - before == set()
+
+
+def test_repl_ends_at_end_of_input(fake_llm: FakeLLM) -> None:
+    fake_llm.push(text("pong"))
+    proc = toolnexus(
+        "run", *_model_flags(fake_llm, "openai"), "--api-key", "k", "--no-builtins", input="ping\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "pong" in proc.stdout
+    assert len(fake_llm.requests) == 1
+
+
+def test_missing_api_key_is_one_line(fake_llm: FakeLLM) -> None:
+    proc = toolnexus("run", *_model_flags(fake_llm, "openai"), "--once", "hi")
+    assert one_line_error(proc) == f"toolnexus: error: {NO_API_KEY_MESSAGE}"
+    assert fake_llm.requests == []
+
+
+def test_unreachable_endpoint_is_one_line() -> None:
+    with socket.socket() as sock:  # a port nobody listens on once this socket is closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    base = f"http://127.0.0.1:{port}/v1"
+    proc = toolnexus(
+        "run", "--base-url", base, "--style", "openai", "--model", "m", "--api-key", "k",
+        "--no-builtins", "--once", "hi",
+    )  # fmt: skip
+    assert one_line_error(proc).startswith(f"toolnexus: error: cannot reach {base}: ")
+
+
+def test_provider_error_is_one_line(fake_llm: FakeLLM) -> None:
+    fake_llm.push(error(401, "invalid api key"))
+    proc = toolnexus(
+        "run", *_model_flags(fake_llm, "openai"), "--api-key", "k", "--no-builtins", "--once", "hi"
+    )
+    assert one_line_error(proc) == "toolnexus: error: LLM 401: invalid api key"
+
+
+def test_unreadable_config_is_one_line(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    proc = toolnexus(
+        "run", *_model_flags(fake_llm, "openai"), "--api-key", "k",
+        "--config", str(tmp_path / "nope.json"), "--once", "hi",
+    )  # fmt: skip
+    assert "cannot read config file" in one_line_error(proc)
+
+
+def test_failed_mcp_server_is_one_line_unless_skipped(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"broken": broken_server()})
+    flags = [*_model_flags(fake_llm, "openai"), "--api-key", "k", "--config", str(config)]
+
+    line = one_line_error(toolnexus("run", *flags, "--once", "hi"))
+    assert line.startswith('toolnexus: error: MCP server "broken" failed: ')
+    assert line.endswith("(pass --skip-failed to start without it)")
+    assert fake_llm.requests == []
+
+    fake_llm.push(text("fine"))
+    proc = toolnexus("run", *flags, "--skip-failed", "--once", "hi")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "fine\n"
+    assert 'toolnexus: warning: MCP server "broken" failed: ' in proc.stderr

@@ -1,0 +1,196 @@
+"""`toolnexus serve`: the MCP gateway (stdio, streamable HTTP) and the A2A agent, for real."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp.client.stdio import StdioServerParameters
+
+from mcp import Client
+from support.cli_runner import (
+    EXAMPLE_SKILLS,
+    REPO,
+    broken_server,
+    clean_env,
+    demo_server,
+    one_line_error,
+    processes_running,
+    toolnexus,
+    write_config,
+)
+from support.fake_llm import FakeLLM, text
+from support.polling import wait_until
+from toolnexus import _demo
+from toolnexus.client._errors import NO_API_KEY_MESSAGE
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_config(tmp_path_factory.mktemp("serve"), {"demo": demo_server()})
+
+
+async def test_stdio_gateway_lists_and_calls_every_source(config: Path) -> None:
+    before = processes_running(_demo.SERVER_SCRIPT)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolnexus", "serve", "--stdio", "--config", str(config),
+              "--skills", str(EXAMPLE_SKILLS)],
+        env=clean_env(),
+        cwd=str(REPO),
+    )  # fmt: skip
+    async with Client(params) as client:
+        listed = await client.list_tools()
+        # The built-ins stay out unless --builtins is given.
+        assert [t.name for t in listed.tools] == ["demo_add", "demo_shout", "skill"]
+        added = await client.call_tool("demo_add", {"a": 40, "b": 2})
+        assert (added.content[0].text, added.is_error) == ('{"sum":42}', False)
+        skill = await client.call_tool("skill", {"name": "hello-world"})
+        assert skill.content[0].text.startswith('<skill_content name="hello-world">')
+        bad = await client.call_tool("demo_add", {"a": "forty"})
+        assert bad.is_error
+    # The gateway exited when its stdin closed, and took its MCP server with it.
+    assert processes_running(_demo.SERVER_SCRIPT) - before == set()
+
+
+async def _start_http(
+    *args: str, token: str | None = None
+) -> tuple[asyncio.subprocess.Process, dict[str, str]]:
+    """Start `toolnexus serve ARGS`; return it and the URLs it printed (`mcp`, `a2a`)."""
+    env = clean_env(TOOLNEXUS_AUTH_TOKEN=token) if token else clean_env()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "toolnexus", "serve", *args,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, env=env, cwd=str(REPO),
+    )  # fmt: skip
+    assert proc.stderr is not None
+    seen: list[str] = []
+    urls: dict[str, str] = {}
+    while True:
+        line = (await asyncio.wait_for(proc.stderr.readline(), 120)).decode()
+        seen.append(line)
+        if not line:
+            raise AssertionError("serve exited before listening:\n" + "".join(seen))
+        if found := re.match(r"toolnexus: MCP server at (http://\S+/mcp) \(\d+ tools\)$", line):
+            urls["mcp"] = found.group(1)
+        if found := re.match(r"toolnexus: A2A agent at (http://\S+/) ", line):
+            urls["a2a"] = found.group(1)
+        if line.startswith("toolnexus: press Ctrl-C to stop"):
+            return proc, urls
+
+
+async def _stop(proc: asyncio.subprocess.Process, sig: int = signal.SIGINT) -> tuple[bytes, bytes]:
+    proc.send_signal(sig)
+    return await asyncio.wait_for(proc.communicate(), 120)
+
+
+async def test_http_gateway_serves_until_sigint(config: Path) -> None:
+    before = processes_running(_demo.SERVER_SCRIPT)
+    proc, urls = await _start_http(
+        "--mcp", "--config", str(config), "--port", "0", "--builtins", "--tools", "demo_shout",
+        "--tools", "read", token="s3cret",
+    )  # fmt: skip
+    url = urls["mcp"]
+    try:
+        assert url.startswith("http://127.0.0.1:")
+        async with httpx2.AsyncClient() as http:
+            denied = await http.post(url, json={})
+            assert denied.status_code == 401
+        authed = httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"})
+        from mcp.client.streamable_http import streamable_http_client
+
+        async with Client(streamable_http_client(url, http_client=authed)) as client:
+            listed = await client.list_tools()
+            assert [t.name for t in listed.tools] == ["demo_shout", "read"]
+            shouted = await client.call_tool("demo_shout", {"text": "hello"})
+            assert shouted.content[0].text == "HELLO!"
+        await authed.aclose()
+    finally:
+        stdout, stderr = await _stop(proc)
+    assert proc.returncode == 0, stderr.decode()
+    assert stdout == b""  # the URL and notes go to stderr
+    assert "toolnexus: stopped" in stderr.decode()
+    assert processes_running(_demo.SERVER_SCRIPT) - before == set()
+
+
+async def test_http_stops_on_sigterm() -> None:
+    proc, _urls = await _start_http("--mcp", "--port", "0")
+    _stdout, stderr = await _stop(proc, signal.SIGTERM)
+    assert proc.returncode == 0, stderr.decode()
+
+
+async def test_a2a_agent_answers_tasks_with_the_model(fake_llm: FakeLLM) -> None:
+    fake_llm.push(text("Hello from the agent."))
+    proc, urls = await _start_http(
+        "--a2a", "--skills", str(EXAMPLE_SKILLS), "--port", "0",
+        "--base-url", fake_llm.url + "/v1", "--style", "openai", "--model", "m", "--api-key", "k",
+    )  # fmt: skip
+    try:
+        base = urls["a2a"]
+        async with httpx2.AsyncClient() as http:
+            card = (await http.get(base + ".well-known/agent-card.json")).json()
+            assert [s["id"] for s in card["skills"]] == ["hello-world"]
+            assert card["url"] == base
+            send = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "SendMessage",
+                "params": {"message": {"role": "user", "parts": [{"kind": "text", "text": "hi"}]}},
+            }
+            task = (await http.post(base, json=send)).json()["result"]
+
+            async def finished() -> dict[str, Any] | None:
+                get = {"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task["id"]}}
+                current: dict[str, Any] = (await http.post(base, json=get)).json()["result"]
+                return current if current["status"]["state"] in ("completed", "failed") else None
+
+            final = await wait_until(finished, timeout=60)
+        assert final["status"]["state"] == "completed", final
+        assert final["artifacts"][0]["parts"][0]["text"] == "Hello from the agent."
+        assert fake_llm.requests[0].body["messages"][-1] == {"role": "user", "content": "hi"}
+    finally:
+        _stdout, stderr = await _stop(proc)
+    assert proc.returncode == 0, stderr.decode()
+
+
+def test_a2a_without_an_api_key_is_one_line(fake_llm: FakeLLM) -> None:
+    proc = toolnexus(
+        "serve", "--a2a", "--base-url", fake_llm.url, "--style", "anthropic", "--model", "m"
+    )
+    assert one_line_error(proc) == f"toolnexus: error: {NO_API_KEY_MESSAGE}"
+
+
+def test_port_in_use_is_one_line() -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = one_line_error(toolnexus("serve", "--mcp", "--port", str(port)))
+    assert line.startswith(f"toolnexus: error: cannot listen on 127.0.0.1:{port}: ")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "nothing to serve: pass --mcp (or --stdio) and/or --a2a"),
+        (["--a2a"], "--a2a answers tasks with a model: pass --base-url, --style, --model"),
+        (["--stdio", "--a2a"], "--a2a needs HTTP: it cannot be served over --stdio"),
+        (["--stdio", "--port", "1"], "--stdio serves over stdin/stdout: drop --host/--port"),
+    ],
+)
+def test_flag_errors_are_one_line(args: list[str], message: str) -> None:
+    assert one_line_error(toolnexus("serve", *args)) == f"toolnexus: error: {message}"
+
+
+def test_failed_mcp_server_is_one_line(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"broken": broken_server()})
+    line = one_line_error(toolnexus("serve", "--mcp", "--port", "0", "--config", str(config)))
+    assert line.startswith('toolnexus: error: MCP server "broken" failed: ')

@@ -1,0 +1,123 @@
+"""`toolnexus tools`: every resolved tool with its source, each MCP server's status and reason."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from support.cli_runner import (
+    EXAMPLE_SKILLS,
+    basic_server,
+    broken_server,
+    one_line_error,
+    toolnexus,
+    write_config,
+)
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One working stdio server, one that cannot start, one disabled."""
+    folder = tmp_path_factory.mktemp("tools")
+    return write_config(
+        folder,
+        {
+            "basic": basic_server(),
+            "broken": broken_server(),
+            "off": {"command": "whatever", "disabled": True},
+        },
+    )
+
+
+@pytest.fixture(scope="module")
+def as_text(config: Path) -> subprocess.CompletedProcess[str]:
+    return toolnexus("tools", "--config", str(config), "--skills", str(EXAMPLE_SKILLS))
+
+
+@pytest.fixture(scope="module")
+def as_json(config: Path) -> subprocess.CompletedProcess[str]:
+    return toolnexus("tools", "--config", str(config), "--no-builtins", "--json")
+
+
+def _row(out: str, name: str) -> list[str]:
+    for line in out.splitlines():
+        cells = line.split()
+        if cells and cells[0] == name:
+            return cells
+    raise AssertionError(f"no row for {name!r} in:\n{out}")
+
+
+def test_text_lists_each_tool_with_its_source(as_text: subprocess.CompletedProcess[str]) -> None:
+    out = as_text.stdout
+    assert _row(out, "basic_echo")[:2] == ["basic_echo", "mcp"]
+    assert _row(out, "skill")[:2] == ["skill", "skill"]
+    for name in ("bash", "read", "write", "todowrite"):
+        assert _row(out, name)[1] == "builtin"
+    assert "Skills (1): hello-world" in out
+
+
+def test_text_shows_each_server_status_and_the_failure_reason(
+    as_text: subprocess.CompletedProcess[str],
+) -> None:
+    out = as_text.stdout
+    assert _row(out, "basic")[1:3] == ["connected", "stdio"]
+    broken = _row(out, "broken")
+    assert broken[1] == "failed"
+    assert "/nonexistent/toolnexus-test-server" in " ".join(broken)
+    assert _row(out, "off")[1] == "disabled"
+    # Everything is printed, then the failure is the one error line and exit code 2.
+    line = one_line_error(as_text)
+    assert line.startswith('toolnexus: error: MCP server "broken" failed: ')
+
+
+def test_json_output(as_json: subprocess.CompletedProcess[str]) -> None:
+    assert as_json.returncode == 2
+    data = json.loads(as_json.stdout)
+    tools = {t["name"]: t for t in data["tools"]}
+    assert tools["basic_echo"]["source"] == "mcp"
+    assert tools["basic_echo"]["input_schema"]["required"] == ["text"]
+    assert {t["source"] for t in data["tools"]} == {"mcp"}  # --no-builtins, no skills
+    servers = data["mcp_servers"]
+    assert servers["basic"]["status"] == "connected"
+    assert servers["basic"]["transport"] == "stdio"
+    assert servers["basic"]["tool_count"] == sum(1 for t in data["tools"])
+    assert servers["broken"]["status"] == "failed"
+    assert "/nonexistent/toolnexus-test-server" in servers["broken"]["error"]
+    assert servers["off"]["status"] == "disabled"
+
+
+def test_without_config_lists_the_builtins() -> None:
+    proc = toolnexus("tools", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [t["name"] for t in data["tools"]] == [
+        "bash",
+        "read",
+        "write",
+        "edit",
+        "grep",
+        "glob",
+        "webfetch",
+        "question",
+        "apply_patch",
+        "todowrite",
+    ]
+    assert data["mcp_servers"] == {}
+
+
+def test_unreadable_config_is_one_line(tmp_path: Path) -> None:
+    line = one_line_error(toolnexus("tools", "--config", str(tmp_path / "missing.json")))
+    assert "cannot read config file" in line and "missing.json" in line
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    line = one_line_error(toolnexus("tools", "--config", str(bad)))
+    assert f"config file {bad} is not valid JSON" in line
+
+
+def test_missing_skills_folder_is_one_line(tmp_path: Path) -> None:
+    line = one_line_error(toolnexus("tools", "--skills", str(tmp_path / "nope")))
+    assert line == f"toolnexus: error: skills folder not found: {tmp_path / 'nope'}"
