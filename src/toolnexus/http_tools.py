@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from urllib.parse import quote, urlencode
 
 from toolnexus._aio import Signalled, until_signalled
+from toolnexus._env import _VAR as _ENV_VAR
 from toolnexus._env import EnvVarError, expand_env
 from toolnexus._json import compact_json, to_compact_json
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message
@@ -137,10 +139,12 @@ class HttpEndpoint:
         # OpenAPI bodies that are not objects travel as one argument, sent as the whole body.
         self.json_body_arg = json_body_arg
         self._static_headers: dict[str, str] = {}
-        self._env_headers: list[tuple[str, str]] = []  # values holding ${VAR}, expanded per call
+        # Values holding ${VAR}, expanded per call; with the variable names, to scrub errors.
+        self._env_headers: list[tuple[str, str, tuple[str, ...]]] = []
         for key, value in (headers or {}).items():
             if "${" in str(value):
-                self._env_headers.append((str(key), str(value)))
+                names = tuple(_ENV_VAR.findall(str(value)))
+                self._env_headers.append((str(key), str(value), names))
             else:
                 self._static_headers[str(key)] = str(value)
         self._has_content_type = any(k.lower() == "content-type" for k in headers or {})
@@ -174,12 +178,13 @@ class HttpEndpoint:
 
     def _headers(self, secrets: list[str]) -> dict[str, str]:
         headers = dict(self._static_headers)
-        for key, template in self._env_headers:
+        for key, template, names in self._env_headers:
             value = expand_env(template)
             if _FORBIDDEN_IN_HEADER.search(value):
                 # The message names the header, never its (secret) value.
                 raise ValueError(f"header {key} expands to a value with a line break or NUL")
             secrets.append(value)
+            secrets.extend(os.environ[name] for name in names if name in os.environ)
             headers[key] = value
         return headers
 
@@ -255,7 +260,7 @@ def _describe(exc: BaseException) -> str:
 
 
 def _scrub(message: str, secrets: list[str]) -> str:
-    for secret in secrets:
+    for secret in sorted(secrets, key=len, reverse=True):  # whole values before their parts
         if secret:
             message = message.replace(secret, "***")
     return message
