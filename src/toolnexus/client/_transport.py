@@ -85,10 +85,13 @@ class HttpTransport:
 
     def __init__(self, client: httpx2.AsyncClient | None, read_timeout_s: float) -> None:
         self._given = client
-        self._read_timeout_s = read_timeout_s
         self._owned: httpx2.AsyncClient | None = None
         self._owned_loop: asyncio.AbstractEventLoop | None = None
         self._timeout: httpx2.Timeout | None = None
+        self._urls: dict[str, httpx2.URL] = {}
+        self._headers: dict[tuple[tuple[str, str], ...], httpx2.Headers] = {}
+        self._own_timeout = httpx2.Timeout(30.0, read=read_timeout_s)
+        self._extensions: dict[str, Any] = {"timeout": self._own_timeout.as_dict()}
         if client is not None:
             base = client.timeout
             self._timeout = httpx2.Timeout(
@@ -104,28 +107,46 @@ class HttpTransport:
             # A client's connections belong to one event loop; a new loop gets a new pool.
             client = self._owned = httpx2.AsyncClient(
                 verify=_ssl_context(),
-                timeout=httpx2.Timeout(30.0, read=self._read_timeout_s),
+                timeout=self._own_timeout,
                 limits=httpx2.Limits(max_connections=100, max_keepalive_connections=20),
             )
             self._owned_loop = loop
+            self._headers.clear()  # merged with the previous client's default headers
         return client
 
     def _request(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
-    ) -> httpx2.Request:
+    ) -> tuple[httpx2.AsyncClient, httpx2.Request]:
         client = self._client()
         content = compact_json(body).encode()
-        if self._timeout is not None:
-            return client.build_request(
-                "POST", url, content=content, headers=headers, timeout=self._timeout
+        parsed = self._urls.get(url)
+        if parsed is None:
+            parsed = self._urls[url] = httpx2.URL(url)
+        if self._given is not None:
+            # The caller's client may carry its own headers, cookies or auth: let it merge them.
+            request = client.build_request(
+                "POST", parsed, content=content, headers=headers, timeout=self._timeout
             )
-        return client.build_request("POST", url, content=content, headers=headers)
+            return client, request
+        # Our own client has nothing to merge but its default headers, done once per header set:
+        # `build_request` would re-parse and re-merge everything on every call.
+        key = tuple(headers.items())
+        merged = self._headers.get(key)
+        if merged is None:
+            if len(self._headers) > 32:
+                self._headers.clear()
+            merged = self._headers[key] = httpx2.Headers(client.headers)
+            merged.update(headers)
+        request = httpx2.Request(
+            "POST", parsed, content=content, headers=merged, extensions=self._extensions
+        )
+        return client, request
 
     async def post(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> tuple[int, Any, bytes]:
-        request = self._request(url, headers, body)
-        response = await self._client().send(request)
+        client, request = self._request(url, headers, body)
+        response = await client.send(request)
         raw = response.content
         status = response.status_code
         if not 200 <= status < 300:
@@ -135,8 +156,8 @@ class HttpTransport:
     async def open_stream(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> StreamBody:
-        request = self._request(url, headers, body)
-        response = await self._client().send(request, stream=True)
+        client, request = self._request(url, headers, body)
+        response = await client.send(request, stream=True)
         status = response.status_code
         if not 200 <= status < 300:
             try:
