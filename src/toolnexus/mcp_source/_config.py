@@ -1,0 +1,221 @@
+"""The MCP config format: locating the server map and checking one server entry (mcp.md §1)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolnexus._config import RESERVED_KEYS, read_config
+
+DEFAULT_TIMEOUT = 30.0
+"""Default per-phase and per-call timeout in seconds (the config's `timeout` is milliseconds)."""
+
+_WRAPPERS = ("mcpServers", "servers", "mcp")
+# `type` values other desktop clients write; each maps onto the contract's two kinds.
+_LOCAL_TYPES = frozenset({"local", "stdio"})
+_REMOTE_TYPES = frozenset({"remote", "http", "streamable-http", "streamableHttp", "sse"})
+
+
+class ServerConfigError(ValueError):
+    """A server entry has a wrong-typed or missing key; the message names the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSpec:
+    """One checked server entry."""
+
+    name: str
+    remote: bool
+    enabled: bool
+    timeout: float  # seconds
+    tools_filter: dict[str, bool] | None
+    reconnect: bool
+    # local
+    command: tuple[str, ...] = ()
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    # remote
+    url: str = ""
+    headers: dict[str, str] | None = None
+
+
+def parse_mcp_config(
+    path_or_dict: str | os.PathLike[str] | Mapping[str, Any],
+) -> dict[str, dict[str, Any]]:
+    """The server map of a config: under `mcpServers`, `servers` or `mcp`, else the object
+    itself minus the reserved sibling keys (`builtins`, `agents`, `a2a`, `mcpServer`).
+
+    A file that cannot be read, is not JSON or not an object, or a wrapper that is not an
+    object, raises `ValueError`. Entries are returned as given; they are checked at load time so
+    a bad entry fails only its own server.
+    """
+    top = read_config(path_or_dict)
+    for key in _WRAPPERS:
+        if key in top:
+            servers = top[key]
+            if not isinstance(servers, Mapping):
+                raise ValueError(
+                    f'MCP config key "{key}" must be an object mapping server names to server '
+                    f"entries, not {_type_name(servers)}"
+                )
+            return dict(servers)
+    return {k: v for k, v in top.items() if k not in RESERVED_KEYS}
+
+
+def is_enabled(server_cfg: Mapping[str, Any]) -> bool:
+    """`disabled: true` ⇒ off (wins); else `enabled: false` ⇒ off; otherwise on."""
+    if server_cfg.get("disabled") is True:
+        return False
+    return server_cfg.get("enabled") is not False
+
+
+def is_remote(server_cfg: Mapping[str, Any]) -> bool:
+    """`type` decides; without one, a string `url` means remote, anything else local."""
+    kind = server_cfg.get("type")
+    if kind in _REMOTE_TYPES:
+        return True
+    if kind in _LOCAL_TYPES:
+        return False
+    return isinstance(server_cfg.get("url"), str)
+
+
+def check_server(name: str, cfg: Any) -> ServerSpec:
+    """Check one server entry; raise `ServerConfigError` naming the offending key."""
+    if not isinstance(cfg, Mapping):
+        raise ServerConfigError(f"server entry must be an object, not {_type_name(cfg)}")
+    kind = cfg.get("type")
+    if kind is not None and kind not in _LOCAL_TYPES and kind not in _REMOTE_TYPES:
+        raise ServerConfigError(f'"type" must be "local" or "remote", not {_show(kind)}')
+    for key in ("enabled", "disabled", "reconnect"):
+        if key in cfg and not isinstance(cfg[key], bool):
+            raise ServerConfigError(f'"{key}" must be true or false, not {_show(cfg[key])}')
+    timeout = _timeout(cfg)
+    tools_filter = _tools_filter(cfg)
+    common: dict[str, Any] = {
+        "name": name,
+        "enabled": is_enabled(cfg),
+        "timeout": timeout,
+        "tools_filter": tools_filter,
+        "reconnect": cfg.get("reconnect", True),
+    }
+    if is_remote(cfg):
+        url = cfg.get("url")
+        if url is None:
+            raise ServerConfigError('"url" is required for a remote server')
+        if not isinstance(url, str) or not url.strip():
+            raise ServerConfigError(f'"url" must be a non-empty string, not {_show(url)}')
+        return ServerSpec(
+            remote=True, url=url.strip(), headers=_string_map(cfg, "headers"), **common
+        )
+    env = _string_map(cfg, "env")
+    environment = _string_map(cfg, "environment")
+    if env is not None and environment is not None:
+        env = {**env, **environment}  # `environment` wins key by key
+    elif environment is not None:
+        env = environment
+    cwd = cfg.get("cwd")
+    if cwd is not None and (not isinstance(cwd, str) or not cwd):
+        raise ServerConfigError(f'"cwd" must be a non-empty string, not {_show(cwd)}')
+    return ServerSpec(remote=False, command=_command(cfg), env=env, cwd=cwd, **common)
+
+
+def _command(cfg: Mapping[str, Any]) -> tuple[str, ...]:
+    command = cfg.get("command")
+    args = cfg.get("args")
+    if args is not None and (
+        not isinstance(args, list) or not all(isinstance(a, str) for a in args)
+    ):
+        raise ServerConfigError(f'"args" must be a list of strings, not {_show(args)}')
+    if command is None:
+        raise ServerConfigError('"command" is required for a local server (or give "url")')
+    if isinstance(command, str):
+        if args is not None:
+            # Desktop-client style: `command` is the program itself, `args` its arguments.
+            parts = [command]
+        else:
+            try:
+                parts = shlex.split(command)
+            except ValueError as exc:
+                raise ServerConfigError(f'"command" cannot be split like a shell: {exc}') from None
+    elif isinstance(command, list) and all(isinstance(p, str) for p in command):
+        parts = list(command)
+    else:
+        raise ServerConfigError(
+            f'"command" must be a list of strings or a string, not {_show(command)}'
+        )
+    parts.extend(args or ())
+    if not parts or not parts[0].strip():
+        raise ServerConfigError('"command" is empty')
+    return tuple(parts)
+
+
+def _timeout(cfg: Mapping[str, Any]) -> float:
+    value = cfg.get("timeout")
+    if value is None:
+        return DEFAULT_TIMEOUT
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ServerConfigError(
+            f'"timeout" must be a positive number of milliseconds, not {_show(value)}'
+        )
+    return float(value) / 1000.0
+
+
+def _tools_filter(cfg: Mapping[str, Any]) -> dict[str, bool] | None:
+    value = cfg.get("tools")
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, bool) for k, v in value.items()
+    ):
+        raise ServerConfigError(
+            f'"tools" must be an object mapping tool names to true/false, not {_show(value)}'
+        )
+    return dict(value)
+
+
+def _string_map(cfg: Mapping[str, Any], key: str) -> dict[str, str] | None:
+    value = cfg.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ServerConfigError(f'"{key}" must be an object of strings, not {_type_name(value)}')
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        if isinstance(v, str):
+            out[str(k)] = v
+        elif isinstance(v, int | float) and not isinstance(v, bool):
+            out[str(k)] = str(v)
+        else:
+            # Never echo the value: headers and env entries may hold secrets.
+            raise ServerConfigError(f'"{key}"."{k}" must be a string, not {_type_name(v)}')
+    return out
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
+
+
+def _show(value: Any) -> str:
+    """A short description of a (non-secret) config value for an error message."""
+    if isinstance(value, str):
+        return f'"{value}"' if len(value) <= 40 else "a string"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, list):
+        odd = next((v for v in value if not isinstance(v, str)), None)
+        return "an empty list" if not value else f"a list holding {_type_name(odd)}"
+    return _type_name(value)

@@ -1,0 +1,498 @@
+"""One live MCP session with one server, held by a long-lived owner task.
+
+The SDK's transports and `ClientSession` are anyio context managers: they must be entered and
+left by the same task, inside properly nested cancel scopes. So each connection gets an owner
+task that opens the transport and the session, runs the load phases (connect, initialize,
+tools/list) under one outer cancel scope whose deadline is re-armed per phase, then idles until
+it is told to close, the tool list changes, or the server goes away. Tool calls, made from any
+task, only send requests through the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp.client.session import ClientRequestContext, ClientSession
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from toolnexus import __version__
+from toolnexus._aio import call_in_thread_maybe_async
+from toolnexus._env import EnvVarError, expand_env_headers
+from toolnexus._log import logger, warn
+from toolnexus.mcp_source._config import ServerSpec
+from toolnexus.mcp_source._elicitation import answer_to_elicit_result, elicitation_to_request
+from toolnexus.mcp_source._source import wait_signal
+from toolnexus.mcp_source._stdio import ChildState, SpawnError, TransportStreams, stdio_transport
+from toolnexus.types import Answer, Request, Signal, error_message
+
+T = TypeVar("T")
+WaitFor = Callable[[Request], Any]
+
+MAX_PAGES = 1000
+CLOSE_BOUND = 5.0  # seconds an orderly close may take (e.g. the HTTP session DELETE)
+_CANCEL_SETTLE = 1.0  # how long an abandoned call may take to send its courtesy cancel
+CLIENT_INFO = types.Implementation(name="toolnexus", version=__version__)
+# Stand-in messages the SDK's streamable-HTTP transport makes up for a bare HTTP error status.
+_SYNTHETIC_HTTP_ERRORS = frozenset(
+    {"Server returned an error response", "Not Found", "Session terminated"}
+)
+
+
+_tls: ssl.SSLContext | None = None
+
+
+async def _tls_context() -> ssl.SSLContext:
+    """One TLS context for every MCP HTTP client: building one costs tens of milliseconds of
+    certificate loading, so it is done once, in a thread."""
+    global _tls
+    if _tls is None:
+        _tls = await asyncio.to_thread(httpx2.create_ssl_context)
+    return _tls
+
+
+class LoadError(Exception):
+    """A server could not be loaded; the message is the readable reason."""
+
+
+class CallTimedOut(Exception):
+    """A tool call ran past its time budget."""
+
+
+class CallCancelled(Exception):
+    """A tool call was cancelled through its signal."""
+
+
+class _NotStreamable(Exception):
+    """The endpoint rejected the streamable-HTTP POST with 404/405: try legacy SSE."""
+
+
+class Connection:
+    """A connection attempt and, once ready, the live session with one server."""
+
+    def __init__(
+        self,
+        spec: ServerSpec,
+        *,
+        wait_for: WaitFor | None = None,
+        list_only: bool = False,
+        on_tools: Callable[[Connection], None] | None = None,
+        on_lost: Callable[[Connection], None] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.transport: str | None = None
+        self.session: ClientSession | None = None
+        self.tools: list[types.Tool] = []
+        self.child: ChildState | None = None
+        self.lost_reason: str | None = None
+        self._wait_for = wait_for
+        self._list_only = list_only
+        self._on_tools = on_tools
+        self._on_lost = on_lost
+        loop = asyncio.get_running_loop()
+        self._ready: asyncio.Future[None] = loop.create_future()
+        self._ready.add_done_callback(_retrieve)
+        self._done = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._relist = False
+        self._scope: anyio.CancelScope | None = None
+        self._phase: str | None = None
+        self._post_status: tuple[int, str] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    # -- life cycle (any task) ------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the owner task (connect, initialize, list, then idle)."""
+        self._task = asyncio.get_running_loop().create_task(
+            self._main(), name=f"toolnexus-mcp-{self.spec.name}"
+        )
+
+    async def wait_ready(self) -> None:
+        """Wait until the tools are listed; raise `LoadError` (the reason) when loading failed."""
+        await asyncio.shield(self._ready)
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.done() and self._ready.exception() is None
+
+    @property
+    def alive(self) -> bool:
+        return self.ready and self.session is not None and not self._done.is_set()
+
+    async def wait_closed(self, within: float) -> bool:
+        """Wait (bounded) for the owner task to finish; true when it has."""
+        try:
+            await asyncio.wait_for(self._done.wait(), within)
+        except TimeoutError:
+            return False
+        return True
+
+    async def close(self) -> None:
+        """End the session and its transport (stdio: the whole process tree). Idempotent."""
+        if self._task is None:
+            return
+        if not self._stopping:
+            self._stopping = True
+            self._wake.set()
+            scope = self._scope
+            if scope is not None:
+                if self.alive:
+                    scope.deadline = min(scope.deadline, anyio.current_time() + CLOSE_BOUND)
+                else:
+                    scope.cancel()  # still loading (or stuck): stop now
+        await self._done.wait()
+
+    # -- calls (any task) -----------------------------------------------------------------------
+
+    async def call_tool(
+        self, name: str, args: dict[str, Any], timeout: float | None, signal: Signal | None
+    ) -> types.CallToolResult:
+        """`tools/call`, bounded by `timeout` seconds and cancelled when `signal` is set."""
+        session = self.session
+        if session is None:
+            raise LoadError("not connected")
+        return await run_bounded(session.call_tool(name, args), timeout, signal)
+
+    def lost_text(self) -> str:
+        """Why a connection that was ready went away."""
+        if self.child is not None and self.child.exited:
+            return self.child.exit_text()
+        return f"connection lost: {self.lost_reason or 'closed by the server'}"
+
+    # -- the owner task -------------------------------------------------------------------------
+
+    async def _main(self) -> None:
+        failure: str | None = None
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                if self._stopping:
+                    scope.cancel()
+                await self._run()
+            if scope.cancelled_caught and not self._ready.done():
+                failure = "cancelled" if self._stopping else self._timeout_text()
+        except Exception as exc:  # includes the task groups' ExceptionGroups
+            failure = self._describe(exc)
+        finally:
+            self.session = None
+            if not self._ready.done():
+                self._ready.set_exception(LoadError(failure or "closed before it was ready"))
+            elif not self._stopping and not self._list_only:
+                self.lost_reason = failure
+                if self._on_lost is not None:
+                    self._on_lost(self)
+            self._done.set()
+
+    async def _run(self) -> None:
+        spec = self.spec
+        if not spec.remote:
+            self.transport = "stdio"
+            self.child = ChildState()
+            await self._serve(self._open_stdio)
+            return
+        try:
+            headers = expand_env_headers(spec.headers)
+        except EnvVarError as exc:
+            raise LoadError(str(exc)) from None
+        tls = await _tls_context()
+
+        def http_client(
+            headers: dict[str, str] | None = None,
+            timeout: httpx2.Timeout | None = None,
+            auth: httpx2.Auth | None = None,
+        ) -> httpx2.AsyncClient:
+            return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, verify=tls)
+
+        self.transport = "streamable-http"
+        try:
+            await self._serve(lambda: self._open_streamable(http_client(headers)))
+            return
+        except Exception as exc:
+            rejected = _find(exc, _NotStreamable)
+            if rejected is None:
+                raise
+            first = str(rejected)
+        self.transport = "sse"
+        try:
+            await self._serve(
+                lambda: sse_client(
+                    spec.url,
+                    headers=headers,
+                    timeout=spec.timeout,
+                    httpx_client_factory=http_client,
+                )
+            )
+        except Exception as exc:
+            raise LoadError(f"streamable HTTP: {first}; SSE: {self._describe(exc)}") from None
+
+    async def _serve(
+        self, open_transport: Callable[[], AbstractAsyncContextManager[TransportStreams]]
+    ) -> None:
+        self._arm("connect")
+        async with AsyncExitStack() as stack:
+            read, write = await stack.enter_async_context(open_transport())
+            session = await stack.enter_async_context(
+                ClientSession(
+                    read,
+                    write,
+                    elicitation_callback=self._elicit if self._wait_for is not None else None,
+                    message_handler=self._on_message,
+                    client_info=CLIENT_INFO,
+                )
+            )
+            self._arm("initialize")
+            try:
+                await session.initialize()
+            except MCPError:
+                status = self._post_status
+                if self.transport == "streamable-http" and status and status[0] in (404, 405):
+                    raise _NotStreamable(_status_text(*status)) from None
+                raise
+            self._arm("tools/list")
+            self.tools = await list_all_tools(session)
+            self._arm(None)
+            self.session = session
+            if self.child is not None:
+                self.child.graceful = True
+            self._ready.set_result(None)
+            if not self._list_only:
+                await self._idle(session)
+
+    async def _idle(self, session: ClientSession) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if self._stopping or (self.child is not None and self.child.exited):
+                return
+            if self._relist:
+                self._relist = False
+                await self._refresh(session)
+
+    async def _refresh(self, session: ClientSession) -> None:
+        name = self.spec.name
+        with anyio.move_on_after(self.spec.timeout) as scope:
+            try:
+                tools = await list_all_tools(session)
+            except Exception as exc:
+                warn(f'MCP server "{name}" tool list refresh failed: {self._describe(exc)}')
+                return
+        if scope.cancelled_caught:
+            warn(f'MCP server "{name}" tool list refresh {self._timeout_text("tools/list")}')
+            return
+        self.tools = tools
+        if self._on_tools is not None:
+            self._on_tools(self)
+
+    def _arm(self, phase: str | None) -> None:
+        """Give the next load phase a fresh budget of the server's timeout (none once ready)."""
+        self._phase = phase
+        assert self._scope is not None
+        self._scope.deadline = (
+            math.inf if phase is None else anyio.current_time() + self.spec.timeout
+        )
+
+    # -- transports -----------------------------------------------------------------------------
+
+    def _open_stdio(self) -> AbstractAsyncContextManager[TransportStreams]:
+        assert self.child is not None
+        return stdio_transport(
+            self.spec.command,
+            env=self.spec.env,
+            cwd=self.spec.cwd,
+            state=self.child,
+            on_exit=self._wake.set,
+            label=f'"{self.spec.name}"',
+        )
+
+    @asynccontextmanager
+    async def _open_streamable(self, client: httpx2.AsyncClient) -> AsyncIterator[Any]:
+        async def record_status(response: httpx2.Response) -> None:
+            # The first POST is `initialize`: its status tells "not streamable HTTP" (404/405)
+            # and auth failures (401/403) apart from everything else.
+            if self._post_status is None and response.request.method == "POST":
+                self._post_status = (response.status_code, response.reason_phrase)
+
+        client.event_hooks = {"response": [record_status]}
+        # Connecting is bounded by the server timeout; reads are bounded per request by the
+        # phase deadlines and per-call timeouts (the event stream stays open on purpose).
+        client.timeout = httpx2.Timeout(self.spec.timeout, read=None)
+        async with client, streamable_http_client(self.spec.url, http_client=client) as streams:
+            yield streams
+
+    # -- session callbacks ----------------------------------------------------------------------
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._relist = True
+            self._wake.set()
+        elif isinstance(message, Exception):
+            logger.debug(
+                "[toolnexus] MCP server %s sent an unreadable message: %s",
+                self.spec.name,
+                error_message(message),
+            )
+
+    async def _elicit(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        request = elicitation_to_request(params)
+        answer: Any = None
+        try:
+            assert self._wait_for is not None
+            answer = await call_in_thread_maybe_async(self._wait_for, request)
+        except Exception as exc:
+            warn(
+                f'MCP server "{self.spec.name}": wait_for raised while answering an elicitation: '
+                f"{error_message(exc)}"
+            )
+        if isinstance(answer, Mapping):
+            answer = Answer.from_dict(answer)
+        result = answer_to_elicit_result(answer if isinstance(answer, Answer) else None)
+        if request.kind == "authorization":
+            result.pop("content", None)  # URL mode carries no form content
+        try:
+            return types.ElicitResult.model_validate(result)
+        except ValidationError as exc:
+            return types.ErrorData(
+                code=types.INVALID_PARAMS,
+                message=f"the answer's data does not fit the elicitation form: {exc.error_count()} "
+                "invalid value(s)",
+            )
+
+    # -- reasons --------------------------------------------------------------------------------
+
+    def _timeout_text(self, phase: str | None = None) -> str:
+        return f"{phase or self._phase or 'connect'} timed out after {_ms(self.spec.timeout)} ms"
+
+    def _describe(self, exc: BaseException) -> str:
+        """A readable reason for a failure, never containing header values."""
+        root = _root(exc)
+        if isinstance(root, LoadError | SpawnError | EnvVarError):
+            return str(root)
+        if self.child is not None and self.child.exited:
+            return self.child.exit_text()
+        status = self._post_status
+        if isinstance(root, MCPError):
+            if self.transport == "streamable-http" and status is not None and status[0] >= 400:
+                text = _status_text(*status)
+                return text if root.message in _SYNTHETIC_HTTP_ERRORS else f"{text}: {root.message}"
+            return root.message or f"MCP error {root.code}"
+        if isinstance(root, httpx2.HTTPStatusError):
+            return _status_text(root.response.status_code, root.response.reason_phrase)
+        if isinstance(root, httpx2.ConnectError):
+            return f"cannot connect to {_safe_url(self.spec.url)}: {error_message(root)}"
+        if isinstance(root, httpx2.TimeoutException):
+            return f"HTTP request to {_safe_url(self.spec.url)} timed out"
+        if isinstance(root, httpx2.HTTPError):
+            return f"{type(root).__name__}: {error_message(root)}"
+        return error_message(root)
+
+
+async def list_all_tools(session: ClientSession) -> list[types.Tool]:
+    """Every tool, following `nextCursor`; a repeated cursor or more than 1000 pages fails."""
+    tools: list[types.Tool] = []
+    seen: set[str] = set()
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+        page = await session.list_tools(params=params)
+        tools.extend(page.tools)
+        cursor = page.next_cursor or None
+        if cursor is None:
+            return tools
+        if cursor in seen:
+            raise LoadError(f"MCP list returned duplicate cursor: {cursor}")
+        seen.add(cursor)
+    raise LoadError(f"MCP list returned more than {MAX_PAGES} pages")
+
+
+async def run_bounded(call: Awaitable[T], timeout: float | None, signal: Signal | None) -> T:
+    """Await `call` in its own task, abandoning it on `timeout` or when `signal` is set.
+
+    Abandoning cancels the task, which makes the SDK send the server `notifications/cancelled`.
+    """
+    task: asyncio.Future[T] = asyncio.ensure_future(call)
+    waiters: set[asyncio.Future[Any]] = {task}
+    watcher: asyncio.Future[None] | None = None
+    if signal is not None:
+        watcher = asyncio.ensure_future(wait_signal(signal))
+        waiters.add(watcher)
+    try:
+        done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        await _abandon(task)
+        raise
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+    if task in done:
+        return task.result()
+    await _abandon(task)
+    if watcher is not None and watcher in done:
+        raise CallCancelled
+    raise CallTimedOut
+
+
+async def _abandon(task: asyncio.Future[Any]) -> None:
+    task.cancel()
+    task.add_done_callback(_retrieve)
+    await asyncio.wait({task}, timeout=_CANCEL_SETTLE)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a future's exception as seen (it is reported elsewhere)."""
+    if not future.cancelled():
+        future.exception()
+
+
+def _root(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup):
+        inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        exc = inner[0] if inner else exc.exceptions[0]
+    return exc
+
+
+def _find(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    if isinstance(exc, kind):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _find(inner, kind)
+            if found is not None:
+                return found
+    return None
+
+
+def _status_text(status: int, reason: str) -> str:
+    return f"HTTP {status} {reason}".rstrip()
+
+
+def _safe_url(url: str) -> str:
+    """The URL without credentials, query or fragment (they may hold secrets)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
+        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    except ValueError:
+        return "the server"
+
+
+def _ms(seconds: float) -> str:
+    value = seconds * 1000
+    return str(int(value)) if value == int(value) else f"{value:g}"

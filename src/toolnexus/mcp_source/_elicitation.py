@@ -1,0 +1,50 @@
+"""The elicitation bridge: an MCP `elicitation/create` as a `Request`, an `Answer` back (§5)."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from toolnexus.types import Answer, Request
+
+_seq = itertools.count(1)
+
+
+def elicitation_to_request(params: Any) -> Request:
+    """Form mode ⇒ `kind="input"` with `data={"schema": ...}`; URL mode ⇒ `kind="authorization"`.
+
+    `params` is the SDK's elicitation params model or the wire dict.
+    """
+    mode = _field(params, "mode")
+    message = _field(params, "message") or ""
+    request_id = f"elc-{int(time.time() * 1000)}-{next(_seq)}"
+    if mode == "url":
+        return Request(
+            id=request_id, kind="authorization", prompt=str(message), url=_field(params, "url")
+        )
+    schema = _field(params, "requested_schema", "requestedSchema")
+    return Request(
+        id=request_id,
+        kind="input",
+        prompt=str(message),
+        data={"schema": schema} if schema is not None else None,
+    )
+
+
+def answer_to_elicit_result(answer: Answer | None) -> dict[str, Any]:
+    """`ok` ⇒ accept with `answer.data`; `declined` ⇒ decline; otherwise (or no answer) cancel."""
+    if answer is not None and answer.ok:
+        return {"action": "accept", "content": dict(answer.data or {})}
+    if answer is not None and answer.reason == "declined":
+        return {"action": "decline"}
+    return {"action": "cancel"}
+
+
+def _field(params: Any, name: str, wire_name: str | None = None) -> Any:
+    if isinstance(params, Mapping):
+        if name in params:
+            return params[name]
+        return params.get(wire_name) if wire_name else None
+    return getattr(params, name, None)

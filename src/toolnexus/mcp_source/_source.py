@@ -1,0 +1,433 @@
+"""The MCP tool source: load every server concurrently, expose its tools, keep it healthy.
+
+The SDK is imported on first connect (`_connection`), so reading a config stays light.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from toolnexus._filters import apply_name_filter
+from toolnexus._log import warn
+from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_server
+from toolnexus.mcp_source._config import parse_mcp_config as _parse_mcp_config
+from toolnexus.mcp_source._results import map_call_result
+from toolnexus.mcp_source._state import (
+    McpInventory,
+    McpServerState,
+    ServerStatus,
+    ToolInfo,
+    Transport,
+)
+from toolnexus.types import Request, Signal, Tool, ToolContext, ToolResult, error_message, sanitize
+
+if TYPE_CHECKING:
+    from toolnexus.mcp_source._connection import Connection
+
+D = TypeVar("D")
+WaitFor = Callable[[Request], Any]
+ConfigInput = str | os.PathLike[str] | Mapping[str, Any]
+
+_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+_DEATH_REPORT_WAIT = 2.0  # how long a failed call waits to learn whether the server went away
+_SIGNAL_POLL = 0.02  # for signals that are not an asyncio.Event
+_sdk_loaded = False
+
+
+async def _load_sdk() -> None:
+    """Import the MCP SDK (about a second of work) in a thread, once, off the event loop."""
+    global _sdk_loaded
+    if not _sdk_loaded:
+        await asyncio.to_thread(importlib.import_module, "toolnexus.mcp_source._connection")
+        _sdk_loaded = True
+
+
+async def wait_signal(signal: Signal) -> None:
+    """Return once `signal` is set (an `asyncio.Event` is awaited, anything else polled)."""
+    if isinstance(signal, asyncio.Event):
+        await signal.wait()
+        return
+    while not signal.is_set():  # noqa: ASYNC110 - a plain `is_set()` signal cannot be awaited
+        await asyncio.sleep(_SIGNAL_POLL)
+
+
+class McpSource:
+    """The loaded MCP servers: their tools (config order, then listing order) and states.
+
+    `on_tools_changed` (settable) is called after a server's tool list changed
+    (`notifications/tools/list_changed`, a reconnect). `close()` ends every session and kills
+    every stdio process tree; it is idempotent and may be called from any task.
+    """
+
+    def __init__(self, servers: Sequence[_Server] = ()) -> None:
+        self._servers: dict[str, _Server] = {}
+        for server in servers:
+            server.source = self
+            self._servers[server.name] = server
+        self.on_tools_changed: Callable[[], None] | None = None
+        self._tools: list[Tool] | None = None
+        self._closed = False
+
+    @property
+    def tools(self) -> list[Tool]:
+        """Every server's (filtered) tools, servers in config order, tools in listing order."""
+        if self._tools is None:
+            self._tools = [t for server in self._servers.values() for t in server.tools]
+        return list(self._tools)
+
+    @property
+    def status(self) -> dict[str, str]:
+        """Server name → `connected`, `disabled` or `failed`."""
+        return {name: server.status for name, server in self._servers.items()}
+
+    @property
+    def servers(self) -> dict[str, McpServerState]:
+        """Server name → `McpServerState(status, error, transport, tool_count)`."""
+        return {name: server.state() for name, server in self._servers.items()}
+
+    async def close(self) -> None:
+        """Close every session; stdio servers' process trees are killed. Idempotent."""
+        self._closed = True
+        await asyncio.gather(*(server.close() for server in self._servers.values()))
+
+    async def __aenter__(self) -> McpSource:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _changed(self) -> None:
+        self._tools = None
+        callback = self.on_tools_changed
+        if callback is not None and not self._closed:
+            try:
+                callback()
+            except Exception as exc:  # a host callback must not break the connection
+                warn(f"on_tools_changed raised: {error_message(exc)}")
+
+    def __repr__(self) -> str:
+        return f"<McpSource {self.status}>"
+
+
+class _Server:
+    """One configured server: its state, its tools, and its current connection."""
+
+    def __init__(self, name: str, cfg: Any, wait_for: WaitFor | None = None) -> None:
+        self.name = name
+        self.source: McpSource | None = None
+        self.spec: ServerSpec | None = None
+        self.status: ServerStatus = "failed"
+        self.error: str | None = None
+        self.transport: Transport | None = None
+        self.tools: list[Tool] = []
+        self.conn: Connection | None = None
+        self._wait_for = wait_for
+        self._lock = asyncio.Lock()
+        self._closed = False
+        self._lost: Connection | None = None  # the connection that went away
+        self._lost_reported = False
+        self._reconnect_tried = False
+        if isinstance(cfg, Mapping) and (
+            cfg.get("disabled") is True or cfg.get("enabled") is False
+        ):
+            self.status = "disabled"
+            return
+        try:
+            self.spec = check_server(name, cfg)
+        except ServerConfigError as exc:
+            self.error = str(exc)
+            warn(f'MCP server "{name}" failed: {exc}')
+
+    @property
+    def wants_connection(self) -> bool:
+        return self.spec is not None and self.status != "disabled"
+
+    def state(self) -> McpServerState:
+        return McpServerState(
+            status=self.status,
+            error=self.error if self.status == "failed" else None,
+            transport=self.transport,
+            tool_count=len(self.tools),
+        )
+
+    # -- connecting -----------------------------------------------------------------------------
+
+    def new_connection(self, *, list_only: bool = False) -> Connection:
+        from toolnexus.mcp_source._connection import Connection
+
+        assert self.spec is not None
+        conn = Connection(
+            self.spec,
+            wait_for=self._wait_for,
+            list_only=list_only,
+            on_tools=self._tools_listed,
+            on_lost=self._connection_lost,
+        )
+        conn.start()
+        return conn
+
+    async def connect(self, *, list_only: bool = False) -> bool:
+        """Connect and list; on failure record `failed` and warn. Never raises (but cancel)."""
+        from toolnexus.mcp_source._connection import LoadError
+
+        await _load_sdk()
+        conn = self.conn = self.new_connection(list_only=list_only)
+        try:
+            await conn.wait_ready()
+        except LoadError as exc:
+            self._failed(conn, str(exc))
+            return False
+        self.status = "connected"
+        self.error = None
+        self.transport = conn.transport  # type: ignore[assignment]
+        self._lost = None
+        self._lost_reported = False
+        self._reconnect_tried = False
+        if not list_only:  # the inventory is unfiltered: no tools, no filter warnings
+            self.tools = self._build_tools(conn.tools)
+        return True
+
+    def _failed(self, conn: Connection, reason: str) -> None:
+        self.status = "failed"
+        self.error = reason
+        self.transport = conn.transport  # type: ignore[assignment]
+        warn(f'MCP server "{self.name}" failed: {reason}')
+
+    def _build_tools(self, listed: Sequence[Any]) -> list[Tool]:
+        assert self.spec is not None
+        prefix = sanitize(self.name) + "_"
+        return [
+            Tool(
+                prefix + sanitize(t.name),
+                t.description or "",
+                t.input_schema if t.input_schema is not None else dict(_EMPTY_SCHEMA),
+                "mcp",
+                self._executor(t.name),
+                original_name=f"{self.name}_{t.name}",
+            )
+            for t in apply_tools_filter(self.name, listed, self.spec.tools_filter)
+        ]
+
+    def _executor(self, tool_name: str) -> Callable[..., Coroutine[Any, Any, ToolResult]]:
+        async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+            return await self.call(tool_name, args, ctx)
+
+        return execute
+
+    def _tools_listed(self, conn: Connection) -> None:
+        """The connection re-listed its tools (`notifications/tools/list_changed`)."""
+        if conn is self.conn and not self._closed and self.status == "connected":
+            self.tools = self._build_tools(conn.tools)
+            if self.source is not None:
+                self.source._changed()
+
+    def _connection_lost(self, conn: Connection) -> None:
+        if conn is self.conn and not self._closed and self._lost is not conn:
+            self._mark_lost(conn, reported=False)
+
+    def _mark_lost(self, conn: Connection, *, reported: bool) -> None:
+        if self._lost is not conn:
+            self._lost = conn
+            self._lost_reported = reported
+            self._reconnect_tried = False
+            self.status = "failed"
+            self.error = conn.lost_text()
+            warn(f'MCP server "{self.name}" {self.error}')
+        elif reported:
+            self._lost_reported = True
+
+    # -- calls ----------------------------------------------------------------------------------
+
+    async def call(self, tool_name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """`tools/call` on this server, mapped to a `ToolResult` (never raises a tool failure)."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        from toolnexus.mcp_source._connection import CallCancelled, CallTimedOut, _ms
+
+        meta = {"server": self.name}
+        if ctx.cancelled:
+            return ToolResult(f"MCP tool {tool_name} was cancelled", True, meta)
+        conn = self.conn
+        if conn is None or not conn.alive or self._lost is not None or self.status != "connected":
+            problem = await self._recover()
+            if problem is not None:
+                return ToolResult(problem, True, meta)
+            conn = self.conn
+            assert conn is not None
+        assert self.spec is not None
+        timeout = ctx.timeout if ctx.timeout is not None else self.spec.timeout
+        try:
+            result = await conn.call_tool(tool_name, args, timeout, ctx.signal)
+        except CallTimedOut:
+            return ToolResult(f"MCP tool {tool_name} timed out after {_ms(timeout)} ms", True, meta)
+        except CallCancelled:
+            return ToolResult(f"MCP tool {tool_name} was cancelled", True, meta)
+        except Exception as exc:
+            went_away = isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
+            if went_away and await conn.wait_closed(_DEATH_REPORT_WAIT) and conn is self.conn:
+                self._mark_lost(conn, reported=True)
+                return ToolResult(f'MCP server "{self.name}" {self.error}', True, meta)
+            return ToolResult(error_message(exc), True, meta)
+        return map_call_result(result, self.name)
+
+    async def _recover(self) -> str | None:
+        """After the server went away: report it once, then try one reconnect (per loss)."""
+        async with self._lock:
+            if self._closed:
+                return f'MCP server "{self.name}" is closed'
+            conn = self.conn
+            if self.status == "connected" and conn is not None and conn.alive:
+                return None
+            assert self.spec is not None
+            if self._lost is not None and not self._lost_reported:
+                self._lost_reported = True
+                return f'MCP server "{self.name}" {self.error}'
+            if self._lost is not None and self.spec.reconnect and not self._reconnect_tried:
+                self._reconnect_tried = True
+                if await self._reconnect():
+                    return None
+            return f'MCP server "{self.name}" failed: {self.error or "not connected"}'
+
+    async def _reconnect(self) -> bool:
+        if self.conn is not None:
+            await self.conn.close()
+        if await self.connect():
+            if self.source is not None:
+                self.source._changed()
+            return True
+        return False
+
+    async def close(self) -> None:
+        self._closed = True
+        conn = self.conn
+        if conn is not None:
+            await conn.close()
+
+
+def apply_tools_filter(
+    server: str, defs: Sequence[D], tools_filter: Mapping[str, bool] | None
+) -> list[D]:
+    """Keep the listed tool definitions the per-server `tools` filter admits (core.md §6.4).
+
+    `defs` are objects with a `name` attribute or dicts with a `"name"` key (original names).
+    """
+    names = [str(d["name"] if isinstance(d, Mapping) else getattr(d, "name", "")) for d in defs]
+    kept = set(apply_name_filter(names, tools_filter, what=f'MCP server "{server}" tools'))
+    return [d for d, n in zip(defs, names, strict=True) if n in kept]
+
+
+def parse_mcp_config(path_or_dict: ConfigInput) -> dict[str, dict[str, Any]]:
+    """The server map of a config (mcp.md §1); see `toolnexus.mcp_source._config`."""
+    return _parse_mcp_config(path_or_dict)
+
+
+async def load_mcp(config: ConfigInput, wait_for: WaitFor | None = None) -> McpSource:
+    """Connect every enabled server concurrently and list its tools (no cancellation)."""
+    return await load_mcp_with_context(config, wait_for)
+
+
+async def load_mcp_with_context(
+    config: ConfigInput,
+    wait_for: WaitFor | None = None,
+    *,
+    cancel: asyncio.Event | None = None,
+) -> McpSource:
+    """Connect every enabled server concurrently and list its tools.
+
+    A failing server is recorded `failed` with a warning; it never fails the load. Only a config
+    file that cannot be read or is not a JSON object raises `ValueError`. Setting `cancel` stops
+    the whole load: everything opened is closed and `asyncio.CancelledError` propagates.
+    """
+    _check_cancel(cancel)
+    servers = [_Server(name, cfg, wait_for) for name, cfg in (await _server_map(config)).items()]
+    source = McpSource(servers)
+    connecting = [server.connect() for server in servers if server.wants_connection]
+    await _run_load(connecting, cancel, source.close)
+    return source
+
+
+async def list_mcp_tools(
+    config: ConfigInput, *, cancel: asyncio.Event | None = None
+) -> McpInventory:
+    """Connect to every enabled server, list its tools (unfiltered) and disconnect."""
+    _check_cancel(cancel)
+    servers = [_Server(name, cfg) for name, cfg in (await _server_map(config)).items()]
+    listed: dict[str, list[ToolInfo]] = {}
+
+    async def inventory(server: _Server) -> None:
+        try:
+            if await server.connect(list_only=True):
+                assert server.conn is not None
+                listed[server.name] = [
+                    ToolInfo(
+                        t.name,
+                        t.description or "",
+                        t.input_schema if t.input_schema is not None else dict(_EMPTY_SCHEMA),
+                    )
+                    for t in server.conn.tools
+                ]
+        finally:
+            await server.close()
+
+    async def close_all() -> None:
+        await asyncio.gather(*(server.close() for server in servers))
+
+    await _run_load(
+        [inventory(server) for server in servers if server.wants_connection], cancel, close_all
+    )
+    return McpInventory(
+        tools={s.name: listed[s.name] for s in servers if s.name in listed},
+        status={s.name: s.status for s in servers},
+    )
+
+
+async def _server_map(config: ConfigInput) -> dict[str, Any]:
+    if isinstance(config, Mapping):
+        return _parse_mcp_config(config)
+    return await asyncio.to_thread(_parse_mcp_config, config)
+
+
+def _check_cancel(cancel: asyncio.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise asyncio.CancelledError("MCP load cancelled")
+
+
+async def _run_load(
+    jobs: list[Coroutine[Any, Any, Any]],
+    cancel: asyncio.Event | None,
+    abort: Callable[[], Coroutine[Any, Any, None]],
+) -> None:
+    """Run the connect jobs concurrently; on `cancel` (or our own cancellation) abort them all,
+    close what was opened, and raise `asyncio.CancelledError`."""
+    if not jobs:
+        return
+    everything = asyncio.ensure_future(asyncio.gather(*jobs))
+    watcher = asyncio.ensure_future(wait_signal(cancel)) if cancel is not None else None
+    waiters: set[asyncio.Future[Any]] = {everything} if watcher is None else {everything, watcher}
+    try:
+        done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        await _abort(everything, abort)
+        raise
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+    if everything not in done:
+        await _abort(everything, abort)
+        raise asyncio.CancelledError("MCP load cancelled")
+    everything.result()
+
+
+async def _abort(jobs: asyncio.Future[Any], abort: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    jobs.cancel()
+    closing = asyncio.ensure_future(abort())
+    try:
+        await asyncio.shield(closing)
+    except asyncio.CancelledError:
+        await asyncio.wait({closing})  # cancelled again: still finish closing, then propagate
+        raise

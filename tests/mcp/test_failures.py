@@ -1,0 +1,221 @@
+"""Failure isolation, per-phase timeouts, readable reasons, and servers that die mid-session.
+
+One module-wide load holds every misbehaving server at once: they connect concurrently, each
+fails (or dies) alone, and the others keep working.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import TOKEN_VAR
+from support.mcp_servers import BASIC, PAGED, SLOW_START, ThreadedHttpServer, command
+from toolnexus.mcp_source import McpSource, load_mcp_with_context
+from toolnexus.types import Tool
+
+UNSET_VAR = "TN_SURELY_UNSET_VARIABLE"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Special:
+    source: McpSource
+    refused_port: int
+
+    def tool(self, name: str) -> Tool:
+        return next(t for t in self.source.tools if t.name == name)
+
+
+@pytest.fixture(scope="module")
+async def special(
+    http_servers: dict[str, ThreadedHttpServer], tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Special]:
+    doomed_dir = tmp_path_factory.mktemp("doomed")
+    basic = " ".join(command(BASIC))
+    # starts once; every later start fails (the marker file exists by then)
+    doomed = (
+        "if [ -e started ]; then echo 'no second life' >&2; exit 5; fi; "
+        f"touch started; exec {basic}"
+    )
+    port = free_port()
+    config = {
+        "crashy": {"command": command(BASIC, "--crash-after", "2")},
+        "fragile": {"command": command(BASIC), "reconnect": False},
+        "doomed": {"command": ["sh", "-c", doomed], "cwd": str(doomed_dir)},
+        "hung": {"command": command(BASIC, "--hang-initialize"), "timeout": 1000},
+        "listless": {"command": command(SLOW_START, "--hang", "tools/list"), "timeout": 2000},
+        "dup": {"command": command(PAGED, "--dup-cursor")},
+        "endless": {"command": command(PAGED, "--endless", "--per-page", "1"), "timeout": 120000},
+        "missing": {"command": "definitely-not-installed-xyz --flag"},
+        "badcwd": {"command": command(SLOW_START), "cwd": "/nonexistent/toolnexus-dir"},
+        "wrongtype": {"command": 5},
+        "crashstart": {
+            "command": [sys.executable, "-c", "import sys; sys.exit('boom: missing dependency')"]
+        },
+        "noenv": {"url": http_servers["http"].url(), "headers": {"X-Key": f"${{{UNSET_VAR}}}"}},
+        "refused": {"url": f"http://127.0.0.1:{port}/mcp?key=secret-in-query"},
+        "unauthorized": {"url": http_servers["secure"].url()},
+        "notfound": {"url": http_servers["http"].url("/nope")},
+    }
+    source = await load_mcp_with_context(config)
+    yield Special(source, port)
+    await source.close()
+
+
+async def test_only_the_good_servers_connect(special: Special) -> None:
+    connected = {name for name, status in special.source.status.items() if status == "connected"}
+    assert connected == {"crashy", "fragile", "doomed"}
+    assert all(t.name.split("_", 1)[0] in connected for t in special.source.tools)
+
+
+@pytest.mark.parametrize(
+    ("server", "reason"),
+    [
+        ("hung", "initialize timed out after 1000 ms"),
+        ("listless", "tools/list timed out after 2000 ms"),
+        ("dup", "MCP list returned duplicate cursor: page-1"),
+        ("endless", "MCP list returned more than 1000 pages"),
+        ("missing", 'cannot start "definitely-not-installed-xyz": No such file or directory'),
+        ("badcwd", '"cwd" /nonexistent/toolnexus-dir is not a directory'),
+        ("wrongtype", '"command" must be a list of strings or a string, not 5'),
+        ("crashstart", "exited (code 1): boom: missing dependency"),
+        ("noenv", f"environment variable {UNSET_VAR} is not set"),
+        ("unauthorized", "HTTP 401 Unauthorized"),
+        ("notfound", "streamable HTTP: HTTP 404 Not Found; SSE: HTTP 404 Not Found"),
+    ],
+)
+async def test_each_failure_has_a_readable_reason(
+    special: Special, server: str, reason: str
+) -> None:
+    state = special.source.servers[server]
+    assert (state.status, state.error, state.tool_count) == ("failed", reason, 0)
+
+
+async def test_a_refused_connection_is_reported_as_itself(special: Special) -> None:
+    error = special.source.servers["refused"].error
+    assert error == (
+        f"cannot connect to http://127.0.0.1:{special.refused_port}/mcp: "
+        "All connection attempts failed"
+    )  # the query (which may hold a secret) is left out
+
+
+async def test_failed_servers_record_the_transport_they_tried(special: Special) -> None:
+    servers = special.source.servers
+    assert servers["hung"].transport == "stdio"
+    assert servers["refused"].transport == "streamable-http"
+    assert servers["notfound"].transport == "sse"
+    assert servers["wrongtype"].transport is None
+
+
+async def test_a_server_crashing_mid_call_then_reconnecting(special: Special) -> None:
+    changes: list[int] = []
+    special.source.on_tools_changed = lambda: changes.append(len(special.source.tools))
+    try:
+        echo = special.tool("crashy_echo")
+        assert (await echo.execute({"text": "1"})).output == "1"
+        assert (await echo.execute({"text": "2"})).output == "2"
+        died = await echo.execute({"text": "3"})  # the server exits while serving this call
+        assert died.is_error is True
+        assert died.output == 'MCP server "crashy" exited (code 3): crashing after 2 calls'
+        assert died.metadata == {"server": "crashy"}
+        state = special.source.servers["crashy"]
+        assert (state.status, state.error) == ("failed", "exited (code 3): crashing after 2 calls")
+        again = await echo.execute({"text": "4"})  # one reconnect attempt: a fresh process
+        assert (again.output, again.is_error) == ("4", False)
+        assert special.source.status["crashy"] == "connected"
+        assert special.source.servers["crashy"].error is None
+        assert changes, "on_tools_changed was not called after the reconnect"
+        fresh = special.tool("crashy_calls_made")
+        assert (await fresh.execute()).output == "2"  # the new process counts from zero
+    finally:
+        special.source.on_tools_changed = None
+
+
+async def wait_for_status(source: McpSource, server: str, status: str) -> None:
+    deadline = time.monotonic() + 10
+    while source.status[server] != status:
+        assert time.monotonic() < deadline, source.servers[server]
+        await asyncio.sleep(0.01)
+
+
+async def test_a_server_dying_between_calls_without_reconnect(special: Special) -> None:
+    assert (
+        await special.tool("fragile_exit_later").execute({"code": 9, "message": "bye"})
+    ).output == "bye"
+    await wait_for_status(special.source, "fragile", "failed")
+    assert special.source.servers["fragile"].error == "exited (code 9): bye"
+    echo = special.tool("fragile_echo")
+    first = await echo.execute({"text": "x"})
+    assert (first.output, first.is_error) == ('MCP server "fragile" exited (code 9): bye', True)
+    second = await echo.execute({"text": "x"})  # `reconnect: false`: no new process
+    assert (second.output, second.is_error) == (
+        'MCP server "fragile" failed: exited (code 9): bye',
+        True,
+    )
+    assert special.source.status["fragile"] == "failed"
+
+
+async def test_a_reconnect_that_fails_keeps_the_new_reason(special: Special) -> None:
+    await special.tool("doomed_exit_later").execute({"code": 2, "message": "first death"})
+    await wait_for_status(special.source, "doomed", "failed")
+    echo = special.tool("doomed_echo")
+    first = await echo.execute({"text": "x"})
+    assert first.output == 'MCP server "doomed" exited (code 2): first death'
+    second = await echo.execute({"text": "x"})  # the reconnect attempt: the restart fails
+    assert second.output == 'MCP server "doomed" failed: exited (code 5): no second life'
+    state = special.source.servers["doomed"]
+    assert (state.status, state.error) == ("failed", "exited (code 5): no second life")
+    third = await echo.execute({"text": "x"})  # one attempt per death: no further restarts
+    assert third.output == second.output
+
+
+async def test_failures_are_warned_once_each_without_secrets(
+    http_servers: dict[str, ThreadedHttpServer],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TN_WRONG_TOKEN", "wrong-secret-123")
+    config = {
+        "bad": {"command": ["ok", 1]},
+        "denied": {
+            "url": http_servers["secure"].url(),
+            "headers": {"Authorization": "Bearer ${TN_WRONG_TOKEN}"},
+        },
+        "fine": {
+            "url": http_servers["secure"].url(),
+            "headers": {"Authorization": f"Bearer ${{{TOKEN_VAR}}}"},
+        },
+    }
+    source = await load_mcp_with_context(config)
+    try:
+        assert source.status == {"bad": "failed", "denied": "failed", "fine": "connected"}
+    finally:
+        await source.close()
+    warnings = [r.getMessage() for r in caplog.records if r.name == "toolnexus"]
+    assert warnings == [
+        '[toolnexus] MCP server "bad" failed: "command" must be a list of strings or a string, '
+        "not a list holding a number",
+        '[toolnexus] MCP server "denied" failed: HTTP 401 Unauthorized',
+    ]
+    assert "wrong-secret-123" not in caplog.text
+    assert all(r.levelname == "WARNING" for r in caplog.records if r.name == "toolnexus")
+
+
+async def test_an_unreadable_config_file_raises(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text("{ not json")
+    with pytest.raises(ValueError, match="is not valid JSON"):
+        await load_mcp_with_context(path)
