@@ -9,6 +9,7 @@ import pytest
 
 from support.cli_runner import (
     EXAMPLE_SKILLS,
+    basic_server,
     broken_server,
     clean_env,
     demo_server,
@@ -156,3 +157,44 @@ def test_failed_mcp_server_is_one_line_unless_skipped(fake_llm: FakeLLM, tmp_pat
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "fine\n"
     assert 'toolnexus: warning: MCP server "broken" failed: ' in proc.stderr
+
+
+def test_repl_answers_a_question_at_the_prompt(fake_llm: FakeLLM) -> None:
+    questions = [{"question": "Pick a color?", "options": ["red", "green"]}, {"question": "Why?"}]
+    fake_llm.push(tools(call("question", {"questions": questions})), text("Red it is."))
+    proc = toolnexus(
+        "run", *_model_flags(fake_llm, "openai"), "--api-key", "k",
+        input="Choose for me.\nred\nbecause\nexit\n",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Pick a color? (red, green) > Why? > Red it is." in proc.stdout
+    answered = fake_llm.requests[1].body["messages"][-1]
+    assert answered["content"] == (
+        '{"answers":[{"question":"Pick a color?","answer":"red"},'
+        '{"question":"Why?","answer":"because"}]}'
+    )
+
+
+def test_repl_answers_an_mcp_elicitation(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    server = basic_server()
+    if server == demo_server():
+        pytest.skip("needs the MCP test server with an eliciting tool")
+    config = write_config(tmp_path, {"basic": server})
+    fake_llm.push(tools(call("basic_ask", {})), text("Nice to meet you."))
+    proc = toolnexus(
+        "run", *_model_flags(fake_llm, "openai"), "--api-key", "k", "--no-builtins",
+        "--config", str(config), input="Ask me.\n\nAda\nforty\n36\nexit\n",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    # The required name is asked again when left empty; a bad integer is asked again.
+    assert "name is required" in proc.stderr and "a whole number, please" in proc.stderr
+    assert "← basic_ask: accept:[('age', 36), ('name', 'Ada')]" in proc.stderr
+
+
+def test_once_without_a_terminal_reports_the_pending_question(fake_llm: FakeLLM) -> None:
+    fake_llm.push(tools(call("question", {"questions": [{"question": "Pick?"}]})))
+    proc = toolnexus("run", *_model_flags(fake_llm, "openai"), "--api-key", "k", "--once", "hi")
+    assert proc.returncode == 0, proc.stderr
+    assert "  ? Pick?\n" in proc.stderr
+    assert "the run waits for an answer" in proc.stderr
+    assert len(fake_llm.requests) == 1

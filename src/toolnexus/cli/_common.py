@@ -142,6 +142,7 @@ async def open_toolkit(
     skills: Sequence[str] = (),
     builtins: bool | None = None,
     extra_tools: Sequence[Tool] = (),
+    wait_for: Callable[..., Any] | None = None,
 ) -> Toolkit:
     """Build a toolkit; bad input (an unreadable config, a missing skills folder) is a `CliError`.
 
@@ -159,6 +160,7 @@ async def open_toolkit(
                 skills_dir=list(skills) or None,
                 builtins=builtins,
                 extra_tools=list(extra_tools) or None,
+                wait_for=wait_for,
             )
     except ValueError as exc:  # an unreadable or malformed config, a bad `builtins` block, ...
         raise CliError(str(exc)) from None

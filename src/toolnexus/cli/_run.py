@@ -9,8 +9,10 @@ import signal
 import sys
 import threading
 import uuid
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from toolnexus.cli._ask import TerminalAnswers
 from toolnexus.cli._common import (
     CliError,
     add_model_flags,
@@ -109,34 +111,44 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    client = make_client(args)
+    printer = Printer()
+    reader = _LineReader()
+    # A tool that needs the human (the `question` built-in, an MCP elicitation) is answered at
+    # the terminal: always in the REPL, with --once only when a terminal is attached.
+    interactive = args.once is None or sys.stdin.isatty()
+    answers = TerminalAnswers(reader.read, printer) if interactive else None
+    client = make_client(args, wait_for=answers)
     async with client:
         toolkit = await open_toolkit(
-            config=args.config, skills=args.skills, builtins=None if args.builtins else False
+            config=args.config,
+            skills=args.skills,
+            builtins=None if args.builtins else False,
+            wait_for=answers,
         )
         async with toolkit:
-            return await _with_toolkit(client, toolkit, args)
-
-
-async def _with_toolkit(client: Client, toolkit: Toolkit, args: argparse.Namespace) -> int:
-    printer = Printer()
-    failed = failed_servers(toolkit)
-    if failed:
-        lines = server_failure_lines(failed)
-        if not args.skip_failed:
-            raise CliError("; ".join(lines) + " (pass --skip-failed to start without it)")
-        for line in lines:
-            printer.note(f"toolnexus: warning: {line}")
-    if args.once is not None:
-        outcome = await _answer(client, toolkit, args.once, printer, args, session=None)
-        return 0 if outcome == "ok" else INTERRUPTED if outcome == "cancelled" else 2
-    return await _repl(client, toolkit, printer, args)
+            failed = failed_servers(toolkit)
+            if failed:
+                lines = server_failure_lines(failed)
+                if not args.skip_failed:
+                    raise CliError("; ".join(lines) + " (pass --skip-failed to start without it)")
+                for line in lines:
+                    printer.note(f"toolnexus: warning: {line}")
+            if args.once is not None:
+                outcome = await _answer(
+                    client, toolkit, args.once, printer, args, session=None, interactive=interactive
+                )
+                return 0 if outcome == "ok" else INTERRUPTED if outcome == "cancelled" else 2
+            with _line_editing():
+                return await _repl(client, toolkit, printer, reader, args)
 
 
 async def _repl(
-    client: Client, toolkit: Toolkit, printer: Printer, args: argparse.Namespace
+    client: Client,
+    toolkit: Toolkit,
+    printer: Printer,
+    reader: _LineReader,
+    args: argparse.Namespace,
 ) -> int:
-    _enable_line_editing()
     count = len(toolkit.tools())
     printer.note(
         printer.dim(
@@ -145,7 +157,6 @@ async def _repl(
         )
     )
     session = f"cli-{uuid.uuid4().hex}"
-    reader = _LineReader()
     while True:
         line = await reader.read("you> ")
         if line is None:  # Ctrl-D, or Ctrl-C at the prompt
@@ -167,6 +178,7 @@ async def _answer(
     args: argparse.Namespace,
     *,
     session: str | None,
+    interactive: bool = True,
 ) -> str:
     """Stream one answer. Returns `ok`, `cancelled` or `failed`; a fatal error raises `CliError`."""
     from toolnexus.client import RunCancelled
@@ -185,8 +197,9 @@ async def _answer(
                     printer.tool_call(event["name"], found.source if found else None, event["args"])
                 elif kind == "tool_result":
                     printer.tool_result(event["name"], event["output"], event["is_error"])
-                elif kind == "pending":
-                    printer.note(f"the tool needs an answer: {event['request'].prompt}")
+                elif kind == "pending" and not interactive:
+                    for line in str(event["request"].prompt).splitlines() or [""]:
+                        printer.note(f"  {printer.bold('?')} {line}")
                 elif kind == "done":
                     result = event["result"]
     except RunCancelled:
@@ -202,16 +215,37 @@ async def _answer(
         return "failed"
     finally:
         printer.end_answer()
+    if result is not None and result.status == "pending":
+        printer.note("(the run waits for an answer: run without --once, in a terminal, to give it)")
     if result is not None and result.status == "incomplete":
         printer.note(f"(stopped after {result.turns} model turns: --max-turns {args.max_turns})")
     return "ok"
 
 
-def _enable_line_editing() -> None:
-    """Arrow keys and history at the prompt when a terminal is attached (readline is optional)."""
-    if sys.stdin.isatty():
-        with contextlib.suppress(ImportError):
-            import readline  # noqa: F401 - importing it is what turns line editing on
+@contextlib.contextmanager
+def _line_editing() -> Iterator[None]:
+    """Arrow keys and history at the prompt when a terminal is attached (readline is optional).
+
+    Leaving restores the terminal's modes: quitting with Ctrl-C leaves readline mid-line in its
+    reader thread, with the terminal still in its raw mode.
+    """
+    if not sys.stdin.isatty():
+        yield
+        return
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401 - importing it is what turns line editing on
+    try:
+        import termios
+
+        saved = termios.tcgetattr(sys.stdin.fileno())
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
 
 
 class _LineReader:
