@@ -40,7 +40,8 @@ async def test_stdio_gateway_lists_and_calls_every_source(config: Path) -> None:
     before = processes_running(_demo.SERVER_SCRIPT)
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "toolnexus", "serve", "--stdio", "--config", str(config),
+        # -v: a log line per call goes to stderr; stdout must carry nothing but protocol.
+        args=["-m", "toolnexus", "serve", "--stdio", "-v", "--config", str(config),
               "--skills", str(EXAMPLE_SKILLS)],
         env=clean_env(),
         cwd=str(REPO),

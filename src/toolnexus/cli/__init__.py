@@ -39,10 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="more log output on stderr (-v info, -vv debug); warnings are always shown",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    _demo.add_parser(sub)
-    _tools.add_parser(sub)
-    _run.add_parser(sub)
-    _serve.add_parser(sub)
+    for module in (_demo, _tools, _run, _serve):
+        command = module.add_parser(sub)
+        # `-v` also after the command name; SUPPRESS keeps a top-level `-v` from being reset.
+        command.add_argument(
+            "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more log output"
+        )
     return parser
 
 

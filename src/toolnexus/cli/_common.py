@@ -69,8 +69,11 @@ def configure_logging(verbosity: int) -> None:
 # -- flags ----------------------------------------------------------------------------------------
 
 
-def add_toolkit_flags(parser: argparse.ArgumentParser, *, builtins_default_on: bool) -> None:
-    """`--config`, `--skills` and the built-ins switch (on by default except for `serve`)."""
+def add_toolkit_flags(
+    parser: argparse.ArgumentParser, *, builtins_default_on: bool, skip_failed: bool = True
+) -> None:
+    """`--config`, `--skills`, `--skip-failed` and the built-ins switch (on by default except
+    for `serve`)."""
     group = parser.add_argument_group("tool sources")
     group.add_argument(
         "--config",
@@ -84,6 +87,12 @@ def add_toolkit_flags(parser: argparse.ArgumentParser, *, builtins_default_on: b
         default=[],
         help="a folder searched for SKILL.md files (repeatable)",
     )
+    if skip_failed:
+        group.add_argument(
+            "--skip-failed",
+            action="store_true",
+            help="go on when an MCP server fails to start (its tools are left out); else exit 2",
+        )
     if builtins_default_on:
         group.add_argument(
             "--no-builtins",

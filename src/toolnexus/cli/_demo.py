@@ -28,20 +28,21 @@ Python tool and the built-ins. Prints each step: the tool, its source, the argum
 and the final answer. Needs no network and no API key."""
 
 _SOURCE_NOTES = {
-    "mcp": "tools of the MCP server {server!r}, a subprocess spoken to over stdio",
+    "mcp": 'tools of the MCP server "{server}", a subprocess spoken to over stdio',
     "skill": "loads skills on demand: {skills}",
     "builtin": "the ten built-ins",
     "native": "plain Python functions",
 }
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         "demo",
         help="see every tool source work, offline, with a scripted model",
         description=DESCRIPTION,
     )
     parser.set_defaults(handler=run_demo)
+    return parser
 
 
 def run_demo(args: argparse.Namespace) -> int:

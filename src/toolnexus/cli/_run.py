@@ -42,7 +42,7 @@ _QUIT = frozenset({"exit", "quit", ":q"})
 INTERRUPTED = 130
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         "run",
         help="chat with a model that can use the tools (REPL or --once)",
@@ -51,12 +51,8 @@ def add_parser(sub: Any) -> None:
     add_model_flags(parser, required=True, title="model endpoint")
     add_toolkit_flags(parser, builtins_default_on=True)
     parser.add_argument("--once", metavar="PROMPT", help="answer one prompt, then exit")
-    parser.add_argument(
-        "--skip-failed",
-        action="store_true",
-        help="start even when an MCP server fails (its tools are left out); default: exit 2",
-    )
     parser.set_defaults(handler=run_run)
+    return parser
 
 
 def make_client(args: argparse.Namespace, **options: Any) -> Client:

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from toolnexus._log import logger
 from toolnexus.cli._common import (
     CliError,
     add_model_flags,
@@ -39,18 +40,13 @@ serving binds 127.0.0.1:8080 by default, prints its URLs to stderr and runs unti
 SIGTERM. --auth-token (or {AUTH_ENV}) requires `Authorization: Bearer <token>`."""
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         "serve",
         help="serve the toolkit as an MCP server (HTTP or stdio) and/or an A2A agent",
         description=DESCRIPTION,
     )
     add_toolkit_flags(parser, builtins_default_on=False)
-    parser.add_argument(
-        "--skip-failed",
-        action="store_true",
-        help="start even when an MCP server fails (its tools are left out); default: exit 2",
-    )
     profiles = parser.add_argument_group("what to serve")
     profiles.add_argument("--mcp", action="store_true", help="the MCP server profile")
     profiles.add_argument(
@@ -84,6 +80,7 @@ def add_parser(sub: Any) -> None:
     )
     add_model_flags(parser, required=False, title="model (for --a2a)")
     parser.set_defaults(handler=run_serve)
+    return parser
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -177,6 +174,26 @@ async def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _log_call(info: dict[str, Any]) -> None:
+    """One line per MCP tools/call, visible with -v."""
+    outcome = "error" if info.get("is_error") else "ok"
+    logger.info(
+        "[toolnexus] tools/call %s [%s]: %s in %.0f ms",
+        info.get("name"),
+        info.get("source"),
+        outcome,
+        float(info.get("ms") or 0),
+    )
+
+
+def _log_task(info: dict[str, Any]) -> None:
+    """One line per finished A2A task, visible with -v."""
+    result = info.get("result")
+    calls = getattr(result, "tool_call_count", 0)
+    state = info.get("state")
+    logger.info("[toolnexus] A2A task %s: %s (%s tool calls)", info.get("id"), state, calls)
+
+
 async def _until_signal() -> None:
     stop = asyncio.Event()
     with on_signals(stop.set, signal.SIGINT, signal.SIGTERM):
@@ -190,7 +207,7 @@ async def _serve_stdio(toolkit: Toolkit, mcp: dict[str, Any] | None) -> None:
         file=sys.stderr,
         flush=True,
     )
-    serving = asyncio.ensure_future(toolkit.serve_stdio(mcp=mcp))
+    serving = asyncio.ensure_future(toolkit.serve_stdio(mcp=mcp, on_call=_log_call))
     waiting = asyncio.ensure_future(_until_signal())
     try:
         await asyncio.wait({serving, waiting}, return_when=asyncio.FIRST_COMPLETED)
@@ -213,7 +230,15 @@ async def _serve_http(
 ) -> None:
     address = _address(args.host, args.port)
     try:
-        handle = await toolkit.serve(address, mcp=mcp, a2a=a2a, client=client, auth_token=token)
+        handle = await toolkit.serve(
+            address,
+            mcp=mcp,
+            a2a=a2a,
+            client=client,
+            auth_token=token,
+            on_call=_log_call,
+            on_task=_log_task,
+        )
     except OSError as exc:
         raise CliError(f"cannot listen on {address}: {exc.strerror or exc}") from None
     except ValueError as exc:

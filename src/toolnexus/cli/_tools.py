@@ -28,17 +28,18 @@ built-ins) with its source, then each MCP server's status and, for a failed one,
 Exits 2 when an MCP server failed (after printing everything)."""
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         "tools",
         help="list the resolved tools and the MCP servers' status",
         description=DESCRIPTION,
     )
-    add_toolkit_flags(parser, builtins_default_on=True)
+    add_toolkit_flags(parser, builtins_default_on=True, skip_failed=False)
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object instead of a table"
     )
     parser.set_defaults(handler=run_tools)
+    return parser
 
 
 def run_tools(args: argparse.Namespace) -> int:
