@@ -21,7 +21,7 @@ def test_demo_shows_every_source_and_leaves_no_process() -> None:
     assert '→ skill [skill] {"name":"hello-world"}' in out
     assert '<skill_content name="hello-world">' in out
     assert "→ read [builtin]" in out and "greet.sh" in out
-    assert "→ bash [builtin]" in out
+    assert '→ bash [builtin] {"command":"sh ' in out
     assert "← bash: Hello, Ada! (from the hello-world skill)" in out
     assert '→ demo_add [mcp] {"a":19,"b":23}' in out
     assert '← demo_add: {"sum":42}' in out

@@ -182,7 +182,7 @@ def test_port_in_use_is_one_line() -> None:
     ("args", "message"),
     [
         ([], "nothing to serve: pass --mcp (or --stdio) and/or --a2a"),
-        (["--a2a"], "--a2a answers tasks with a model: pass --base-url, --style, --model"),
+        (["--a2a"], "the A2A agent answers tasks with a model: pass --base-url, --style, --model"),
         (["--stdio", "--a2a"], "--a2a needs HTTP: it cannot be served over --stdio"),
         (["--stdio", "--port", "1"], "--stdio serves over stdin/stdout: drop --host/--port"),
     ],

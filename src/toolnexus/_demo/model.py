@@ -70,7 +70,7 @@ class ScriptedModel:
             return _calls(("call_read", "read", {"path": f"{base}/scripts/greet.sh"}))
         script = _script_path(messages)
         if turn == 2:
-            command = f"bash {shlex.quote(script)} Ada"
+            command = f"sh {shlex.quote(script)} Ada"
             return _calls(("call_bash", "bash", {"command": command}))
         greeting = seen.get("call_bash", "").strip()
         if turn == 3:

@@ -141,7 +141,7 @@ def _a2a_client(args: argparse.Namespace) -> Client:
         if not value
     ]
     if missing:
-        raise CliError(f"--a2a answers tasks with a model: pass {', '.join(missing)}")
+        raise CliError(f"the A2A agent answers tasks with a model: pass {', '.join(missing)}")
     return make_client(args)
 
 
