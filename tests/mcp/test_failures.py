@@ -18,6 +18,7 @@ import pytest
 
 from conftest import TOKEN_VAR
 from support.mcp_servers import BASIC, PAGED, SLOW_START, ThreadedHttpServer, command
+from support.mcp_servers.basic_server import http_app
 from toolnexus.mcp_source import McpSource, load_mcp_with_context
 from toolnexus.types import Tool
 
@@ -180,6 +181,26 @@ async def test_a_reconnect_that_fails_keeps_the_new_reason(special: Special) -> 
     assert (state.status, state.error) == ("failed", "exited (code 5): no second life")
     third = await echo.execute({"text": "x"})  # one attempt per death: no further restarts
     assert third.output == second.output
+
+
+async def test_a_remote_server_that_goes_away_and_comes_back() -> None:
+    server = ThreadedHttpServer(http_app("--http", "0", "--name", "flaky"))
+    source = await load_mcp_with_context({"flaky": {"url": server.url(), "timeout": 5000}})
+    try:
+        echo = next(t for t in source.tools if t.name == "flaky_echo")
+        assert (await echo.execute({"text": "a"})).output == "a"
+        server.stop()
+        lost = await echo.execute({"text": "b"})
+        assert lost.is_error is True
+        assert lost.output.startswith('MCP server "flaky" connection lost: cannot connect to ')
+        assert source.status["flaky"] == "failed"
+        server = ThreadedHttpServer(http_app("--http", "0", "--name", "flaky"), port=server.port)
+        back = await echo.execute({"text": "c"})  # the one reconnect attempt succeeds
+        assert (back.output, back.is_error) == ("c", False)
+        assert source.status["flaky"] == "connected"
+    finally:
+        await source.close()
+        server.stop()
 
 
 async def test_failures_are_warned_once_each_without_secrets(

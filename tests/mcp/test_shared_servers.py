@@ -7,6 +7,8 @@ import base64
 import os
 import threading
 
+import pytest
+
 from conftest import TOKEN, Shared
 from support.mcp_servers.basic_server import AUDIO_BYTES, IMAGE_BYTES
 from toolnexus import __version__
@@ -160,6 +162,16 @@ async def test_ctx_timeout_bounds_the_call(shared: Shared) -> None:
     assert (await shared.tools["basic_echo"].execute({"text": "ok"})).output == "ok"
 
 
+async def test_the_server_timeout_is_the_default_call_timeout(shared: Shared) -> None:
+    source = await load_mcp({"quick": {"url": shared.http["http"].url(), "timeout": 1000}})
+    try:
+        slow = next(t for t in source.tools if t.name == "quick_slow")
+        result = await slow.execute({"seconds": 30})
+        assert (result.output, result.is_error) == ("MCP tool slow timed out after 1000 ms", True)
+    finally:
+        await source.close()
+
+
 async def test_signal_cancels_the_call_promptly(shared: Shared) -> None:
     signal = asyncio.Event()
     asyncio.get_running_loop().call_later(0.2, signal.set)
@@ -221,6 +233,23 @@ async def test_elicitation_decline_and_cancel(shared: Shared) -> None:
     assert (await shared.tools["basic_ask"].execute()).output == "cancel:[]"
     shared.asker.answer = None  # wait_for returned nothing
     assert (await shared.tools["basic_ask"].execute()).output == "cancel:[]"
+
+
+async def test_an_answer_that_does_not_fit_the_form_is_refused(shared: Shared) -> None:
+    shared.asker.answer = lambda request: Answer(request.id, True, {"name": {"nested": 1}})
+    result = await shared.tools["remote_ask"].execute()
+    assert result.is_error is True
+
+
+async def test_a_raising_wait_for_cancels_the_elicitation(
+    shared: Shared, caplog: pytest.LogCaptureFixture
+) -> None:
+    def boom(request: Request) -> Answer:
+        raise RuntimeError("no human around")
+
+    shared.asker.answer = boom
+    assert (await shared.tools["basic_ask"].execute()).output == "cancel:[]"
+    assert "wait_for raised while answering an elicitation: no human around" in caplog.text
 
 
 async def test_url_elicitation_is_an_authorization_request(shared: Shared) -> None:

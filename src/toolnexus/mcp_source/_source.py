@@ -268,6 +268,10 @@ class _Server:
         except CallCancelled:
             return ToolResult(f"MCP tool {tool_name} was cancelled", True, meta)
         except Exception as exc:
+            if self._closed:
+                return ToolResult(
+                    f'MCP server "{self.name}" was closed during the call', True, meta
+                )
             went_away = isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
             if went_away and await conn.wait_closed(_DEATH_REPORT_WAIT) and conn is self.conn:
                 self._mark_lost(conn, reported=True)

@@ -207,10 +207,14 @@ async def _stop_tree(process: anyio.abc.Process, state: ChildState) -> None:
     # Whatever is left of the tree: group members that outlived the leader, and descendants
     # that moved to a group of their own.
     _kill_group(pid, signal.SIGKILL)
-    for child_pid, started in descendants:
-        if _start_time(child_pid) == started:
-            with contextlib.suppress(OSError):
-                os.kill(child_pid, signal.SIGKILL)
+    survivors = [(p, started) for p, started in descendants if _start_time(p) == started]
+    for child_pid, _ in survivors:
+        with contextlib.suppress(OSError):
+            os.kill(child_pid, signal.SIGKILL)
+    # A killed process takes a moment to die; close() returns once none is running.
+    with anyio.move_on_after(TERM_GRACE):
+        while any(_running(p, started) for p, started in survivors):  # noqa: ASYNC110
+            await anyio.sleep(_POLL)
     state.returncode = process.returncode
 
 
@@ -236,6 +240,12 @@ def _stat_fields(pid: int) -> list[str] | None:
     except OSError:
         return None
     return data.rpartition(")")[2].split()
+
+
+def _running(pid: int, started: str) -> bool:
+    """Still the same process, and not a zombie waiting to be reaped."""
+    fields = _stat_fields(pid)
+    return bool(fields) and len(fields) > 19 and fields[19] == started and fields[0] not in "ZX"
 
 
 def _start_time(pid: int) -> str | None:

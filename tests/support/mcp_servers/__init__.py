@@ -76,11 +76,12 @@ class ThreadedHttpServer:
     Cheaper than a child process when the test process has the SDK imported already.
     """
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, port: int = 0) -> None:
         import uvicorn
 
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
         self.port: int = sock.getsockname()[1]
         self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
         self._thread = threading.Thread(

@@ -143,15 +143,17 @@ def build(args: argparse.Namespace) -> MCPServer:
 
     @mcp.tool(
         structured_output=False,
-        description="Spawn a long-sleeping grandchild process; return its pid.",
+        description="Spawn a long-sleeping grandchild (`detach`: in a session of its own); "
+        "return its pid.",
     )
-    def spawn_child() -> str:
+    def spawn_child(detach: bool = False) -> str:
         count()
         child = subprocess.Popen(
             [sys.executable, "-c", "import time; time.sleep(300)"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=detach,
         )
         return str(child.pid)
 
@@ -186,7 +188,9 @@ def build(args: argparse.Namespace) -> MCPServer:
         def added() -> str:
             return f"I am {name}"
 
-        mcp.add_tool(added, name=name, description=f"Added at runtime: {name}")
+        mcp.add_tool(
+            added, name=name, description=f"Added at runtime: {name}", structured_output=False
+        )
         await ctx.request_context.session.send_tool_list_changed()
         return f"added {name}"
 

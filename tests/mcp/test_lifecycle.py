@@ -1,0 +1,144 @@
+"""Life cycle: close kills process trees (checked in /proc), whole-load cancellation, inventory."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import pytest
+
+from support.mcp_servers import BASIC, SLOW_START, ThreadedHttpServer, alive, command, descendants
+from toolnexus.mcp_source import (
+    McpSource,
+    ToolInfo,
+    list_mcp_tools,
+    load_mcp,
+    load_mcp_with_context,
+)
+
+
+def children() -> set[int]:
+    return set(descendants(os.getpid()))
+
+
+async def wait_until_spawned(known: set[int], count: int) -> set[int]:
+    deadline = time.monotonic() + 30
+    while len(fresh := children() - known) < count:
+        assert time.monotonic() < deadline, "servers were not spawned"
+        await asyncio.sleep(0.01)
+    return fresh
+
+
+def tool(source: McpSource, name: str):  # type: ignore[no-untyped-def]
+    return next(t for t in source.tools if t.name == name)
+
+
+async def test_close_from_another_task_kills_the_whole_tree() -> None:
+    before = children()
+    source = await load_mcp({"srv": {"command": command(BASIC)}})
+    server_pid = int((await tool(source, "srv_pid").execute()).output)
+    in_group = int((await tool(source, "srv_spawn_child").execute()).output)
+    detached = int((await tool(source, "srv_spawn_child").execute({"detach": True})).output)
+    assert alive(server_pid) and alive(in_group) and alive(detached)
+    assert {server_pid, in_group, detached} <= children() - before
+
+    await asyncio.create_task(source.close())  # not the task that loaded it
+
+    assert not alive(server_pid)
+    assert not alive(in_group)
+    assert not alive(detached)
+    assert not children() - before
+    await source.close()  # idempotent
+    assert source.status == {"srv": "connected"}  # status describes the load, not the close
+    result = await tool(source, "srv_echo").execute({"text": "late"})
+    assert (result.output, result.is_error) == ('MCP server "srv" is closed', True)
+
+
+async def test_close_during_a_call_ends_the_call(
+    http_servers: dict[str, ThreadedHttpServer],
+) -> None:
+    source = await load_mcp({"r": {"url": http_servers["http"].url()}})
+    call = asyncio.create_task(tool(source, "r_slow").execute({"seconds": 30}))
+    await asyncio.sleep(0.1)  # let the request go out (the outcome is the same either way)
+    await source.close()
+    result = await asyncio.wait_for(call, 10)
+    assert result.is_error is True
+    assert result.output in (
+        'MCP server "r" was closed during the call',
+        'MCP server "r" is closed',
+    )
+
+
+async def test_cancel_before_the_load_starts_nothing() -> None:
+    before = children()
+    cancel = asyncio.Event()
+    cancel.set()
+    with pytest.raises(asyncio.CancelledError):
+        await load_mcp_with_context({"a": {"command": command(SLOW_START)}}, cancel=cancel)
+    assert not children() - before
+
+
+async def test_cancel_during_the_load_closes_everything() -> None:
+    before = children()
+    cancel = asyncio.Event()
+    config = {
+        "quick": {"command": command(SLOW_START)},
+        "slow1": {"command": command(SLOW_START, "--delay", "60")},
+        "slow2": {"command": command(SLOW_START, "--delay", "60")},
+    }
+    load = asyncio.create_task(load_mcp_with_context(config, cancel=cancel))
+    spawned = await wait_until_spawned(before, 3)
+    cancel.set()
+    with pytest.raises(asyncio.CancelledError):
+        await load
+    assert not any(alive(pid) for pid in spawned)
+    assert not children() - before
+
+
+async def test_cancelling_the_loading_task_closes_everything() -> None:
+    before = children()
+    load = asyncio.create_task(
+        load_mcp({"slow": {"command": command(SLOW_START, "--delay", "60")}})
+    )
+    spawned = await wait_until_spawned(before, 1)
+    load.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await load
+    assert not any(alive(pid) for pid in spawned)
+
+
+async def test_inventory_lists_unfiltered_and_leaves_nothing_running(
+    http_servers: dict[str, ThreadedHttpServer],
+) -> None:
+    before = children()
+    inventory = await list_mcp_tools(
+        {
+            "mcpServers": {
+                "remote": {"url": http_servers["http"].url(), "tools": {"echo": True}},
+                "local": {
+                    "command": command(SLOW_START, "--tools", "2"),
+                    "tools": {"ping0": False},
+                },
+                "off": {"url": "http://127.0.0.1:1/mcp", "enabled": False},
+                "bad": {"command": 5},
+            }
+        }
+    )
+    assert inventory.status == {
+        "remote": "connected",
+        "local": "connected",
+        "off": "disabled",
+        "bad": "failed",
+    }
+    assert list(inventory.tools) == ["remote", "local"]
+    schema = {"type": "object", "properties": {}}
+    assert inventory.tools["local"] == [
+        ToolInfo("ping0", "Answer pong.", schema),
+        ToolInfo("ping1", "Answer pong.", schema),
+    ]
+    remote = {t.name: t for t in inventory.tools["remote"]}
+    assert len(remote) > 10 and "echo" in remote and "add" in remote  # filter not applied
+    assert remote["echo"].description == "Echo the text back."
+    assert remote["echo"].input_schema["required"] == ["text"]
+    assert not children() - before
