@@ -245,7 +245,9 @@ def _stat_fields(pid: int) -> list[str] | None:
 def _running(pid: int, started: str) -> bool:
     """Still the same process, and not a zombie waiting to be reaped."""
     fields = _stat_fields(pid)
-    return bool(fields) and len(fields) > 19 and fields[19] == started and fields[0] not in "ZX"
+    if fields is None or len(fields) <= 19:
+        return False
+    return fields[19] == started and fields[0] not in ("Z", "X")
 
 
 def _start_time(pid: int) -> str | None:
