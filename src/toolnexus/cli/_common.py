@@ -26,7 +26,9 @@ __all__ = [
     "failed_servers",
     "on_signals",
     "open_toolkit",
+    "require_servers",
     "run_async",
+    "server_failure_lines",
 ]
 
 USAGE_ERROR = 2
@@ -207,6 +209,16 @@ def failed_servers(toolkit: Toolkit) -> dict[str, str]:
 
 def server_failure_lines(failed: dict[str, str]) -> list[str]:
     return [f'MCP server "{name}" failed: {reason}' for name, reason in failed.items()]
+
+
+def require_servers(toolkit: Toolkit, *, skip_failed: bool) -> None:
+    """Refuse to go on when an MCP server failed (one line, exit 2) unless `--skip-failed`, which
+    turns each failure into a warning line."""
+    lines = server_failure_lines(failed_servers(toolkit))
+    if lines and not skip_failed:
+        raise CliError("; ".join(lines) + " (pass --skip-failed to start without it)")
+    for line in lines:
+        print(f"toolnexus: warning: {line}", file=sys.stderr, flush=True)
 
 
 # -- signals --------------------------------------------------------------------------------------

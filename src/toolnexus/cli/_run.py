@@ -17,11 +17,10 @@ from toolnexus.cli._common import (
     CliError,
     add_model_flags,
     add_toolkit_flags,
-    failed_servers,
     on_signals,
     open_toolkit,
+    require_servers,
     run_async,
-    server_failure_lines,
 )
 from toolnexus.cli._render import Printer
 
@@ -122,13 +121,7 @@ async def _run(args: argparse.Namespace) -> int:
             wait_for=answers,
         )
         async with toolkit:
-            failed = failed_servers(toolkit)
-            if failed:
-                lines = server_failure_lines(failed)
-                if not args.skip_failed:
-                    raise CliError("; ".join(lines) + " (pass --skip-failed to start without it)")
-                for line in lines:
-                    printer.note(f"toolnexus: warning: {line}")
+            require_servers(toolkit, skip_failed=args.skip_failed)
             if args.once is not None:
                 outcome = await _answer(
                     client, toolkit, args.once, printer, args, session=None, interactive=interactive

@@ -15,11 +15,10 @@ from toolnexus.cli._common import (
     CliError,
     add_model_flags,
     add_toolkit_flags,
-    failed_servers,
     on_signals,
     open_toolkit,
+    require_servers,
     run_async,
-    server_failure_lines,
 )
 from toolnexus.cli._run import make_client
 
@@ -149,28 +148,25 @@ async def _serve(args: argparse.Namespace) -> int:
     from toolnexus._config import read_config
 
     try:
-        config = read_config(args.config) if args.config else {}
+        config = await asyncio.to_thread(read_config, args.config) if args.config else {}
     except ValueError as exc:
         raise CliError(str(exc)) from None
     mcp, a2a = _profiles(args, config)
     client = _a2a_client(args) if a2a is not None else None
     token = args.auth_token if args.auth_token is not None else os.environ.get(AUTH_ENV) or None
-
-    toolkit = await open_toolkit(
-        config=config, skills=args.skills, builtins=None if args.builtins else False
-    )
-    async with toolkit:
-        failed = failed_servers(toolkit)
-        if failed:
-            lines = server_failure_lines(failed)
-            if not args.skip_failed:
-                raise CliError("; ".join(lines) + " (pass --skip-failed to serve without it)")
-            for line in lines:
-                print(f"toolnexus: warning: {line}", file=sys.stderr, flush=True)
-        if args.stdio:
-            await _serve_stdio(toolkit, mcp)
-        else:
-            await _serve_http(toolkit, args, mcp=mcp, a2a=a2a, client=client, token=token)
+    try:
+        toolkit = await open_toolkit(
+            config=config, skills=args.skills, builtins=None if args.builtins else False
+        )
+        async with toolkit:
+            require_servers(toolkit, skip_failed=args.skip_failed)
+            if args.stdio:
+                await _serve_stdio(toolkit, mcp)
+            else:
+                await _serve_http(toolkit, args, mcp=mcp, a2a=a2a, client=client, token=token)
+    finally:
+        if client is not None:
+            await client.aclose()
     return 0
 
 
