@@ -11,6 +11,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from toolnexus.cli._ask import TerminalAnswers
 from toolnexus.cli._common import (
@@ -97,8 +98,16 @@ def describe_run_error(exc: BaseException, base_url: str) -> str | None:
         return None
     if isinstance(exc, httpx2.TransportError):
         reason = str(exc) or type(exc).__name__
-        return f"cannot reach {base_url}: {reason}"
+        return f"cannot reach {_without_userinfo(base_url)}: {reason}"
     return None
+
+
+def _without_userinfo(url: str) -> str:
+    """`https://user:secret@host/v1` → `https://host/v1`: credentials never reach the terminal."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def run_run(args: argparse.Namespace) -> int:
@@ -139,12 +148,9 @@ async def _repl(
     args: argparse.Namespace,
 ) -> int:
     count = len(toolkit.tools())
-    printer.note(
-        printer.dim(
-            f"{args.model} via {args.base_url} with {count} tool{'s' if count != 1 else ''}. "
-            "Ctrl-D or `exit` quits."
-        )
-    )
+    where = _without_userinfo(args.base_url)
+    tools = f"{count} tool{'s' if count != 1 else ''}"
+    printer.note(printer.dim(f"{args.model} via {where} with {tools}. Ctrl-D or `exit` quits."))
     session = f"cli-{uuid.uuid4().hex}"
     while True:
         line = await reader.read("you> ")
