@@ -119,12 +119,13 @@ def test_unreachable_endpoint_is_one_line() -> None:
     with socket.socket() as sock:  # a port nobody listens on once this socket is closed
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    base = f"http://127.0.0.1:{port}/v1"
     proc = toolnexus(
-        "run", "--base-url", base, "--style", "openai", "--model", "m", "--api-key", "k",
-        "--no-builtins", "--once", "hi",
+        "run", "--base-url", f"http://user:hunter2@127.0.0.1:{port}/v1", "--style", "openai",
+        "--model", "m", "--api-key", "k", "--no-builtins", "--once", "hi",
     )  # fmt: skip
-    assert one_line_error(proc).startswith(f"toolnexus: error: cannot reach {base}: ")
+    # The URL is named, without the credentials it carried.
+    line = one_line_error(proc)
+    assert line.startswith(f"toolnexus: error: cannot reach http://127.0.0.1:{port}/v1: ")
 
 
 def test_provider_error_is_one_line(fake_llm: FakeLLM) -> None:
