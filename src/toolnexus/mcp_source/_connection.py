@@ -385,11 +385,14 @@ class Connection:
         if self.child is not None and self.child.exited:
             return self.child.exit_text()
         status = self._post_status
-        if isinstance(root, MCPError):
-            if self.transport == "streamable-http" and status is not None and status[0] >= 400:
-                text = _status_text(*status)
-                return text if root.message in _SYNTHETIC_HTTP_ERRORS else f"{text}: {root.message}"
-            return root.message or f"MCP error {root.code}"
+        if (
+            isinstance(root, MCPError)
+            and self.transport == "streamable-http"
+            and status is not None
+            and status[0] >= 400
+        ):
+            text = _status_text(*status)
+            return text if root.message in _SYNTHETIC_HTTP_ERRORS else f"{text}: {root.message}"
         if isinstance(root, httpx2.HTTPStatusError):
             return _status_text(root.response.status_code, root.response.reason_phrase)
         if isinstance(root, httpx2.ConnectError):
@@ -398,7 +401,21 @@ class Connection:
             return f"HTTP request to {_safe_url(self.spec.url)} timed out"
         if isinstance(root, httpx2.HTTPError):
             return f"{type(root).__name__}: {error_message(root)}"
-        return error_message(root)
+        return readable_error(root)
+
+
+def readable_error(exc: BaseException) -> str:
+    """One line for an error: an MCP error's message, a validation error's first problem."""
+    if isinstance(exc, MCPError):
+        return exc.message or f"MCP error {exc.code}"
+    if isinstance(exc, ValidationError):
+        problems = exc.errors(include_url=False, include_input=False)
+        if problems:
+            first = problems[0]
+            where = ".".join(str(part) for part in first["loc"])
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            return f"invalid {exc.title} from the server: {where}: {first['msg']}{more}"
+    return error_message(exc)
 
 
 async def list_all_tools(session: ClientSession) -> list[types.Tool]:

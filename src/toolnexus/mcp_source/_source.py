@@ -247,7 +247,12 @@ class _Server:
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
 
-        from toolnexus.mcp_source._connection import CallCancelled, CallTimedOut, _ms
+        from toolnexus.mcp_source._connection import (
+            CallCancelled,
+            CallTimedOut,
+            _ms,
+            readable_error,
+        )
 
         meta = {"server": self.name}
         if ctx.cancelled:
@@ -276,7 +281,7 @@ class _Server:
             if went_away and await conn.wait_closed(_DEATH_REPORT_WAIT) and conn is self.conn:
                 self._mark_lost(conn, reported=True)
                 return ToolResult(f'MCP server "{self.name}" {self.error}', True, meta)
-            return ToolResult(error_message(exc), True, meta)
+            return ToolResult(readable_error(exc), True, meta)
         return map_call_result(result, self.name)
 
     async def _recover(self) -> str | None:

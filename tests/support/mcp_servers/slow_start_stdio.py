@@ -7,6 +7,7 @@ Run it as a script::
     python slow_start_stdio.py --tools 3          # tools ping0..ping2
     python slow_start_stdio.py --hang initialize  # never answers `initialize`
     python slow_start_stdio.py --hang tools/list  # answers `initialize`, never `tools/list`
+    python slow_start_stdio.py --bare-tools       # tools listed with no description or schema
 
 It speaks just enough MCP (newline-delimited JSON-RPC 2.0) for `initialize`, `tools/list`,
 `tools/call` (each `pingN` answers `pong`) and `ping`; it exits when stdin closes. Made for
@@ -31,6 +32,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--tools", type=int, default=1)
     parser.add_argument("--hang", choices=["initialize", "tools/list"], default=None)
+    parser.add_argument("--bare-tools", action="store_true", help="list tools without a schema")
     args = parser.parse_args()
     time.sleep(args.delay)
     tools = [
@@ -41,6 +43,8 @@ def main() -> None:
         }
         for i in range(args.tools)
     ]
+    if args.bare_tools:
+        tools = [{"name": t["name"]} for t in tools]
     for line in sys.stdin:
         if not line.strip():
             continue
