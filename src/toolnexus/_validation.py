@@ -1,21 +1,30 @@
-"""Argument validation against a tool's `input_schema` (jsonschema, compiled once per tool)."""
+"""Argument checks against a tool's `input_schema` (jsonschema), compiled once per tool."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from toolnexus.types import Tool
 
 
-def _compile(schema: dict[str, Any]) -> Any:
-    from jsonschema import validators  # type: ignore[import-untyped]  # heavy: load on first use
+class _ArgumentCheck:
+    """A tool's compiled checks: strict-mode null stripping, then schema validation."""
 
-    cls = validators.validator_for(schema, default=validators.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except Exception:
-        return None  # a server's malformed schema must not make its tool uncallable
-    return cls(schema)
+    __slots__ = ("strip", "validator")
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        from jsonschema import validators  # type: ignore[import-untyped]  # heavy: first use
+
+        from toolnexus._schema import null_stripper
+
+        self.strip: Callable[[Any], Any] | None = null_stripper(schema)
+        cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+        try:
+            cls.check_schema(schema)
+            self.validator: Any = cls(schema)
+        except Exception:  # a server's malformed schema must not make its tool uncallable
+            self.validator = None
 
 
 def _path(error: Any) -> str:
@@ -23,35 +32,23 @@ def _path(error: Any) -> str:
     return ".".join(parts) if parts else "(arguments)"
 
 
-def argument_errors(tool: Tool, args: Any) -> str | None:
-    """`None` when `args` satisfies the tool's schema, else one line per problem."""
+def check_arguments(tool: Tool, args: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """`(args, None)` when `args` satisfy the tool's schema, else `(args, <one line per problem>)`.
+
+    Nulls that mean "not given" (OpenAI strict mode sends them for omitted optional arguments)
+    are dropped first. Tools that validate their own arguments pass through untouched.
+    """
     if tool.self_validating:
-        return None
-    validator = tool._validator
-    if validator is None:
-        validator = _compile(tool.input_schema) or False
-        tool._validator = validator
-    if validator is False:
-        return None
-    errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+        return args, None
+    check = tool._validator
+    if check is None:
+        check = tool._validator = _ArgumentCheck(tool.input_schema)
+    if check.strip is not None:
+        args = check.strip(args)
+    if check.validator is None:
+        return args, None
+    errors = sorted(check.validator.iter_errors(args), key=lambda e: list(e.absolute_path))
     if not errors:
-        return None
+        return args, None
     lines = [f"- {_path(e)}: {e.message}" for e in errors]
-    return f"Invalid arguments for tool {tool.name}:\n" + "\n".join(lines)
-
-
-_strippers: dict[int, tuple[dict[str, Any], Any]] = {}
-
-
-def drop_absent_nulls(tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
-    """`args` without the `null`s that mean "not given" (OpenAI strict mode), see `_schema`."""
-    schema = tool.input_schema
-    hit = _strippers.get(id(schema))
-    if hit is None or hit[0] is not schema:
-        from toolnexus._schema import null_stripper
-
-        if len(_strippers) > 4096:  # schemas are few; bound the cache anyway
-            _strippers.clear()
-        hit = _strippers[id(schema)] = (schema, null_stripper(schema))
-    strip = hit[1]
-    return args if strip is None else strip(args)  # type: ignore[no-any-return]
+    return args, f"Invalid arguments for tool {tool.name}:\n" + "\n".join(lines)

@@ -13,7 +13,7 @@ from toolnexus import adapters
 from toolnexus._config import read_config
 from toolnexus._log import warn
 from toolnexus._naming import add_unique
-from toolnexus._validation import argument_errors, drop_absent_nulls
+from toolnexus._validation import check_arguments
 from toolnexus.types import Answer, Request, Tool, ToolContext, ToolResult, error_message
 
 if TYPE_CHECKING:
@@ -193,9 +193,7 @@ class Toolkit:
                 f"got {type(args).__name__}",
                 True,
             )
-        if not tool.self_validating:
-            args = drop_absent_nulls(tool, args)
-        problems = argument_errors(tool, args)
+        args, problems = check_arguments(tool, args)
         if problems is not None:
             return ToolResult(problems, True)
         try:
