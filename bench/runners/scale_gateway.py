@@ -1,20 +1,27 @@
 """`scale_gateway`: MCP `tools/call` through `toolkit.serve(..., mcp={})` versus direct.
 
-Direct: the SDK `ClientSession` over stdio to the fixture server. Gateway: the same SDK
-client over streamable HTTP to a toolnexus gateway process (fixtures/gateway.py) whose toolkit
-holds that server over stdio. Latency is sequential calls of `add`; throughput keeps
-`--inflight` calls outstanding. p50 is the gateway's; `added_ms` = gateway p50 − direct p50.
+Three paths to the same fixture server, each with the SDK's `ClientSession`:
+- direct: over stdio to the server;
+- SDK HTTP: the server itself on the SDK's streamable-HTTP transport (the transport's cost);
+- gateway: over streamable HTTP to a toolnexus gateway process (fixtures/gateway.py) whose
+  toolkit holds the server over stdio; measured again with a bare httpx2 JSON-RPC client
+  (no SDK) to separate the gateway's own cost from the SDK client's.
+Latency is sequential calls of `add`; throughput keeps `--inflight` calls outstanding. p50 is
+the gateway's; `added_ms` = gateway p50 − direct p50.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -62,46 +69,130 @@ async def direct(args: argparse.Namespace) -> dict[str, float]:
         return await measure(session, "add", args)
 
 
-async def through_gateway(args: argparse.Namespace) -> tuple[dict[str, float], float | None]:
+class RawSession:
+    """A minimal MCP-over-HTTP client (httpx2 POSTs, no SDK) to see the server's own cost."""
+
+    def __init__(self, url: str) -> None:
+        import httpx2
+
+        self.url = url
+        self.http = httpx2.AsyncClient(timeout=30)
+        self.headers = {
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+        }
+        self.ids = iter(range(1, 1 << 30))
+
+    async def rpc(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params or {}}
+        notify = method.startswith("notifications/")
+        if not notify:
+            message["id"] = next(self.ids)
+        response = await self.http.post(self.url, json=message, headers=self.headers)
+        if "mcp-session-id" in response.headers:
+            self.headers["mcp-session-id"] = response.headers["mcp-session-id"]
+        if notify:
+            return None
+        text = response.text
+        if not text.lstrip().startswith("{"):  # an SSE answer: the data line holds the JSON
+            text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+        return json.loads(text)["result"]
+
+    async def initialize(self) -> None:
+        result = await self.rpc(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        )
+        self.headers["mcp-protocol-version"] = result["protocolVersion"]
+        await self.rpc("notifications/initialized")
+
+    async def list_tools(self) -> Any:
+        result = await self.rpc("tools/list")
+        return SimpleNamespace(tools=[SimpleNamespace(name=t["name"]) for t in result["tools"]])
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        result = await self.rpc("tools/call", {"name": name, "arguments": arguments})
+        return SimpleNamespace(
+            content=[SimpleNamespace(text=p.get("text", "")) for p in result["content"]],
+            is_error=result.get("isError", False),
+        )
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+
+@contextlib.asynccontextmanager
+async def sdk_session(url: str) -> AsyncIterator[Any]:
     from mcp.client.streamable_http import streamable_http_client
 
     from mcp import ClientSession
 
-    gateway = subprocess.Popen(
-        [c.repo_python(), str(c.FIXTURES_DIR / "gateway.py")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert gateway.stdin is not None and gateway.stdout is not None
+    async with (
+        streamable_http_client(url) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+@contextlib.asynccontextmanager
+async def raw_session(url: str) -> AsyncIterator[Any]:
+    session = RawSession(url)
     try:
-        url = gateway.stdout.readline().strip()
-        if not url.startswith("http"):
-            raise RuntimeError(f"gateway did not start (printed {url!r})")
-        async with (
-            streamable_http_client(url) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            names = [t.name for t in (await session.list_tools()).tools]
-            tool = next((n for n in names if n.endswith("add")), None)
-            if tool is None:
-                raise RuntimeError(f"the gateway exposes no add tool: {names}")
-            stats = await measure(session, tool, args)
-        gateway.stdin.close()
-        tail = gateway.stdout.read().strip().splitlines()
-        gateway.wait(timeout=30)
-        rss = json.loads(tail[-1])["rss_mb"] if tail else None
-        return stats, rss
+        await session.initialize()
+        yield session
     finally:
-        if gateway.poll() is None:
-            gateway.kill()
-            gateway.wait()
+        await session.aclose()
+
+
+async def over_http(
+    command: list[str], args: argparse.Namespace, *, reports_rss: bool = False, raw: bool = False
+) -> dict[str, Any]:
+    """Measure an MCP server process that prints its streamable-HTTP endpoint URL.
+
+    With `reports_rss` the process exits on stdin EOF after printing `{"rss_mb": ...}`.
+    """
+
+    server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        url = server.stdout.readline().strip()
+        if not url.startswith("http"):
+            raise RuntimeError(f"{command[-1]} did not start (printed {url!r})")
+        async with (raw_session if raw else sdk_session)(url) as session:
+            names = [t.name for t in (await session.list_tools()).tools]
+            tool = next((n for n in names if n == "add" or n.endswith("_add")), None)
+            if tool is None:
+                raise RuntimeError(f"{url} exposes no add tool: {names}")
+            stats: dict[str, Any] = await measure(session, tool, args)
+        stats["rss_mb"] = None
+        if reports_rss:
+            try:
+                out, _ = server.communicate(timeout=10)
+                stats["rss_mb"] = json.loads(out.strip().splitlines()[-1])["rss_mb"]
+            except (subprocess.TimeoutExpired, ValueError, KeyError, IndexError):
+                pass
+        return stats
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     base = await direct(args)
-    gate, gateway_rss = await through_gateway(args)
+    sdk_http = await over_http([*c.mcp_server_command(), "--http"], args)
+    gateway = [c.repo_python(), str(c.FIXTURES_DIR / "gateway.py")]
+    gate = await over_http(gateway, args, reports_rss=True)
+    gate_raw = await over_http(gateway, args, raw=True)
     added = gate["p50_ms"] - base["p50_ms"]
     return {
         "name": "scale_gateway",
@@ -116,13 +207,21 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "direct_p50_ms": base["p50_ms"],
         "direct_p95_ms": base["p95_ms"],
         "direct_calls_per_s": base["calls_per_s"],
+        "sdk_http_p50_ms": sdk_http["p50_ms"],
+        "sdk_http_calls_per_s": sdk_http["calls_per_s"],
         "added_ms": added,
+        "added_vs_sdk_http_ms": gate["p50_ms"] - sdk_http["p50_ms"],
+        "gateway_raw_client_p50_ms": gate_raw["p50_ms"],
+        "gateway_raw_client_calls_per_s": gate_raw["calls_per_s"],
         "inflight": args.inflight,
-        "gateway_rss_mb": gateway_rss,
+        "gateway_rss_mb": gate.get("rss_mb"),
         "headline": (
-            f"tools/call p50 {gate['p50_ms']:.2f} ms via gateway vs {base['p50_ms']:.2f} ms "
-            f"direct (+{added:.2f} ms); {gate['calls_per_s']:.0f} vs "
-            f"{base['calls_per_s']:.0f} calls/s with {args.inflight} in flight"
+            f"tools/call p50: gateway {gate['p50_ms']:.2f} ms, direct stdio "
+            f"{base['p50_ms']:.2f} ms (+{added:.2f} ms), SDK's own HTTP server "
+            f"{sdk_http['p50_ms']:.2f} ms, gateway with a bare httpx2 client "
+            f"{gate_raw['p50_ms']:.2f} ms; {gate['calls_per_s']:.0f} vs "
+            f"{base['calls_per_s']:.0f} (stdio) / {sdk_http['calls_per_s']:.0f} (SDK HTTP) "
+            f"calls/s with {args.inflight} in flight"
         ),
     }
 
