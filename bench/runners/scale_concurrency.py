@@ -82,8 +82,8 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=200, help="concurrent runs per burst")
     parser.add_argument("--bursts", type=int, default=3)
     parser.add_argument("--base-url", help="mock LLM base URL (default: start one)")
-    parser.add_argument("--quick", action="store_true", help="one burst")
+    parser.add_argument("--quick", action="store_true", help="one burst of 50")
     ARGS = parser.parse_args()
     if ARGS.quick:
-        ARGS.bursts = 1
+        ARGS.runs, ARGS.bursts = min(ARGS.runs, 50), 1
     c.guarded("scale_concurrency", lambda: main(ARGS))

@@ -72,8 +72,8 @@ if __name__ == "__main__":
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--base-url", help="unused (the harness passes it to every runner)")
-    parser.add_argument("--quick", action="store_true", help="2 repeats")
+    parser.add_argument("--quick", action="store_true", help="1 repeat")
     ARGS = parser.parse_args()
     if ARGS.quick:
-        ARGS.repeats = min(ARGS.repeats, 2)
+        ARGS.repeats = 1
     c.guarded("scale_mcp_connect", lambda: main(ARGS))

@@ -78,8 +78,8 @@ if __name__ == "__main__":
     parser.add_argument("--skills", type=int, default=5000)
     parser.add_argument("--builds", type=int, default=5)
     parser.add_argument("--base-url", help="unused (the harness passes it to every runner)")
-    parser.add_argument("--quick", action="store_true", help="1,000 skills, 2 builds")
+    parser.add_argument("--quick", action="store_true", help="500 skills, 2 builds")
     ARGS = parser.parse_args()
     if ARGS.quick:
-        ARGS.skills, ARGS.builds = min(ARGS.skills, 1000), min(ARGS.builds, 2)
+        ARGS.skills, ARGS.builds = min(ARGS.skills, 500), min(ARGS.builds, 2)
     c.guarded("scale_skills", lambda: main(ARGS))

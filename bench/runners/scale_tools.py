@@ -112,8 +112,8 @@ if __name__ == "__main__":
     parser.add_argument("--tools", type=int, default=2000)
     parser.add_argument("--calls", type=int, default=5000)
     parser.add_argument("--base-url", help="unused (the harness passes it to every runner)")
-    parser.add_argument("--quick", action="store_true", help="1,000 warm calls")
+    parser.add_argument("--quick", action="store_true", help="200 tools, 1,000 warm calls")
     ARGS = parser.parse_args()
     if ARGS.quick:
-        ARGS.calls = min(ARGS.calls, 1000)
+        ARGS.tools, ARGS.calls = min(ARGS.tools, 200), min(ARGS.calls, 1000)
     c.guarded("scale_tools", lambda: main(ARGS))
