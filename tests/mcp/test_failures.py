@@ -60,7 +60,7 @@ async def special(
         "listless": {"command": command(SLOW_START, "--hang", "tools/list"), "timeout": 2000},
         "bare": {"command": command(SLOW_START, "--bare-tools")},
         "dup": {"command": command(PAGED, "--dup-cursor")},
-        "endless": {"command": command(PAGED, "--endless", "--per-page", "1"), "timeout": 120000},
+        "endless": {"command": command(SLOW_START, "--endless"), "timeout": 120000},
         "missing": {"command": "definitely-not-installed-xyz --flag"},
         "badcwd": {"command": command(SLOW_START), "cwd": "/nonexistent/toolnexus-dir"},
         "wrongtype": {"command": 5},

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from support.mcp_servers import BASIC, SLOW_START, ThreadedHttpServer, command
-from toolnexus import Toolkit, create_toolkit
+from toolnexus import Toolkit, create_toolkit, create_toolkit_sync
 from toolnexus.mcp_source import McpServerState
 
 
@@ -116,3 +116,17 @@ async def test_a_toolkit_without_mcp_config_has_no_mcp_state() -> None:
     tk = await create_toolkit(builtins=False)
     assert (tk.mcp_status(), tk.mcp_servers(), tk.tools()) == ({}, {}, [])
     await tk.close()
+
+
+def test_a_sync_toolkit_runs_and_closes_its_servers() -> None:
+    tk = create_toolkit_sync(
+        mcp_config={"pinger": {"command": command(SLOW_START)}}, builtins=False
+    )
+    try:
+        assert tk.mcp_status() == {"pinger": "connected"}
+        assert tk.execute_sync("pinger_ping0").output == "pong"
+        server = tk.mcp_servers()["pinger"]
+        assert (server.transport, server.tool_count) == ("stdio", 1)
+    finally:
+        tk.close_sync()
+    assert tk.execute_sync("pinger_ping0").output == 'MCP server "pinger" is closed'

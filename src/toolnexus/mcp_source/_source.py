@@ -432,8 +432,15 @@ async def _run_load(
     everything.result()
 
 
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark the aborted jobs' outcome as seen (the abort itself is what gets reported)."""
+    if not future.cancelled():
+        future.exception()
+
+
 async def _abort(jobs: asyncio.Future[Any], abort: Callable[[], Coroutine[Any, Any, None]]) -> None:
     jobs.cancel()
+    jobs.add_done_callback(_retrieve)
     closing = asyncio.ensure_future(abort())
     try:
         await asyncio.shield(closing)

@@ -79,12 +79,14 @@ async def stdio_transport(
     if cwd is not None and not await anyio.to_thread.run_sync(os.path.isdir, cwd):
         raise SpawnError(f'"cwd" {cwd} is not a directory')
     try:
-        process = await anyio.open_process(
-            list(command),
-            env={**os.environ, **(env or {})},
-            cwd=cwd,
-            start_new_session=True,  # its own process group: the whole tree can be killed
-        )
+        # Shielded: a cancellation landing mid-spawn would leave a child nobody waits for.
+        with anyio.CancelScope(shield=True):
+            process = await anyio.open_process(
+                list(command),
+                env={**os.environ, **(env or {})},
+                cwd=cwd,
+                start_new_session=True,  # its own process group: the whole tree can be killed
+            )
     except OSError as exc:
         raise SpawnError(f'cannot start "{command[0]}": {exc.strerror or exc}') from None
     state.pid = process.pid

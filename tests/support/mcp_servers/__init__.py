@@ -100,7 +100,9 @@ class ThreadedHttpServer:
         return f"http://127.0.0.1:{self.port}{path}"
 
     def stop(self) -> None:
+        """Stop at once: open event streams are cut, not waited for."""
         self._server.should_exit = True
+        self._server.force_exit = True
         self._thread.join(timeout=10)
 
 

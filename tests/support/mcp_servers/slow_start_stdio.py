@@ -8,6 +8,7 @@ Run it as a script::
     python slow_start_stdio.py --hang initialize  # never answers `initialize`
     python slow_start_stdio.py --hang tools/list  # answers `initialize`, never `tools/list`
     python slow_start_stdio.py --bare-tools       # tools listed with no description or schema
+    python slow_start_stdio.py --endless          # every tools/list page has a new nextCursor
 
 It speaks just enough MCP (newline-delimited JSON-RPC 2.0) for `initialize`, `tools/list`,
 `tools/call` (each `pingN` answers `pong`) and `ping`; it exits when stdin closes. Made for
@@ -33,6 +34,7 @@ def main() -> None:
     parser.add_argument("--tools", type=int, default=1)
     parser.add_argument("--hang", choices=["initialize", "tools/list"], default=None)
     parser.add_argument("--bare-tools", action="store_true", help="list tools without a schema")
+    parser.add_argument("--endless", action="store_true", help="a new nextCursor on every page")
     args = parser.parse_args()
     time.sleep(args.delay)
     tools = [
@@ -62,7 +64,11 @@ def main() -> None:
                 },
             )
         elif method == "tools/list":
-            reply(message["id"], {"tools": tools})
+            page: dict[str, object] = {"tools": tools}
+            if args.endless:
+                cursor = (message.get("params") or {}).get("cursor") or "page-0"
+                page["nextCursor"] = f"page-{int(cursor.split('-')[1]) + 1}"
+            reply(message["id"], page)
         elif method == "tools/call":
             reply(message["id"], {"content": [{"type": "text", "text": "pong"}]})
         else:
