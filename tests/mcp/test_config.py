@@ -188,3 +188,25 @@ def test_apply_tools_filter_over_objects_and_dicts(caplog: pytest.LogCaptureFixt
     assert apply_tools_filter("fs", defs, {"read": True, "ghost": True}) == [{"name": "read"}]
     assert apply_tools_filter("fs", defs, {"delete": False}) == defs[:2]
     assert '[toolnexus] MCP server "fs" tools filter key "ghost" matches nothing' in caplog.text
+
+
+def test_the_shared_example_config() -> None:
+    path = Path(__file__).parents[2] / "examples" / "mcp.json"
+    servers = parse_mcp_config(path)
+    assert list(servers) == ["everything", "example-remote"]
+    everything = check_server("everything", servers["everything"])
+    assert everything.command == ("npx", "-y", "@modelcontextprotocol/server-everything")
+    assert (everything.enabled, everything.timeout, everything.remote) == (True, 30.0, False)
+    assert is_remote(servers["example-remote"]) and not is_enabled(servers["example-remote"])
+
+
+async def test_a_disabled_server_is_never_contacted(tmp_path: Path) -> None:
+    from toolnexus.mcp_source import load_mcp
+
+    example = json.loads((Path(__file__).parents[2] / "examples" / "mcp.json").read_text())
+    del example["mcpServers"]["everything"]  # no npx or network in tests
+    source = await load_mcp(example)
+    assert source.status == {"example-remote": "disabled"}
+    assert source.servers["example-remote"].transport is None
+    assert source.tools == []
+    await source.close()
