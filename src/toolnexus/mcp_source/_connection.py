@@ -34,6 +34,7 @@ from toolnexus._log import logger, warn
 from toolnexus.mcp_source._config import ServerSpec
 from toolnexus.mcp_source._elicitation import answer_to_elicit_result, elicitation_to_request
 from toolnexus.mcp_source._source import wait_signal
+from toolnexus.mcp_source._state import Transport
 from toolnexus.mcp_source._stdio import ChildState, SpawnError, TransportStreams, stdio_transport
 from toolnexus.types import Answer, Request, Signal, error_message
 
@@ -91,7 +92,7 @@ class Connection:
         on_lost: Callable[[Connection], None] | None = None,
     ) -> None:
         self.spec = spec
-        self.transport: str | None = None
+        self.transport: Transport | None = None
         self.session: ClientSession | None = None
         self.tools: list[types.Tool] = []
         self.child: ChildState | None = None
@@ -198,6 +199,7 @@ class Connection:
 
     async def _run(self) -> None:
         spec = self.spec
+        self._arm("connect")
         if not spec.remote:
             self.transport = "stdio"
             self.child = ChildState()
@@ -375,7 +377,9 @@ class Connection:
     # -- reasons --------------------------------------------------------------------------------
 
     def _timeout_text(self, phase: str | None = None) -> str:
-        return f"{phase or self._phase or 'connect'} timed out after {_ms(self.spec.timeout)} ms"
+        return (
+            f"{phase or self._phase or 'connect'} timed out after {format_ms(self.spec.timeout)} ms"
+        )
 
     def _describe(self, exc: BaseException) -> str:
         """A readable reason for a failure, never containing header values."""
@@ -402,6 +406,11 @@ class Connection:
         if isinstance(root, httpx2.HTTPError):
             return f"{type(root).__name__}: {error_message(root)}"
         return readable_error(root)
+
+
+def connection_went_away(exc: BaseException) -> bool:
+    """The call failed because the connection closed (the server may have gone away)."""
+    return isinstance(exc, MCPError) and exc.code == types.CONNECTION_CLOSED
 
 
 def readable_error(exc: BaseException) -> str:
@@ -510,6 +519,7 @@ def _safe_url(url: str) -> str:
         return "the server"
 
 
-def _ms(seconds: float) -> str:
+def format_ms(seconds: float) -> str:
+    """Seconds as whole milliseconds when exact (`0.3` ⇒ `300`)."""
     value = seconds * 1000
     return str(int(value)) if value == int(value) else f"{value:g}"

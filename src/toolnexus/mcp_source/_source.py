@@ -9,6 +9,7 @@ import asyncio
 import importlib
 import os
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus._filters import apply_name_filter
@@ -35,15 +36,15 @@ ConfigInput = str | os.PathLike[str] | Mapping[str, Any]
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 _DEATH_REPORT_WAIT = 2.0  # how long a failed call waits to learn whether the server went away
 _SIGNAL_POLL = 0.02  # for signals that are not an asyncio.Event
-_sdk_loaded = False
+_sdk: ModuleType | None = None  # `toolnexus.mcp_source._connection`, once imported
 
 
-async def _load_sdk() -> None:
+async def _load_sdk() -> ModuleType:
     """Import the MCP SDK (about a second of work) in a thread, once, off the event loop."""
-    global _sdk_loaded
-    if not _sdk_loaded:
-        await asyncio.to_thread(importlib.import_module, "toolnexus.mcp_source._connection")
-        _sdk_loaded = True
+    global _sdk
+    if _sdk is None:
+        _sdk = await asyncio.to_thread(importlib.import_module, "toolnexus.mcp_source._connection")
+    return _sdk
 
 
 async def wait_signal(signal: Signal) -> None:
@@ -156,11 +157,9 @@ class _Server:
 
     # -- connecting -----------------------------------------------------------------------------
 
-    def new_connection(self, *, list_only: bool = False) -> Connection:
-        from toolnexus.mcp_source._connection import Connection
-
+    def new_connection(self, sdk: ModuleType, *, list_only: bool = False) -> Connection:
         assert self.spec is not None
-        conn = Connection(
+        conn: Connection = sdk.Connection(
             self.spec,
             wait_for=self._wait_for,
             list_only=list_only,
@@ -172,18 +171,16 @@ class _Server:
 
     async def connect(self, *, list_only: bool = False) -> bool:
         """Connect and list; on failure record `failed` and warn. Never raises (but cancel)."""
-        from toolnexus.mcp_source._connection import LoadError
-
-        await _load_sdk()
-        conn = self.conn = self.new_connection(list_only=list_only)
+        sdk = await _load_sdk()
+        conn = self.conn = self.new_connection(sdk, list_only=list_only)
         try:
             await conn.wait_ready()
-        except LoadError as exc:
+        except sdk.LoadError as exc:
             self._failed(conn, str(exc))
             return False
         self.status = "connected"
         self.error = None
-        self.transport = conn.transport  # type: ignore[assignment]
+        self.transport = conn.transport
         self._lost = None
         self._lost_reported = False
         self._reconnect_tried = False
@@ -194,7 +191,7 @@ class _Server:
     def _failed(self, conn: Connection, reason: str) -> None:
         self.status = "failed"
         self.error = reason
-        self.transport = conn.transport  # type: ignore[assignment]
+        self.transport = conn.transport
         warn(f'MCP server "{self.name}" failed: {reason}')
 
     def _build_tools(self, listed: Sequence[Any]) -> list[Tool]:
@@ -244,16 +241,8 @@ class _Server:
 
     async def call(self, tool_name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """`tools/call` on this server, mapped to a `ToolResult` (never raises a tool failure)."""
-        from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED
-
-        from toolnexus.mcp_source._connection import (
-            CallCancelled,
-            CallTimedOut,
-            _ms,
-            readable_error,
-        )
-
+        sdk = _sdk  # imported by the connect that made this tool
+        assert sdk is not None
         meta = {"server": self.name}
         if ctx.cancelled:
             return ToolResult(f"MCP tool {tool_name} was cancelled", True, meta)
@@ -268,20 +257,25 @@ class _Server:
         timeout = ctx.timeout if ctx.timeout is not None else self.spec.timeout
         try:
             result = await conn.call_tool(tool_name, args, timeout, ctx.signal)
-        except CallTimedOut:
-            return ToolResult(f"MCP tool {tool_name} timed out after {_ms(timeout)} ms", True, meta)
-        except CallCancelled:
+        except sdk.CallTimedOut:
+            return ToolResult(
+                f"MCP tool {tool_name} timed out after {sdk.format_ms(timeout)} ms", True, meta
+            )
+        except sdk.CallCancelled:
             return ToolResult(f"MCP tool {tool_name} was cancelled", True, meta)
         except Exception as exc:
             if self._closed:
                 return ToolResult(
                     f'MCP server "{self.name}" was closed during the call', True, meta
                 )
-            went_away = isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
-            if went_away and await conn.wait_closed(_DEATH_REPORT_WAIT) and conn is self.conn:
+            if (
+                sdk.connection_went_away(exc)
+                and await conn.wait_closed(_DEATH_REPORT_WAIT)
+                and conn is self.conn
+            ):
                 self._mark_lost(conn, reported=True)
                 return ToolResult(f'MCP server "{self.name}" {self.error}', True, meta)
-            return ToolResult(readable_error(exc), True, meta)
+            return ToolResult(sdk.readable_error(exc), True, meta)
         return map_call_result(result, self.name)
 
     async def _recover(self) -> str | None:
