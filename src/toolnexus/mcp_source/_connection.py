@@ -449,7 +449,17 @@ async def run_bounded(call: Awaitable[T], timeout: float | None, signal: Signal 
     """Await `call` in its own task, abandoning it on `timeout` or when `signal` is set.
 
     Abandoning cancels the task, which makes the SDK send the server `notifications/cancelled`.
+    Without a signal the call runs in the caller's task under `asyncio.timeout` (no extra task).
     """
+    if signal is None:
+        bound = asyncio.timeout(timeout)
+        try:
+            async with bound:
+                return await call
+        except TimeoutError:
+            if bound.expired():
+                raise CallTimedOut from None
+            raise
     task: asyncio.Future[T] = asyncio.ensure_future(call)
     waiters: set[asyncio.Future[Any]] = {task}
     watcher: asyncio.Future[None] | None = None
