@@ -45,10 +45,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
             await asyncio.gather(*(one(False) for _ in range(20)))  # warm pools and caches
             errors.clear()
+            cpu_start = time.process_time()
             for _ in range(args.bursts):
                 start = time.perf_counter()
                 await asyncio.gather(*(one(True) for _ in range(args.runs)))
                 rates.append(args.runs / (time.perf_counter() - start))
+            cpu_ms = (time.process_time() - cpu_start) * 1000
         finally:
             await toolkit.close()
     total = args.runs * args.bursts
@@ -65,11 +67,13 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "bursts": args.bursts,
         "runs": total,
         "runs_per_s": rate,
+        "cpu_ms_per_run": cpu_ms / total,
         "p99_ms": p99,
         "errors": len(errors),
         "headline": (
             f"{args.runs} concurrent runs x{args.bursts}: {rate:.0f} runs/s, "
-            f"p50 {stats['p50_ms'] or 0:.0f} ms, p99 {p99 or 0:.0f} ms, {len(errors)} errors"
+            f"p50 {stats['p50_ms'] or 0:.0f} ms, p99 {p99 or 0:.0f} ms, {len(errors)} errors; "
+            f"{cpu_ms / total:.1f} ms CPU per run in the client process"
         ),
     }
     if errors:
