@@ -245,15 +245,22 @@ def _line_editing() -> Iterator[None]:
 
 class _LineReader:
     """Reads prompt lines in a daemon thread so the event loop keeps serving MCP sessions and
-    signals while the user types. `None` means end of input (Ctrl-D) or Ctrl-C at the prompt."""
+    signals while the user types. `None` means end of input (Ctrl-D) or Ctrl-C at the prompt.
 
-    async def read(self, prompt: str) -> str | None:
+    Ctrl-C cannot stop a thread blocked in `input()`: after an interrupted read that thread keeps
+    reading, and the next `read` takes its line instead of starting a second reader.
+    """
+
+    def __init__(self) -> None:
+        self._line: asyncio.Future[str | None] | None = None
+
+    def _start(self, prompt: str) -> asyncio.Future[str | None]:
         loop = asyncio.get_running_loop()
-        done: asyncio.Future[str | None] = loop.create_future()
+        line: asyncio.Future[str | None] = loop.create_future()
 
         def deliver(value: str | None) -> None:
-            if not done.done():
-                done.set_result(value)
+            if not line.done():
+                line.set_result(value)
 
         def work() -> None:
             try:
@@ -264,5 +271,23 @@ class _LineReader:
                 loop.call_soon_threadsafe(deliver, value)
 
         threading.Thread(target=work, name="toolnexus-input", daemon=True).start()
-        with on_signals(lambda: deliver(None), signal.SIGINT):
-            return await done
+        return line
+
+    async def read(self, prompt: str) -> str | None:
+        if self._line is None:
+            self._line = self._start(prompt)
+        else:  # the reader of an interrupted read is still waiting for its line
+            print(prompt, end="", flush=True)
+        line = self._line
+        interrupted = asyncio.Event()
+        with on_signals(interrupted.set, signal.SIGINT):
+            stop: asyncio.Future[Any] = asyncio.ensure_future(interrupted.wait())
+            waiting: set[asyncio.Future[Any]] = {line, stop}
+            try:
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stop.cancel()
+        if not line.done():
+            return None  # Ctrl-C
+        self._line = None
+        return line.result()
