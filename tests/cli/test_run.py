@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import socket
+import sys
 from pathlib import Path
 
 import pytest
 
 from support.cli_runner import (
     EXAMPLE_SKILLS,
+    HANG_GUARD,
+    REPO,
     basic_server,
     broken_server,
     clean_env,
@@ -199,3 +204,34 @@ def test_once_without_a_terminal_reports_the_pending_question(fake_llm: FakeLLM)
     assert "  ? Pick?\n" in proc.stderr
     assert "the run waits for an answer" in proc.stderr
     assert len(fake_llm.requests) == 1
+
+
+async def test_ctrl_c_declines_a_question_and_the_next_line_still_arrives(
+    fake_llm: FakeLLM,
+) -> None:
+    fake_llm.push(
+        tools(call("question", {"questions": [{"question": "Color?"}]})),
+        text("ok after decline"),
+        lambda request: text("got: " + request.body["messages"][-1]["content"]),
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "toolnexus", "run", *_model_flags(fake_llm, "openai"),
+        "--api-key", "k", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, env=clean_env(), cwd=str(REPO),
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b"ask me\n")
+    await proc.stdin.drain()
+    seen = b""
+    while b"Color? > " not in seen:  # the question is being asked
+        chunk = await asyncio.wait_for(proc.stdout.read(256), HANG_GUARD)
+        assert chunk, seen
+        seen += chunk
+    proc.send_signal(signal.SIGINT)  # declines the question; the run goes on
+    await fake_llm.until_requests(2, timeout=HANG_GUARD)
+    proc.stdin.write(b"again\n")
+    proc.stdin.close()
+    out, err = await asyncio.wait_for(proc.communicate(), HANG_GUARD)
+    assert proc.returncode == 0, err.decode()
+    assert "✗ question failed: declined/expired: Color?" in err.decode()
+    assert "got: again" in (seen + out).decode()

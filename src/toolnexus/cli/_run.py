@@ -274,13 +274,13 @@ class _LineReader:
         return line
 
     async def read(self, prompt: str) -> str | None:
-        if self._line is None:
-            self._line = self._start(prompt)
-        else:  # the reader of an interrupted read is still waiting for its line
-            print(prompt, end="", flush=True)
-        line = self._line
         interrupted = asyncio.Event()
-        with on_signals(interrupted.set, signal.SIGINT):
+        with on_signals(interrupted.set, signal.SIGINT):  # before the prompt can be seen
+            if self._line is None:
+                self._line = self._start(prompt)
+            else:  # the reader of an interrupted read is still waiting for its line
+                print(prompt, end="", flush=True)
+            line = self._line
             stop: asyncio.Future[Any] = asyncio.ensure_future(interrupted.wait())
             waiting: set[asyncio.Future[Any]] = {line, stop}
             try:
