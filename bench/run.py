@@ -57,6 +57,13 @@ SCALE_SPECS: tuple[Spec, ...] = (
     Spec("scale_skills", "scale_skills.py", scale=True),
     Spec("scale_gateway", "scale_gateway.py", scale=True),
     Spec("import_toolnexus", "imports.py", ("--module", "toolnexus"), scale=True),
+    # What a client run with MCP tools has loaded before its first request.
+    Spec(
+        "import_toolnexus_client_mcp",
+        "imports.py",
+        ("--module", "toolnexus.client, mcp.client.session"),
+        scale=True,
+    ),
     *(
         Spec(f"import_{p.name}", "imports.py", ("--module", p.import_name), peer=p, scale=True)
         for p in PEERS
