@@ -7,22 +7,15 @@ read-only tests. Each stdio server is a real child process.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 import pytest
 
+from support.mcp_fixtures import TOKEN, TOKEN_VAR, Asker, Shared
 from support.mcp_servers import BASIC, PAGED, ThreadedHttpServer, command
 from support.mcp_servers.basic_server import http_app
-from toolnexus.mcp_source import McpSource, load_mcp_with_context
-from toolnexus.types import Answer, Request, Tool
-
-TOKEN_VAR = "TN_TEST_MCP_TOKEN"
-TOKEN = "s3cret-token-value"
+from toolnexus.mcp_source import load_mcp_with_context
 
 
 @pytest.fixture(scope="session")
@@ -38,28 +31,6 @@ def http_servers() -> Iterator[dict[str, ThreadedHttpServer]]:
     os.environ.pop(TOKEN_VAR, None)
     for server in servers.values():
         server.stop()
-
-
-@dataclass
-class Asker:
-    """A `wait_for` that records every request and answers with `answer(request)`."""
-
-    requests: list[Request] = field(default_factory=list)
-    answer: Any = None
-
-    async def __call__(self, request: Request) -> Answer | None:
-        self.requests.append(request)
-        await asyncio.sleep(0)
-        return self.answer(request) if self.answer is not None else None
-
-
-@dataclass
-class Shared:
-    source: McpSource
-    asker: Asker
-    cwd: Path
-    tools: dict[str, Tool]
-    http: dict[str, ThreadedHttpServer]
 
 
 @pytest.fixture(scope="session")

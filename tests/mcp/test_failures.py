@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TOKEN_VAR
+from support.mcp_fixtures import TOKEN_VAR
 from support.mcp_servers import BASIC, PAGED, SLOW_START, ThreadedHttpServer, command
 from support.mcp_servers.basic_server import http_app
 from toolnexus.mcp_source import McpSource, load_mcp_with_context

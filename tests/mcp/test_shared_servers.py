@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from conftest import TOKEN, Shared
+from support.mcp_fixtures import TOKEN, Shared
 from support.mcp_servers.basic_server import AUDIO_BYTES, IMAGE_BYTES
 from toolnexus import __version__
 from toolnexus.mcp_source import McpServerState, load_mcp
