@@ -7,12 +7,9 @@ from typing import Any
 
 import pytest
 
+from support.client_helpers import base_url
 from support.fake_llm import FakeLLM, running
 from toolnexus.client import Client, create_client
-from toolnexus.toolkit import Toolkit
-from toolnexus.types import Tool
-
-STYLES = ("openai", "anthropic")
 
 
 @pytest.fixture(scope="session")
@@ -25,10 +22,6 @@ def llm_server() -> Iterator[FakeLLM]:
 def llm(llm_server: FakeLLM) -> FakeLLM:
     llm_server.reset()
     return llm_server
-
-
-def base_url(llm: FakeLLM, style: str) -> str:
-    return llm.url + "/v1" if style == "openai" else llm.url
 
 
 @pytest.fixture
@@ -47,20 +40,3 @@ async def make_client(llm: FakeLLM) -> AsyncIterator[Callable[..., Client]]:
     yield make
     for client in made:
         await client.aclose()
-
-
-def kit(*tools: Tool) -> Toolkit:
-    """A toolkit holding exactly these tools (no built-ins)."""
-    return Toolkit(extra_tools=tools)
-
-
-def add_tool() -> Tool:
-    async def add(args: dict[str, Any], ctx: Any) -> str:
-        return str(args["a"] + args["b"])
-
-    schema = {
-        "type": "object",
-        "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-        "required": ["a", "b"],
-    }
-    return Tool("add", "Add two numbers.", schema, "native", add)

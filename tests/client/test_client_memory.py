@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from conftest import STYLES
+from support.client_helpers import STYLES
 from support.fake_llm import text
 from toolnexus.client import InMemoryConversationStore, RunCancelled, SQLiteConversationStore
 

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from conftest import add_tool, kit
+from support.client_helpers import add_tool, kit
 from support.fake_llm import call, error, text, tools
 from toolnexus.client import ProviderError
 from toolnexus.client._metrics import Metrics

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from conftest import STYLES, add_tool, kit
+from support.client_helpers import STYLES, add_tool, kit
 from support.fake_llm import call, text, tools
 from toolnexus.client import Hooks
 from toolnexus.types import ToolResult

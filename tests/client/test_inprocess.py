@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import add_tool, kit
+from support.client_helpers import add_tool, kit
 from toolnexus.client import create_in_process_client
 
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from conftest import STYLES, add_tool, kit
+from support.client_helpers import STYLES, add_tool, kit
 from support.fake_llm import Reply, call, error, raw, text, tools
 from toolnexus.client import ProviderError
 from toolnexus.types import Tool, ToolResult

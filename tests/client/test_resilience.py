@@ -9,7 +9,7 @@ import threading
 import httpx2
 import pytest
 
-from conftest import STYLES, base_url, kit
+from support.client_helpers import STYLES, base_url, kit
 from support.fake_llm import call, error, text, tools
 from toolnexus.client import ProviderError, RunCancelled, RunTimeout, create_client
 from toolnexus.client._retry import parse_retry_after

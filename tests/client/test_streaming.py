@@ -8,7 +8,7 @@ import json
 import httpx2
 import pytest
 
-from conftest import STYLES, add_tool, kit
+from support.client_helpers import STYLES, add_tool, kit
 from support.fake_llm import Reply, call, error, text, tools
 from toolnexus.client import ProviderError, RunCancelled, RunResult, RunTimeout
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import add_tool, kit
+from support.client_helpers import add_tool, kit
 from support.fake_llm import Reply, call, error, text, tools
 from toolnexus.client import TranslatedToolCall, TranslateResult, create_client
 from toolnexus.client._translate import finish_reason

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import STYLES, add_tool, base_url, kit
+from support.client_helpers import STYLES, add_tool, base_url, kit
 from support.fake_llm import call, text, tools
 from toolnexus.client import create_client
 from toolnexus.types import Tool
