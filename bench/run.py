@@ -94,7 +94,12 @@ def select(args: argparse.Namespace) -> list[Spec]:
             sys.exit(f"unknown runner(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
         specs = [s for s in (*REQUEST_SPECS, *SCALE_SPECS) if s.name in wanted]
     if args.quick:
+        dropped = [s.name for s in specs if s.peer is not None]
+        if dropped and args.only:
+            log(f"--quick runs no peers; not running {', '.join(dropped)}")
         specs = [s for s in specs if s.peer is None]
+    if not specs:
+        sys.exit("nothing to run")
     return specs
 
 
