@@ -80,7 +80,8 @@ def ensure_venv(peer: Peer, *, log: bool = True) -> str | None:
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"cannot install {' '.join(peer.requirements)}: {exc}"
         if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            lines = [ln.strip() for ln in (done.stderr or done.stdout).splitlines()]
+            tail = [ln for ln in lines if ln and set(ln) != {"^"}][-2:]
             return f"cannot install {' '.join(peer.requirements)}: {' / '.join(tail)}"
     stamp.write_text(wanted)
     return None

@@ -293,6 +293,10 @@ def main() -> int:
             log(f"{spec.name}: " + _brief(row))
 
     request_rows = [aggregate(name, rows) for name, rows in rounds_of.items()]
+    peer_rows = {s.name for s in runnable if s.peer is not None}
+    for row in request_rows + scale_rows:
+        if row["name"] in peer_rows and not row.get("ok") and not row.get("skipped"):
+            row["skipped"] = f"cannot run: {row.get('error')}"
     for spec in specs:
         if spec.peer is not None and spec.peer.name in skipped:
             row = skipped_row(spec, skipped[spec.peer.name])
