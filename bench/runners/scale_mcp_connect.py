@@ -1,8 +1,9 @@
 """`scale_mcp_connect`: `create_toolkit` with 8 stdio MCP servers versus 1.
 
-Every server (fixtures/slow_start_stdio.py, stdlib only) sleeps 0.5 s before it answers, so
-the figure measures how concurrently the servers are connected, not CPU: connected one after
-another 8 servers would take ~8× one. p50 is the 8-server build; `ratio` = 8 / 1 (medians).
+Every server (the MCP tests' stdlib-only `tests/support/mcp_servers/slow_start_stdio.py`, run
+with `--delay 0.5`) sleeps 0.5 s before it answers, so the figure measures how concurrently the
+servers are connected, not CPU: connected one after another 8 servers would take ~8× one.
+p50 is the 8-server build; `ratio` = 8 / 1 (medians).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import _common as c
 
-SERVER = c.FIXTURES_DIR / "slow_start_stdio.py"
+SERVER = c.REPO_DIR / "tests" / "support" / "mcp_servers" / "slow_start_stdio.py"
 
 
 async def build_ms(count: int, delay: float) -> float:
