@@ -1,4 +1,4 @@
-"""What every built-in shares: its settings, its error type, argument helpers, the tool wrapper."""
+"""What every built-in shares: settings, the error type, argument and schema helpers, wrapper."""
 
 from __future__ import annotations
 
@@ -47,29 +47,46 @@ def builtin_tool(name: str, description: str, schema: dict[str, Any], run: Run) 
 
 
 def required_str(args: dict[str, Any], key: str) -> str:
-    """A required string argument; missing, empty or not a string ⇒ `<key> is required`."""
+    """A non-empty string argument; missing, empty or not a string ⇒ `<key> is required`."""
     value = args.get(key)
     if not isinstance(value, str) or value == "":
         raise ToolError(f"{key} is required")
     return value
 
 
-def optional_str(args: dict[str, Any], key: str) -> str | None:
-    value = args.get(key)
+def required_text(args: dict[str, Any], key: str) -> str:
+    """A required string argument that may be empty (`content`, `newString`)."""
+    value = optional_str(args, key)
     if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ToolError(f"{key} must be a string")
+        raise ToolError(f"{key} is required")
+    return value
+
+
+def _optional(args: dict[str, Any], key: str, accepts: Callable[[Any], bool], kind: str) -> Any:
+    value = args.get(key)
+    if value is None or accepts(value):
+        return value
+    raise ToolError(f"{key} must be {kind}")
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float))
+
+
+def optional_str(args: dict[str, Any], key: str) -> str | None:
+    """An optional string argument (`None` when absent)."""
+    value: str | None = _optional(args, key, _is_str, "a string")
     return value
 
 
 def optional_number(args: dict[str, Any], key: str) -> float | None:
-    value = args.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ToolError(f"{key} must be a number")
-    return float(value)
+    """An optional number argument as a float (`None` when absent; booleans refused)."""
+    value = _optional(args, key, _is_number, "a number")
+    return None if value is None else float(value)
 
 
 def budget(arg: float | None, ctx: ToolContext, default: float, scale: float) -> float:
@@ -90,3 +107,21 @@ def format_number(value: float) -> str:
     """`60000` rather than `60000.0`, `300` rather than `300.00000000000006`; fractions kept."""
     rounded = round(float(value), 3)
     return str(int(rounded)) if rounded.is_integer() else str(rounded)
+
+
+# -- input schemas (builtins.md §2) -------------------------------------------------------------
+
+
+def prop(kind: str, description: str, **keywords: Any) -> dict[str, Any]:
+    """One property schema: its JSON type, extra keywords (`enum`, `items`, ...), a description."""
+    return {"type": kind, **keywords, "description": description}
+
+
+def item_object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """An object inside an array (`questions`, `todos`): no `additionalProperties` key."""
+    return {"type": "object", "properties": properties, "required": required}
+
+
+def tool_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """A built-in's top-level input schema: a closed object (`additionalProperties: false`)."""
+    return {**item_object(properties, required), "additionalProperties": False}

@@ -12,7 +12,10 @@ from toolnexus.builtins._common import (
     ToolError,
     builtin_tool,
     optional_number,
+    prop,
     required_str,
+    required_text,
+    tool_schema,
 )
 from toolnexus.builtins._output import HINT_READ, CappedBuffer
 from toolnexus.builtins._paths import os_reason, resolve
@@ -23,48 +26,39 @@ READ_DESCRIPTION = (
     "`limit` lines starting at line `offset` (1-based). Long output is cut; page through big "
     "files with offset/limit."
 )
-READ_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string", "description": "File to read."},
-        "offset": {"type": "number", "description": "First line to return (1-based)."},
-        "limit": {"type": "number", "description": "Number of lines to return."},
+READ_SCHEMA = tool_schema(
+    {
+        "path": prop("string", "File to read."),
+        "offset": prop("number", "First line to return (1-based)."),
+        "limit": prop("number", "Number of lines to return."),
     },
-    "required": ["path"],
-    "additionalProperties": False,
-}
+    required=["path"],
+)
 
 WRITE_DESCRIPTION = (
     "Create or overwrite a file with `content` (UTF-8), creating missing parent directories."
 )
-WRITE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string", "description": "File to write."},
-        "content": {"type": "string", "description": "The complete new file content."},
+WRITE_SCHEMA = tool_schema(
+    {
+        "path": prop("string", "File to write."),
+        "content": prop("string", "The complete new file content."),
     },
-    "required": ["path", "content"],
-    "additionalProperties": False,
-}
+    required=["path", "content"],
+)
 
 EDIT_DESCRIPTION = (
     "Replace an exact string in an existing file. `oldString` must occur exactly once unless "
     "`replaceAll` is true. Include enough surrounding text to make it unique."
 )
-EDIT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string", "description": "File to edit."},
-        "oldString": {"type": "string", "description": "Exact text to replace."},
-        "newString": {"type": "string", "description": "Replacement text."},
-        "replaceAll": {
-            "type": "boolean",
-            "description": "Replace every occurrence (default false).",
-        },
+EDIT_SCHEMA = tool_schema(
+    {
+        "path": prop("string", "File to edit."),
+        "oldString": prop("string", "Exact text to replace."),
+        "newString": prop("string", "Replacement text."),
+        "replaceAll": prop("boolean", "Replace every occurrence (default false)."),
     },
-    "required": ["path", "oldString", "newString"],
-    "additionalProperties": False,
-}
+    required=["path", "oldString", "newString"],
+)
 
 
 def _split_lines(fh: IO[bytes]) -> Iterator[bytes]:
@@ -169,11 +163,7 @@ def read_tool(settings: Settings) -> Tool:
 def write_tool(settings: Settings) -> Tool:
     async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raw = required_str(args, "path")
-        content = args.get("content")
-        if content is None:
-            raise ToolError("content is required")
-        if not isinstance(content, str):
-            raise ToolError("content must be a string")
+        content = required_text(args, "content")
         n = await asyncio.to_thread(_write, settings, raw, content)
         return ToolResult(f"Wrote {n} bytes to {raw}", False, {"bytes": n})
 
@@ -184,11 +174,7 @@ def edit_tool(settings: Settings) -> Tool:
     async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raw = required_str(args, "path")
         old = required_str(args, "oldString")
-        new = args.get("newString")
-        if new is None:
-            raise ToolError("newString is required")
-        if not isinstance(new, str):
-            raise ToolError("newString must be a string")
+        new = required_text(args, "newString")
         replace_all = args.get("replaceAll") is True
         n = await asyncio.to_thread(_edit, settings, raw, old, new, replace_all)
         plural = "replacement" if n == 1 else "replacements"

@@ -6,7 +6,14 @@ import asyncio
 import os
 from typing import Any
 
-from toolnexus.builtins._common import Settings, ToolError, builtin_tool, required_str
+from toolnexus.builtins._common import (
+    Settings,
+    ToolError,
+    builtin_tool,
+    prop,
+    required_str,
+    tool_schema,
+)
 from toolnexus.builtins._files import read_text
 from toolnexus.builtins._paths import os_reason, resolve
 from toolnexus.types import Tool, ToolContext, ToolResult
@@ -31,14 +38,7 @@ DESCRIPTION = (
     "Each hunk's context and removed lines must match the file exactly. All or nothing: on any "
     "error no file is changed."
 )
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "patchText": {"type": "string", "description": "The full patch text."},
-    },
-    "required": ["patchText"],
-    "additionalProperties": False,
-}
+SCHEMA = tool_schema({"patchText": prop("string", "The full patch text.")}, required=["patchText"])
 
 
 class Section:

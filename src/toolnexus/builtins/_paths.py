@@ -28,6 +28,11 @@ def base_dir(settings: Settings) -> str:
     return settings.workspace if settings.workspace is not None else os.getcwd()
 
 
+def start_dir(settings: Settings, raw: str | None) -> str:
+    """Where a search or command starts: `raw` resolved (and confined), else `base_dir`."""
+    return resolve(settings, raw) if raw else base_dir(settings)
+
+
 def os_reason(exc: OSError, path: str) -> str:
     """A short, model-readable reason for a failed file operation on `path`."""
     if isinstance(exc, FileNotFoundError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolnexus._json import compact_json
-from toolnexus.builtins._common import ToolError, builtin_tool
+from toolnexus.builtins._common import ToolError, builtin_tool, item_object, prop, tool_schema
 from toolnexus.types import Tool, ToolContext, ToolResult, pending
 
 DESCRIPTION = (
@@ -13,34 +13,19 @@ DESCRIPTION = (
     "decision or information only the user has; offer `options` when the choices are known. "
     "Never use it to ask for passwords, API keys or other secrets."
 )
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "questions": {
-            "type": "array",
-            "description": "The questions, in the order to ask them.",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "question": {"type": "string", "description": "The question text."},
-                    "header": {"type": "string", "description": "A short label for it."},
-                    "options": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "description": "Choices to offer.",
-                    },
-                    "multiple": {
-                        "type": "boolean",
-                        "description": "Whether several options may be chosen.",
-                    },
-                },
-                "required": ["question"],
-            },
-        }
+_QUESTION = item_object(
+    {
+        "question": prop("string", "The question text."),
+        "header": prop("string", "A short label for it."),
+        "options": prop("array", "Choices to offer.", items={"type": "string"}),
+        "multiple": prop("boolean", "Whether several options may be chosen."),
     },
-    "required": ["questions"],
-    "additionalProperties": False,
-}
+    required=["question"],
+)
+SCHEMA = tool_schema(
+    {"questions": prop("array", "The questions, in the order to ask them.", items=_QUESTION)},
+    required=["questions"],
+)
 
 
 def render_questions(questions: list[Any]) -> str:

@@ -15,11 +15,13 @@ from toolnexus.builtins._common import (
     builtin_tool,
     optional_number,
     optional_str,
+    prop,
     required_str,
+    tool_schema,
 )
 from toolnexus.builtins._glob import compile_glob, walk
 from toolnexus.builtins._output import HINT_SEARCH, cap_text
-from toolnexus.builtins._paths import base_dir, resolve
+from toolnexus.builtins._paths import start_dir
 from toolnexus.types import Tool, ToolContext, ToolResult
 
 DEFAULT_LIMIT = 100
@@ -35,39 +37,30 @@ GREP_DESCRIPTION = (
     "matching line (at most `limit`, default 100). `include` filters files by glob "
     "(e.g. `*.py`, `src/**/*.ts`). Skips .git, node_modules and binary files."
 )
-GREP_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "pattern": {"type": "string", "description": "Regular expression (Python syntax)."},
-        "path": {
-            "type": "string",
-            "description": "Directory to search (default: the workspace or current directory).",
-        },
-        "include": {"type": "string", "description": "Only search files matching this glob."},
-        "limit": {"type": "number", "description": "Maximum lines returned (default 100)."},
+_DEFAULT_PATH = "(default: the workspace or current directory)"
+GREP_SCHEMA = tool_schema(
+    {
+        "pattern": prop("string", "Regular expression (Python syntax)."),
+        "path": prop("string", f"File or directory to search {_DEFAULT_PATH}."),
+        "include": prop("string", "Only search files matching this glob."),
+        "limit": prop("number", "Maximum lines returned (default 100)."),
     },
-    "required": ["pattern"],
-    "additionalProperties": False,
-}
+    required=["pattern"],
+)
 
 GLOB_DESCRIPTION = (
     "Find files by glob pattern: `*` matches within a name, `**` across directories, `?` one "
     "character; a pattern without `/` matches base names. Returns sorted paths relative to "
     "`path` (at most `limit`, default 100). Skips .git and node_modules."
 )
-GLOB_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "pattern": {"type": "string", "description": "Glob pattern, e.g. `**/*.py`."},
-        "path": {
-            "type": "string",
-            "description": "Directory to search (default: the workspace or current directory).",
-        },
-        "limit": {"type": "number", "description": "Maximum paths returned (default 100)."},
+GLOB_SCHEMA = tool_schema(
+    {
+        "pattern": prop("string", "Glob pattern, e.g. `**/*.py`."),
+        "path": prop("string", f"Directory to search {_DEFAULT_PATH}."),
+        "limit": prop("number", "Maximum paths returned (default 100)."),
     },
-    "required": ["pattern"],
-    "additionalProperties": False,
-}
+    required=["pattern"],
+)
 
 
 def _limit(args: dict[str, Any]) -> int:
@@ -76,10 +69,8 @@ def _limit(args: dict[str, Any]) -> int:
 
 
 def _root(settings: Settings, raw: str | None) -> str:
-    if raw is None or raw == "":
-        return base_dir(settings)
-    path = resolve(settings, raw)
-    if not os.path.exists(path):
+    path = start_dir(settings, raw)
+    if raw and not os.path.exists(path):
         raise ToolError(f"path not found: {raw}")
     return path
 

@@ -18,10 +18,12 @@ from toolnexus.builtins._common import (
     format_number,
     optional_number,
     optional_str,
+    prop,
     required_str,
+    tool_schema,
 )
 from toolnexus.builtins._output import HINT_BASH, CappedBuffer
-from toolnexus.builtins._paths import base_dir, resolve
+from toolnexus.builtins._paths import start_dir
 from toolnexus.types import Tool, ToolContext, ToolResult
 
 DEFAULT_TIMEOUT_MS = 60000.0
@@ -37,26 +39,17 @@ DESCRIPTION = (
     "that instead. Non-zero exit codes are reported as errors."
 )
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "command": {"type": "string", "description": "The command line to run."},
-        "workdir": {
-            "type": "string",
-            "description": "Directory to run in (default: the workspace or current directory).",
-        },
-        "timeout": {
-            "type": "number",
-            "description": "Time limit in milliseconds (default 60000).",
-        },
-        "description": {
-            "type": "string",
-            "description": "A few words saying what the command does.",
-        },
+SCHEMA = tool_schema(
+    {
+        "command": prop("string", "The command line to run."),
+        "workdir": prop(
+            "string", "Directory to run in (default: the workspace or current directory)."
+        ),
+        "timeout": prop("number", "Time limit in milliseconds (default 60000)."),
+        "description": prop("string", "A few words saying what the command does."),
     },
-    "required": ["command"],
-    "additionalProperties": False,
-}
+    required=["command"],
+)
 
 
 @functools.cache
@@ -65,10 +58,8 @@ def _shell() -> str:
 
 
 def _workdir(settings: Settings, workdir: str | None) -> str:
-    if workdir is None or workdir == "":
-        return base_dir(settings)
-    path = resolve(settings, workdir)
-    if not os.path.isdir(path):
+    path = start_dir(settings, workdir)
+    if workdir and not os.path.isdir(path):
         raise ToolError(f"workdir is not a directory: {workdir}")
     return path
 
@@ -87,6 +78,8 @@ async def _stop(proc: asyncio.subprocess.Process, reader: asyncio.Future[Any]) -
         await asyncio.wait({reader}, timeout=_DRAIN_SECONDS)
     finally:
         if not reader.done():
+            # Something outside the group still holds the pipe open: stop reading and close
+            # the pipes ourselves (asyncio offers no public call), so no descriptor leaks.
             reader.cancel()
             transport = getattr(proc, "_transport", None)
             if transport is not None:

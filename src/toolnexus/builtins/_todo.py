@@ -4,33 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolnexus.builtins._common import ToolError, builtin_tool
+from toolnexus.builtins._common import ToolError, builtin_tool, item_object, prop, tool_schema
 from toolnexus.types import Tool, ToolContext, ToolResult
 
 DESCRIPTION = (
     "Write your todo list for the current task (the whole list each time). Use it to plan "
     "multi-step work and mark items completed as you go."
 )
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "todos": {
-            "type": "array",
-            "description": "The complete list, replacing the previous one.",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string", "description": "A stable identifier."},
-                    "text": {"type": "string", "description": "What is to be done."},
-                    "completed": {"type": "boolean", "description": "Whether it is done."},
-                },
-                "required": ["id", "text", "completed"],
-            },
-        }
+_TODO = item_object(
+    {
+        "id": prop("string", "A stable identifier."),
+        "text": prop("string", "What is to be done."),
+        "completed": prop("boolean", "Whether it is done."),
     },
-    "required": ["todos"],
-    "additionalProperties": False,
-}
+    required=["id", "text", "completed"],
+)
+SCHEMA = tool_schema(
+    {"todos": prop("array", "The complete list, replacing the previous one.", items=_TODO)},
+    required=["todos"],
+)
 
 
 def render_todos(todos: list[Any]) -> str:

@@ -15,7 +15,9 @@ from toolnexus.builtins._common import (
     builtin_tool,
     format_number,
     optional_number,
+    prop,
     required_str,
+    tool_schema,
 )
 from toolnexus.builtins._output import HINT_WEB, cap_text, human_size
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message
@@ -34,20 +36,14 @@ DESCRIPTION = (
     "markdown), `text` (HTML reduced to plain text) or `html` (unchanged). `timeout` is in "
     "seconds (default 30). Long pages are cut."
 )
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "url": {"type": "string", "description": "The http:// or https:// URL to fetch."},
-        "format": {
-            "type": "string",
-            "enum": ["text", "markdown", "html"],
-            "description": "Output format (default markdown).",
-        },
-        "timeout": {"type": "number", "description": "Time limit in seconds (default 30)."},
+SCHEMA = tool_schema(
+    {
+        "url": prop("string", "The http:// or https:// URL to fetch."),
+        "format": prop("string", "Output format (default markdown).", enum=list(FORMATS)),
+        "timeout": prop("number", "Time limit in seconds (default 30)."),
     },
-    "required": ["url"],
-    "additionalProperties": False,
-}
+    required=["url"],
+)
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.I)
 
