@@ -81,7 +81,8 @@ def server() -> Iterator[tuple[str, type[Handler]]]:
     handler = type("H", (Handler,), {"release": threading.Event(), "slow_hits": []})
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # A short poll interval: shutdown() waits for one poll.
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}", handler

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 
 from support.local_http import LocalServer, echoed
 from support.polling import wait_until
-from toolnexus import ToolContext, create_toolkit, http_tool
+from toolnexus import ToolContext, Toolkit, create_toolkit, http_tool
 from toolnexus.types import Tool
 
 
@@ -82,6 +83,19 @@ async def test_dot_values_cannot_change_the_path(server: LocalServer, value: str
     assert path == "/echo/" + "%2E" * len(value) + "/tail"
 
 
+@pytest.fixture(scope="module")
+def echo_toolkit(server: LocalServer) -> Iterator[tuple[asyncio.Runner, Toolkit]]:
+    """A toolkit on its own event loop, for the sync hypothesis test below (one loop, one pool)."""
+    runner = asyncio.Runner()
+    tool = echo_tool(server, "GET", "/echo/{a}/tail")
+    toolkit = runner.run(create_toolkit(extra_tools=[tool], builtins=False))
+    try:
+        yield runner, toolkit
+    finally:
+        runner.run(toolkit.close())
+        runner.close()
+
+
 @settings(
     derandomize=True,
     max_examples=40,
@@ -89,14 +103,11 @@ async def test_dot_values_cannot_change_the_path(server: LocalServer, value: str
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(value=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20))
-def test_any_placeholder_value_arrives_intact(server: LocalServer, value: str) -> None:
-    async def call() -> Any:
-        # A toolkit per loop: closing it closes that loop's pooled client.
-        tool = echo_tool(server, "GET", "/echo/{a}/tail")
-        async with await create_toolkit(extra_tools=[tool], builtins=False) as tk:
-            return await tk.execute("echo", {"a": value})
-
-    res = asyncio.run(call())
+def test_any_placeholder_value_arrives_intact(
+    echo_toolkit: tuple[asyncio.Runner, Toolkit], value: str
+) -> None:
+    runner, toolkit = echo_toolkit
+    res = runner.run(toolkit.execute("echo", {"a": value}))
     path = echoed(res.output)["path"]
     assert path.startswith("/echo/") and path.endswith("/tail")
     assert unquote(path[len("/echo/") : -len("/tail")]) == value
@@ -129,6 +140,10 @@ async def test_raw_body_and_explicit_content_type(server: LocalServer) -> None:
     seen = echoed((await tool.execute({"body": "a,b\n1,2", "ignored": 1})).output)
     assert seen["body"] == "a,b\n1,2"
     assert seen["headers"]["content-type"] == "text/csv"
+    structured = echoed((await tool.execute({"body": {"a": [1, True]}})).output)
+    assert structured["body"] == '{"a":[1,true]}'  # a non-string body travels as its JSON
+    nothing = echoed((await tool.execute({"other": 1})).output)
+    assert nothing["body"] == ""
     json_tool = echo_tool(server, "POST", headers={"Content-Type": "application/vnd.x+json"})
     seen = echoed((await json_tool.execute({"k": "v"})).output)
     assert seen["headers"]["content-type"] == "application/vnd.x+json"

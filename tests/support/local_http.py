@@ -287,7 +287,9 @@ class ServerThread:
     """Uvicorn serving `app` on an ephemeral 127.0.0.1 port from a daemon thread."""
 
     def __init__(self, app: ASGIApp) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP explicitly: asyncio turns on TCP_NODELAY only for sockets whose proto says
+        # TCP; without it every answer stalls ~40 ms (Nagle + delayed ACK).
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
