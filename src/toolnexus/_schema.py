@@ -133,7 +133,7 @@ def allows_null(schema: Any) -> bool:
         return True
     if schema.get("nullable") is True:
         return True
-    if "enum" in schema:
+    if isinstance(schema.get("enum"), list):
         return None in schema["enum"]
     if "const" in schema:
         return schema["const"] is None
@@ -216,7 +216,8 @@ def null_stripper(root: dict[str, Any]) -> Strip | None:
             return build(node["allOf"][0])
         props = node.get("properties")
         props = props if isinstance(props, dict) else {}
-        required = set(node.get("required") or ())
+        listed = node.get("required")
+        required = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
         droppable = frozenset(
             name for name, sub in props.items() if name not in required and not allows_null(sub)
         )

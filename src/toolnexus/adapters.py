@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from toolnexus._log import warn
-from toolnexus._schema import allows_null, inline_refs, map_subschemas
+from toolnexus._schema import allows_null, inline_refs, map_subschemas, resolve_pointer
 from toolnexus.types import Tool, ToolResult
 
 __all__ = [
@@ -211,6 +211,7 @@ def strict_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     try:
         if schema.get("type") != "object" or "properties" not in schema:
             raise _NotStrict("the top level is not an object with declared properties")
+        _check_refs(schema)
         return _strict_node(schema, "(root)"), None
     except _NotStrict as exc:
         return schema, str(exc)
@@ -223,10 +224,10 @@ def _strict_node(node: Any, where: str) -> Any:
         if key in node:
             raise _NotStrict(f"{where} uses {key}")
     if "allOf" in node:
-        if len(node["allOf"]) != 1:
+        parts = node["allOf"]
+        if not isinstance(parts, list) or len(parts) != 1 or not isinstance(parts[0], dict):
             raise _NotStrict(f"{where} uses allOf")
-        merged = {k: v for k, v in node.items() if k != "allOf"}
-        merged = {**node["allOf"][0], **merged}
+        merged = {**parts[0], **{k: v for k, v in node.items() if k != "allOf"}}
         return _strict_node(merged, where)
     out: dict[str, Any] = {}
     for key, value in node.items():
@@ -234,14 +235,17 @@ def _strict_node(node: Any, where: str) -> Any:
             continue
         if key == "oneOf":  # exclusivity is re-checked by validation; anyOf is accepted
             key = "anyOf"
-        if key in ("anyOf",):
-            out[key] = [_strict_node(v, f"{where}.{key}") for v in value]
+        if key == "anyOf":
+            out[key] = [_strict_node(v, f"{where}.{key}") for v in _listed(value, where, key)]
         elif key in ("$defs", "definitions"):
-            out[key] = {n: _strict_node(v, f"{where}.{key}.{n}") for n, v in value.items()}
+            defs = _mapped(value, where, key)
+            out[key] = {n: _strict_node(v, f"{where}.{key}.{n}") for n, v in defs.items()}
         elif key == "items":
             if isinstance(value, list):
                 raise _NotStrict(f"{where} uses tuple items")
             out[key] = _strict_node(value, f"{where}[]")
+        elif key == "enum":
+            out[key] = _listed(value, where, key)
         elif key in ("properties", "additionalProperties", "required"):
             continue  # handled below for objects
         else:
@@ -254,8 +258,8 @@ def _strict_node(node: Any, where: str) -> Any:
             raise _NotStrict(f"{where} is an open map (additionalProperties)")
         if "properties" not in node and extra is None:
             raise _NotStrict(f"{where} is a free-form object")
-        props = node.get("properties") or {}
-        required = set(node.get("required") or ())
+        props = _mapped(node.get("properties") or {}, where, "properties")
+        required = _listed(node.get("required") or [], where, "required")
         new_props: dict[str, Any] = {}
         for name, sub in props.items():
             converted = _strict_node(sub, f"{where}.{name}")
@@ -265,11 +269,35 @@ def _strict_node(node: Any, where: str) -> Any:
         out["properties"] = new_props
         out["required"] = list(new_props)
         out["additionalProperties"] = False
-    elif "additionalProperties" in node or "required" in node:
-        pass  # only meaningful on objects
     if not any(k in out for k in ("type", "anyOf", "$ref", "enum", "const")):
         raise _NotStrict(f"{where} has no type")
     return out
+
+
+def _check_refs(root: dict[str, Any]) -> None:
+    """Strict mode resolves `$ref`s only inside the schema: every one must land somewhere."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and resolve_pointer(root, ref) is None:
+                raise _NotStrict(f"$ref {ref} does not resolve within the schema")
+            map_subschemas(node, walk)
+        return node
+
+    walk(root)
+
+
+def _listed(value: Any, where: str, key: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _NotStrict(f"{where}.{key} is not a list")
+    return value
+
+
+def _mapped(value: Any, where: str, key: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _NotStrict(f"{where}.{key} is not an object")
+    return value
 
 
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
@@ -343,7 +371,7 @@ def _gemini_node(node: Any) -> Any:
             del out["type"]
             if kinds:
                 out["anyOf"] = [{"type": k} for k in kinds]
-    if "enum" in out and None in out["enum"]:
+    if isinstance(out.get("enum"), list) and None in out["enum"]:
         out["enum"] = [v for v in out["enum"] if v is not None]
         out["nullable"] = True
     branches = out.get("anyOf")

@@ -78,6 +78,8 @@ class Toolkit:
         ordered.extend(self._extra)
         by_name: dict[str, Tool] = {}
         add_unique((t for t in ordered if t.name not in self._disable), by_name)
+        for renamed in self._disable.intersection(by_name):
+            del by_name[renamed]  # a name the toolkit made (64-character cap, collision suffix)
         add_unique(self._registered, by_name)
         self._by_name = by_name
         self._tools = list(by_name.values())
@@ -379,7 +381,12 @@ async def create_toolkit(
     A failing MCP server, agent or skill provider is isolated (warning, status `failed`);
     only an unreadable config file raises. Setting `cancel` aborts the whole build.
     """
-    config = read_config(mcp_config) if mcp_config is not None else {}
+    if mcp_config is None:
+        config: dict[str, Any] = {}
+    elif isinstance(mcp_config, Mapping):
+        config = read_config(mcp_config)
+    else:  # a file: read it off the event loop
+        config = await asyncio.to_thread(read_config, mcp_config)
     builtins_cfg = builtins if builtins is not None else config.get("builtins")
     has_skills = skills_dir is not None or skills is not None or skill_provider is not None
 

@@ -61,20 +61,19 @@ class Request:
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form: the fixed keys, optional ones omitted when `None`."""
-        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "prompt": self.prompt}
-        if self.url is not None:
-            out["url"] = self.url
-        if self.data is not None:
-            out["data"] = self.data
-        if self.expiresAt is not None:
-            out["expiresAt"] = self.expiresAt
-        return out
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "prompt": self.prompt,
+            **_present(url=self.url, data=self.data, expiresAt=self.expiresAt),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Request:
+        """A `Request` from its wire form (`id` and `kind` required)."""
         return cls(
-            id=str(data["id"]),
-            kind=str(data["kind"]),
+            id=str(_required(data, "id", "Request")),
+            kind=str(_required(data, "kind", "Request")),
             prompt=str(data.get("prompt", "")),
             url=data.get("url"),
             data=data.get("data"),
@@ -92,21 +91,30 @@ class Answer:
     reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "ok": self.ok}
-        if self.data is not None:
-            out["data"] = self.data
-        if self.reason is not None:
-            out["reason"] = self.reason
-        return out
+        """The wire form: the fixed keys, optional ones omitted when `None`."""
+        return {"id": self.id, "ok": self.ok, **_present(data=self.data, reason=self.reason)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Answer:
+        """An `Answer` from its wire form (`id` and `ok` required)."""
         return cls(
-            id=str(data["id"]),
-            ok=bool(data["ok"]),
+            id=str(_required(data, "id", "Answer")),
+            ok=bool(_required(data, "ok", "Answer")),
             data=data.get("data"),
             reason=data.get("reason"),
         )
+
+
+def _present(**fields: Any) -> dict[str, Any]:
+    """The optional wire fields that are set (a `None` field is omitted, not sent as null)."""
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def _required(data: Mapping[str, Any], key: str, what: str) -> Any:
+    if key not in data:
+        got = ", ".join(map(str, data)) or "none"
+        raise ValueError(f'{what} wire data needs "{key}" (got keys: {got})')
+    return data[key]
 
 
 @dataclass(slots=True)

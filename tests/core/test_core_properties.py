@@ -3,7 +3,8 @@
 - every inferred native schema is valid JSON Schema (2020-12 metaschema);
 - a native tool's validation never rejects a value its own schema accepts;
 - strict and Gemini conversions of arbitrary valid object schemas stay valid, never mutate the
-  input, and a strict call (nulls for "not given") maps back onto the original schema.
+  input, and a strict call (nulls for "not given") maps back onto the original schema;
+- a malformed schema (what a buggy server may send) never makes a declaration or a call raise.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from jsonschema import Draft202012Validator
 from pydantic import create_model
 from typing_extensions import TypedDict
 
-from support.json_schema_values import values_for
-from toolnexus import Tool, define_tool
+from support.json_schema_values import ANY_JSON, values_for
+from toolnexus import Tool, create_toolkit, define_tool, to_openai
 from toolnexus._schema import map_subschemas, null_stripper
 from toolnexus.adapters import gemini_schema, strict_schema
 
@@ -279,3 +280,51 @@ def test_a_strict_call_means_the_same_call_under_the_original_schema(
     strip = null_stripper(schema)
     meant = strip(args) if strip is not None else args
     Draft202012Validator(schema).validate(meant)
+
+
+# -- whatever a server sends: declarations and calls never raise ----------------------------------
+
+KEYWORDS = st.sampled_from(
+    [
+        "type",
+        "properties",
+        "required",
+        "items",
+        "enum",
+        "const",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "additionalProperties",
+        "$ref",
+        "$defs",
+        "nullable",
+        "default",
+    ]
+)
+JUNK = st.one_of(
+    ANY_JSON,
+    st.sampled_from(["#", "#/$defs/X", "#/nowhere", "http://x.test/s.json", "object", "null"]),
+)
+SCHEMA_LIKE = st.recursive(
+    st.dictionaries(KEYWORDS, JUNK, max_size=3),
+    lambda inner: st.dictionaries(
+        KEYWORDS, st.one_of(inner, st.lists(inner, max_size=2), JUNK), max_size=4
+    ),
+    max_leaves=8,
+)
+
+
+@SETTINGS
+@given(SCHEMA_LIKE, ANY_JSON)
+async def test_a_malformed_schema_never_makes_declarations_or_calls_raise(
+    schema: dict[str, Any], args: Any
+) -> None:
+    before = copy.deepcopy(schema)
+    broken = Tool("broken", "", schema, "mcp", lambda a, c: "ran")
+    to_openai([broken], strict=True)
+    gemini_schema(schema)
+    async with await create_toolkit(extra_tools=[broken], builtins=False) as tk:
+        result = await tk.execute("broken", args if isinstance(args, dict) else {"v": args})
+    assert result.output == "ran" or result.output.startswith("Invalid arguments for tool broken")
+    assert schema == before

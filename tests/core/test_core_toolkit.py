@@ -250,3 +250,69 @@ async def test_async_with_closes_and_close_is_idempotent() -> None:
     async with tk as entered:
         assert entered is tk
     await tk.close()  # again: no error
+
+
+async def test_disable_tools_also_matches_a_name_the_toolkit_made() -> None:
+    long_name = "y" * 70
+    capped = f"{'y' * 55}_{short_hash(long_name)}"
+    tools = [echo_tool(long_name), echo_tool("keep")]
+    async with await create_toolkit(
+        extra_tools=tools, builtins=False, disable_tools=[capped]
+    ) as tk:
+        assert [t.name for t in tk.tools()] == ["keep"]
+
+
+async def test_register_renames_a_different_tool_that_lands_on_a_taken_name(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="toolnexus")
+    async with await create_toolkit(
+        extra_tools=[echo_tool("srv_x", "first")], builtins=False
+    ) as tk:
+        tk.register(echo_tool("srv_x", "second", original_name="srv.x"))
+        renamed = f"srv_x_{short_hash('srv.x')}"
+        assert [t.name for t in tk.tools()] == ["srv_x", renamed]
+        assert (await tk.execute(renamed)).output == "second"
+    assert warnings(caplog) == [
+        f'[toolnexus] tool "srv.x" collides with "srv_x" as "srv_x" — exposed as "{renamed}"'
+    ]
+
+
+async def test_a_schema_the_validator_cannot_use_leaves_the_tool_callable(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # what a buggy MCP server may list: a dangling $ref, a `required` that is not a list
+    dangling = Tool(
+        "dangling",
+        "",
+        {"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}},
+        "mcp",
+        lambda args, ctx: f"got {args}",
+    )
+    malformed = Tool(
+        "malformed",
+        "",
+        {"type": "object", "properties": {"a": {"type": "string"}}, "required": 5},
+        "mcp",
+        lambda args, ctx: f"got {args}",
+    )
+    caplog.set_level(logging.WARNING, logger="toolnexus")
+    async with await create_toolkit(extra_tools=[dangling, malformed], builtins=False) as tk:
+        for _ in range(2):
+            assert (await tk.execute("dangling", {"a": 1})).output == "got {'a': 1}"
+            assert (await tk.execute("malformed", {"a": 1})).output == "got {'a': 1}"
+        [strict_dangling, strict_malformed] = tk.to_openai(strict=True)
+        assert "strict" not in strict_dangling["function"]
+        assert "strict" not in strict_malformed["function"]
+        assert len(tk.to_gemini()[0]["functionDeclarations"]) == 2
+    logged = warnings(caplog)
+    [unusable, invalid] = [m for m in logged if m.endswith("— arguments are not checked")]
+    assert unusable.startswith(
+        '[toolnexus] tool "dangling": its input_schema cannot be applied (PointerToNowhere: '
+    )
+    assert invalid == (
+        '[toolnexus] tool "malformed": its input_schema is not valid JSON Schema '
+        "(5 is not of type 'array') — arguments are not checked"
+    )
+    assert any("$ref #/$defs/Missing does not resolve" in m for m in logged)
+    assert any("(root).required is not a list" in m for m in logged)

@@ -175,3 +175,10 @@ async def test_renamed_keeps_behaviour_and_original_name() -> None:
 def test_tool_needs_an_execute_callable() -> None:
     with pytest.raises(TypeError, match="execute"):
         Tool("x", "", None, "custom", None)
+
+
+def test_request_and_answer_wire_data_name_what_is_missing() -> None:
+    with pytest.raises(ValueError, match='Request wire data needs "kind" \\(got keys: id\\)'):
+        Request.from_dict({"id": "r1"})
+    with pytest.raises(ValueError, match='Answer wire data needs "ok"'):
+        Answer.from_dict({"id": "r1", "data": {}})
