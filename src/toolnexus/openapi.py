@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from toolnexus._log import warn
+from toolnexus._schema import map_subschemas, resolve_pointer
 from toolnexus.http_tools import HttpEndpoint, UrlTemplate
 from toolnexus.types import Tool, error_message, sanitize
 
@@ -26,26 +27,6 @@ __all__ = ["http_tools_from_openapi"]
 _METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 # OpenAPI path templates allow any characters but `/` and braces in a parameter name.
 _PATH_PARAM = re.compile(r"\{([^{}/]+)\}")
-# Keywords whose value is a schema, a list of schemas, or a map of name → schema.
-_SCHEMA_KEYS = frozenset(
-    {
-        "items",
-        "additionalProperties",
-        "not",
-        "contains",
-        "propertyNames",
-        "if",
-        "then",
-        "else",
-        "unevaluatedItems",
-        "unevaluatedProperties",
-        "additionalItems",
-    }
-)
-_SCHEMA_LIST_KEYS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
-_SCHEMA_MAP_KEYS = frozenset(
-    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
-)
 # OpenAPI-only annotations that are not JSON Schema.
 _DROPPED_KEYS = frozenset({"xml", "externalDocs", "discriminator", "example"})
 
@@ -213,17 +194,16 @@ def _swagger_base(document: Mapping[str, Any], origin: str | None) -> str:
 class _Resolver:
     """Resolves local `$ref`s (`#/...`); a reference back into itself becomes `{}` (any value)."""
 
-    def __init__(self, document: Mapping[str, Any]) -> None:
+    def __init__(self, document: dict[str, Any]) -> None:
         self.document = document
 
     def target(self, ref: str) -> Any:
-        if ref != "#" and not ref.startswith("#/"):
-            raise KeyError(ref)  # another document: not followed
-        node: Any = self.document
-        for raw in ref[2:].split("/") if ref != "#" else []:
-            key = raw.replace("~1", "/").replace("~0", "~")
-            node = node[int(key)] if isinstance(node, list) else node[key]
-        return node
+        """What `ref` points at in the document; `None` (with a warning) when it resolves nowhere
+        or into another document (not followed)."""
+        found = resolve_pointer(self.document, ref)
+        if found is None:
+            warn(f'OpenAPI $ref "{ref}" cannot be resolved — treated as any value')
+        return found
 
     def deref(self, node: Any) -> Any:
         """Follow `$ref`s at the top of `node` (parameters, request bodies, path items)."""
@@ -233,10 +213,8 @@ class _Resolver:
             if ref in seen:
                 return {}
             seen.add(ref)
-            try:
-                node = self.target(ref)
-            except (KeyError, IndexError, ValueError, TypeError):
-                warn(f'OpenAPI $ref "{ref}" cannot be resolved — treated as any value')
+            node = self.target(ref)
+            if node is None:
                 return {}
         return node
 
@@ -248,29 +226,16 @@ class _Resolver:
         if isinstance(ref, str):
             if ref in active:
                 return {}  # recursive schema: stop here rather than loop
-            try:
-                target = self.target(ref)
-            except (KeyError, IndexError, ValueError, TypeError):
-                warn(f'OpenAPI $ref "{ref}" cannot be resolved — treated as any value')
+            target = self.target(ref)
+            if target is None:
                 return {}
             resolved = self.schema(target, active | {ref})
             siblings = {k: v for k, v in node.items() if k != "$ref"}
             if siblings and isinstance(resolved, dict):
                 resolved = {**resolved, **self.schema(siblings, active)}
             return resolved
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key in _DROPPED_KEYS:
-                continue
-            if key in _SCHEMA_KEYS:
-                out[key] = self.schema(value, active)
-            elif key in _SCHEMA_LIST_KEYS and isinstance(value, list):
-                out[key] = [self.schema(v, active) for v in value]
-            elif key in _SCHEMA_MAP_KEYS and isinstance(value, Mapping):
-                out[key] = {k: self.schema(v, active) for k, v in value.items()}
-            else:
-                out[key] = value
-        return _json_schema_quirks(out)
+        kept = {k: v for k, v in node.items() if k not in _DROPPED_KEYS}
+        return _json_schema_quirks(map_subschemas(kept, lambda sub: self.schema(sub, active)))
 
 
 def _json_schema_quirks(schema: dict[str, Any]) -> dict[str, Any]:
