@@ -255,3 +255,23 @@ async def test_workspace_given_through_a_symlink(tmp_path: Path) -> None:
     assert not (await tools["write"].execute({"path": "a.txt", "content": "x"})).is_error
     assert (real / "a.txt").read_text() == "x"
     assert (await tools["read"].execute({"path": str(tmp_path / "alias" / "a.txt")})).output == "x"
+
+
+# -- defaults and unexpected failures ------------------------------------------------------------
+
+
+async def test_default_cap_is_51200_bytes(ws: Path, tools: dict[str, Tool]) -> None:
+    (ws / "big.txt").write_text("y" * 60000)
+    result = await tools["read"].execute({"path": "big.txt"})
+    assert result.output == (
+        "y" * 51200 + "\n[truncated: 50.0 KB of 58.6 KB shown; use offset/limit to read more]"
+    )
+
+
+async def test_an_unexpected_failure_is_named_after_the_tool(
+    ws: Path, tools: dict[str, Tool]
+) -> None:
+    (ws / "f.txt").write_text("a\n")
+    result = await tools["read"].execute({"path": "f.txt", "offset": float("inf")})
+    assert result.is_error
+    assert result.output == "read: cannot convert float infinity to integer"
