@@ -141,22 +141,17 @@ def _cached(
 
 def _strict_for(t: Tool) -> tuple[dict[str, Any], bool]:
     """The schema to send for `t` in strict mode, and whether it is strict. Warns once."""
-
-    def convert(schema: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-        converted, problem = strict_schema(schema)
-        return converted, problem
-
-    converted, problem = _cached(_strict_cache, t.input_schema, convert)
+    converted, problem = _cached(_strict_cache, t.input_schema, strict_schema)
     if problem is None:
         return converted, True
-    key = (id(t.input_schema), t.name)
-    if key not in _strict_warned:
-        _strict_warned.add(key)
-        warn(f'tool "{t.name}" cannot use OpenAI strict mode ({problem}) — sent non-strict')
+    warning = f'tool "{t.name}" cannot use OpenAI strict mode ({problem}) — sent non-strict'
+    if warning not in _strict_warned:  # once per tool and reason, however often declared
+        _strict_warned.add(warning)
+        warn(warning)
     return t.input_schema, False
 
 
-_strict_warned: set[tuple[int, str]] = set()
+_strict_warned: set[str] = set()
 
 # Keywords OpenAI strict mode rejects but whose loss only widens what the model may send (the
 # toolkit still validates every call against the tool's own schema).

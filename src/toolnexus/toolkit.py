@@ -56,6 +56,7 @@ class Toolkit:
         self._by_name: dict[str, Tool] = {}
         self._tools: list[Tool] = []
         self._declarations: dict[str, list[dict[str, Any]]] = {}
+        self._naming_warnings: set[str] = set()
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: _LoopThread | None = None
@@ -77,13 +78,19 @@ class Toolkit:
         ordered.extend(self._agent_tools)
         ordered.extend(self._extra)
         by_name: dict[str, Tool] = {}
-        add_unique((t for t in ordered if t.name not in self._disable), by_name)
+        report = self._warn_once  # a rebuild (an MCP server's list changed) repeats nothing
+        add_unique((t for t in ordered if t.name not in self._disable), by_name, report=report)
         for renamed in self._disable.intersection(by_name):
             del by_name[renamed]  # a name the toolkit made (64-character cap, collision suffix)
-        add_unique(self._registered, by_name)
+        add_unique(self._registered, by_name, report=report)
         self._by_name = by_name
         self._tools = list(by_name.values())
         self._declarations = {}
+
+    def _warn_once(self, message: str) -> None:
+        if message not in self._naming_warnings:
+            self._naming_warnings.add(message)
+            warn(message)
 
     def tools(self) -> list[Tool]:
         """The assembled tools, in assembly order."""
@@ -122,7 +129,9 @@ class Toolkit:
 
     # -- declarations ---------------------------------------------------------------------------
 
-    def _declared(self, key: str, build: Callable[[Sequence[Tool]], list[dict[str, Any]]]) -> Any:
+    def _declared(
+        self, key: str, build: Callable[[Sequence[Tool]], list[dict[str, Any]]]
+    ) -> list[dict[str, Any]]:
         cached = self._declarations.get(key)
         if cached is None:
             cached = self._declarations[key] = build(self._tools)
@@ -134,24 +143,24 @@ class Toolkit:
         `strict=True`: schemas rewritten for OpenAI strict mode where that is lossless.
         """
         if strict:
-            return self._declared(  # type: ignore[no-any-return]
+            return self._declared(
                 "openai-strict", lambda tools: adapters.to_openai(tools, strict=True)
             )
-        return self._declared("openai", adapters.to_openai)  # type: ignore[no-any-return]
+        return self._declared("openai", adapters.to_openai)
 
     def to_openai_responses(self, strict: bool = False) -> list[dict[str, Any]]:
         """OpenAI Responses-API `tools` (flat function entries)."""
-        return self._declared(  # type: ignore[no-any-return]
+        return self._declared(
             f"responses-{strict}", lambda tools: adapters.to_openai_responses(tools, strict)
         )
 
     def to_anthropic(self) -> list[dict[str, Any]]:
         """Anthropic messages `tools`."""
-        return self._declared("anthropic", adapters.to_anthropic)  # type: ignore[no-any-return]
+        return self._declared("anthropic", adapters.to_anthropic)
 
     def to_gemini(self) -> list[dict[str, Any]]:
         """Gemini `tools` (one element wrapping every declaration)."""
-        return self._declared("gemini", adapters.to_gemini)  # type: ignore[no-any-return]
+        return self._declared("gemini", adapters.to_gemini)
 
     # -- skills and MCP state -------------------------------------------------------------------
 
