@@ -35,7 +35,8 @@ _RESULT_MODES = ("text", "json", "status+text")
 _ARGS_IN_QUERY = frozenset({"GET", "HEAD", "DELETE"})  # these methods send every arg as query
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _CONTENT_TYPES = {"json": "application/json", "form": "application/x-www-form-urlencoded"}
-_FORBIDDEN_IN_HEADER = re.compile(r"[\r\n\x00]")
+# Control characters other than tab are never valid in a header value (RFC 9110 field-value).
+_FORBIDDEN_IN_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 def stringify(value: Any) -> str:
@@ -182,7 +183,7 @@ class HttpEndpoint:
             value = expand_env(template)
             if _FORBIDDEN_IN_HEADER.search(value):
                 # The message names the header, never its (secret) value.
-                raise ValueError(f"header {key} expands to a value with a line break or NUL")
+                raise ValueError(f"header {key} expands to a value with a control character")
             secrets.append(value)
             secrets.extend(os.environ[name] for name in names if name in os.environ)
             headers[key] = value
@@ -260,9 +261,16 @@ def _describe(exc: BaseException) -> str:
 
 
 def _scrub(message: str, secrets: list[str]) -> str:
-    for secret in sorted(secrets, key=len, reverse=True):  # whole values before their parts
-        if secret:
-            message = message.replace(secret, "***")
+    """`message` with every secret replaced by `***`, also as a `repr` would spell it (errors
+    from the HTTP stack quote header values as bytes, escapes included)."""
+    spellings = {
+        form
+        for secret in secrets
+        if secret
+        for form in (secret, repr(secret)[1:-1], repr(secret.encode("utf-8"))[2:-1])
+    }
+    for form in sorted(spellings, key=len, reverse=True):  # whole values before their parts
+        message = message.replace(form, "***")
     return message
 
 

@@ -198,7 +198,24 @@ async def test_secret_header_values_never_reach_the_output(
     monkeypatch.setenv("TN_TEST_TOKEN", "line\r\nInjected: top-secret-value")
     res = await refused.execute({})
     assert res.is_error and "top-secret-value" not in res.output
-    assert res.output == "header Authorization expands to a value with a line break or NUL"
+    assert res.output == "header Authorization expands to a value with a control character"
+    for value in ("tab\tis fine", "é"):  # a tab is legal; a non-ASCII value fails in encoding
+        monkeypatch.setenv("TN_TEST_TOKEN", f"top-secret-value {value}")
+        res = await refused.execute({})
+        assert res.is_error and "top-secret" not in res.output
+
+
+@pytest.mark.parametrize("value", ["top-secret-value ", "top-secret\\'value "])
+async def test_a_refused_header_value_is_hidden_in_every_spelling(
+    server: LocalServer, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    # The HTTP stack refuses a trailing space and quotes the value as bytes (`b'...'`, with
+    # backslashes and quotes escaped): that spelling of the secret is hidden too.
+    monkeypatch.setenv("TN_TEST_TOKEN", value)
+    tool = echo_tool(server, "GET", headers={"Authorization": "${TN_TEST_TOKEN}"})
+    res = await tool.execute({})
+    assert res.is_error
+    assert re.search(r"LocalProtocolError: Illegal header value b(['\"])\*\*\*\1$", res.output)
 
 
 @pytest.mark.parametrize("code", [400, 404, 500, 503])
