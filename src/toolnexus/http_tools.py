@@ -34,6 +34,7 @@ _BODY_MODES = ("json", "form", "raw")
 _RESULT_MODES = ("text", "json", "status+text")
 _ARGS_IN_QUERY = frozenset({"GET", "HEAD", "DELETE"})  # these methods send every arg as query
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_MAX_REDIRECTS = 20
 _CONTENT_TYPES = {"json": "application/json", "form": "application/x-www-form-urlencoded"}
 # Control characters other than tab are never valid in a header value (RFC 9110 field-value).
 _FORBIDDEN_IN_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -148,6 +149,7 @@ class HttpEndpoint:
                 self._env_headers.append((str(key), str(value), names))
             else:
                 self._static_headers[str(key)] = str(value)
+        self._secret_keys = tuple(key for key, _, _ in self._env_headers)
         self._has_content_type = any(k.lower() == "content-type" for k in headers or {})
 
     async def __call__(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -204,17 +206,30 @@ class HttpEndpoint:
     async def _send(
         self, url: str, headers: dict[str, str], content: bytes | None, timeout: float
     ) -> httpx2.Response:
+        import httpx2
+
         from toolnexus._http import shared_client
 
         client = shared_client()
         try:
             async with asyncio.timeout(timeout):  # a whole-request deadline, not per phase
-                return await client.request(
+                request = client.build_request(
                     self.method, url, content=content, headers=headers, timeout=timeout
                 )
+                for _ in range(_MAX_REDIRECTS + 1):
+                    response = await client.send(request, follow_redirects=False)
+                    follow = response.next_request
+                    if follow is None:
+                        return response
+                    if follow.url.origin != request.url.origin:
+                        # `${ENV}` headers are secrets for the configured origin: a redirect
+                        # elsewhere never carries them (httpx2 itself drops only Authorization).
+                        for key in self._secret_keys:
+                            follow.headers.pop(key, None)
+                    await response.aclose()
+                    request = follow
+                raise httpx2.TooManyRedirects("more than 20 redirects", request=request)
         except Exception as exc:
-            import httpx2
-
             if isinstance(exc, httpx2.TimeoutException):
                 raise TimeoutError from exc
             raise

@@ -218,6 +218,28 @@ async def test_a_refused_header_value_is_hidden_in_every_spelling(
     assert re.search(r"LocalProtocolError: Illegal header value b(['\"])\*\*\*\1$", res.output)
 
 
+async def test_redirects_keep_secret_headers_on_their_origin(
+    server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TN_TEST_TOKEN", "s3cret")
+    headers = {"X-Key": "${TN_TEST_TOKEN}", "X-Static": "plain"}
+    same = server.url + "/echo/same"
+    other = server.url.replace("127.0.0.1", "localhost") + "/echo/other"  # another origin
+    for target, key in ((same, "s3cret"), (other, None)):
+        tool = http_tool(
+            name="r",
+            description="",
+            method="POST",
+            url=server.url + "/redirect",
+            query=["to", "code"],
+            headers=headers,
+        )
+        seen = echoed((await tool.execute({"to": target, "code": 307, "n": 1})).output)
+        assert (seen["method"], seen["body"]) == ("POST", '{"n":1}')  # 307 keeps method and body
+        assert seen["headers"].get("x-key") == key
+        assert seen["headers"]["x-static"] == "plain"
+
+
 @pytest.mark.parametrize("code", [400, 404, 500, 503])
 async def test_non_2xx_is_an_error_with_status(server: LocalServer, code: int) -> None:
     res = await echo_tool(server, "GET", f"/status/{code}").execute({})

@@ -5,6 +5,7 @@ Routes:
 - `/status/{code}`: that status with body `boom <code>`.
 - `/slow`: answers only when the client goes away; records the start and the disconnect.
 - `/delay?ms=N`: answers `done` after N milliseconds.
+- `/redirect?to=URL&code=N`: a redirect (default 302) to `URL`.
 - `/json`, `/text`: fixed bodies (JSON with odd spacing, text that is not JSON).
 - `/v1/...`: a small pet store, described by `/v1/openapi.json` (and `.yaml`).
 """
@@ -23,7 +24,7 @@ import uvicorn
 import yaml
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -204,6 +205,10 @@ def build_app(state: ServerState) -> ASGIApp:
         await asyncio.sleep(int(request.query_params["ms"]) / 1000)
         return PlainTextResponse("done")
 
+    async def redirect(request: Request) -> Response:
+        code = int(request.query_params.get("code", "302"))
+        return RedirectResponse(request.query_params["to"], status_code=code)
+
     async def fixed_json(request: Request) -> Response:
         return Response('{ "a" : [1, 2.5, "é"] }', media_type="application/json")
 
@@ -263,6 +268,7 @@ def build_app(state: ServerState) -> ASGIApp:
             Route("/status/{code:int}", status, methods=methods),
             Route("/slow", slow, methods=methods),
             Route("/delay", delay),
+            Route("/redirect", redirect, methods=methods),
             Route("/json", fixed_json),
             Route("/text", fixed_text),
             Route("/v1/openapi.json", spec_json),
