@@ -6,8 +6,12 @@ Everything a user needs is importable from here. Names load on first use, so
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+# Not `from typing import TYPE_CHECKING`: importing `typing` (and the `re`, `collections` and
+# `contextlib` it pulls in) would be most of what `import toolnexus` costs. Type checkers treat
+# any constant named TYPE_CHECKING as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 
@@ -101,7 +105,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'toolnexus' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    # `__import__` with a fromlist returns the submodule itself (no `importlib` to load first)
+    value = getattr(__import__(module, fromlist=(name,)), name)
     globals()[name] = value  # later lookups skip __getattr__
     return value
 
