@@ -17,7 +17,7 @@ def read_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) -> dic
         return dict(path_or_dict)
     path = os.fspath(path_or_dict)
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:  # a leading BOM is not an error
             text = fh.read()
     except OSError as exc:
         raise ValueError(f"cannot read config file {path}: {exc.strerror or exc}") from None

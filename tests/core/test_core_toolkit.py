@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -317,3 +318,26 @@ async def test_a_schema_the_validator_cannot_use_leaves_the_tool_callable(
     )
     assert any("$ref #/$defs/Missing does not resolve" in m for m in logged)
     assert any("(root).required is not a list" in m for m in logged)
+
+
+async def test_a_config_file_that_cannot_be_used_raises_naming_the_file(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.json"
+    with pytest.raises(ValueError, match=f"cannot read config file {missing}: "):
+        await create_toolkit(mcp_config=str(missing))
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"mcpServers": {,}}')
+    with pytest.raises(
+        ValueError, match=f"config file {broken} is not valid JSON: .* at line 1 column 17"
+    ):
+        await create_toolkit(mcp_config=broken)
+    listed = tmp_path / "list.json"
+    listed.write_text("[]")
+    with pytest.raises(ValueError, match=f"config file {listed} must hold a JSON object, not list"):
+        await create_toolkit(mcp_config=listed)
+
+
+async def test_a_config_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text('\ufeff{"mcpServers": {}, "builtins": false}', encoding="utf-8")
+    async with await create_toolkit(mcp_config=path) as tk:
+        assert (tk.tools(), tk.mcp_status(), tk.config["builtins"]) == ([], {}, False)
