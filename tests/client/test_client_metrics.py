@@ -85,3 +85,46 @@ async def test_async_on_metric(llm, make_client):
     llm.push(text("ok"))
     await make_client("anthropic", on_metric=sink).run("x")
     await llm.until(lambda: seen == ["llm", "run"])
+
+
+RUN_KEYS = {"event", "model", "turns", "tool_calls", "total_tokens", "ms"}
+
+
+@pytest.mark.parametrize("style", ["openai", "anthropic"])
+async def test_run_event_is_last_and_carries_the_error_when_the_run_raised(llm, make_client, style):
+    events = []
+    llm.push(tools(call("add", {"a": 1, "b": 2})), error(400, "context too long"))
+    client = make_client(style, on_metric=events.append)
+    with pytest.raises(ProviderError):
+        await client.run("x", kit(add_tool()))
+    assert [e["event"] for e in events] == ["llm", "tool", "llm", "run"]
+    failed, run = events[-2], events[-1]
+    assert (failed["status"], failed["prompt_tokens"], failed["completion_tokens"]) == (
+        "error",
+        0,
+        0,
+    )
+    assert set(run) == RUN_KEYS | {"error"}
+    assert run["error"] == "LLM 400: context too long"
+    assert (run["turns"], run["tool_calls"], run["total_tokens"]) == (1, 1, 15)
+
+
+async def test_tool_event_keys(llm, make_client):
+    events = []
+    llm.push(tools(call("add", {"a": 1, "b": 2})), text("3"))
+    await make_client("openai", on_metric=events.append).run("x", kit(add_tool()))
+    tool = next(e for e in events if e["event"] == "tool")
+    assert set(tool) == {"event", "tool", "source", "is_error", "ms"}
+
+
+async def test_a_raising_on_text_ends_the_run_with_its_error(llm, make_client):
+    events = []
+
+    def on_text(delta):
+        raise RuntimeError("terminal gone")
+
+    llm.push(text("hello there", chunk_size=2, stall_after=3))
+    with pytest.raises(RuntimeError, match="terminal gone"):
+        await make_client("openai", on_metric=events.append).ask("x", on_text=on_text)
+    assert events[-1]["event"] == "run" and events[-1]["error"] == "terminal gone"
+    await llm.until(lambda: llm.disconnects >= 1)  # the response was closed

@@ -215,3 +215,35 @@ async def test_body_transform_can_replace_the_body(llm, make_client):
         "anthropic", body_transform=lambda b: {"model": "x", "messages": b["messages"]}
     ).run("hi")
     assert llm.requests[0].body == {"model": "x", "messages": [{"role": "user", "content": "hi"}]}
+
+
+async def test_body_transform_changing_messages_in_place_leaves_the_transcript_alone(
+    llm, make_client
+):
+    def transform(body):
+        body["messages"].append({"role": "user", "content": "per-request note"})
+
+    llm.push(tools(call("add", {"a": 1, "b": 1})), text("ok"))
+    result = await make_client("openai", body_transform=transform).run("x", kit(add_tool()))
+    first, second = llm.requests
+    assert first.body["messages"][-1] == {"role": "user", "content": "per-request note"}
+    assert [m["content"] for m in second.body["messages"]].count("per-request note") == 1
+    assert all(m.get("content") != "per-request note" for m in result.messages)
+
+
+@pytest.mark.parametrize("style", STYLES)
+async def test_before_llm_raising_aborts_a_stream(llm, make_client, style):
+    metrics = []
+
+    def gate(info):
+        if info["turn"] == 1:
+            raise PermissionError("budget spent")
+
+    llm.push(tools(call("add", {"a": 1, "b": 1})), text("never"))
+    client = make_client(style, hooks={"before_llm": gate}, on_metric=metrics.append)
+    seen = []
+    with pytest.raises(PermissionError, match="budget spent"):
+        async for event in client.stream("x", kit(add_tool())):
+            seen.append(event["type"])
+    assert "done" not in seen and len(llm.requests) == 1
+    assert metrics[-1]["event"] == "run" and metrics[-1]["error"] == "budget spent"

@@ -134,3 +134,31 @@ async def test_ask_with_memory_and_request_params():
     result = await client.ask("two", id="c")
     assert [m["content"] for m in result.messages] == ["one", "a", "two", "b"]
     assert seen[1]["body"]["temperature"] == 0
+
+
+async def test_missing_ids_become_call_index():
+    generate, _ = scripted(
+        {
+            "tool_calls": [
+                {"name": "add", "arguments": {"a": 1, "b": 1}},
+                {"id": "mine", "name": "add", "arguments": {"a": 2, "b": 2}},
+                {"name": "add", "arguments": {"a": 3, "b": 3}},
+            ]
+        },
+        {"content": "done"},
+    )
+    result = await create_in_process_client(model="m", generate=generate).run("x", kit(add_tool()))
+    assert [c["id"] for c in result.messages[1]["tool_calls"]] == ["call_0", "mine", "call_2"]
+    assert [m["tool_call_id"] for m in result.messages[2:5]] == ["call_0", "mine", "call_2"]
+
+
+def test_check_api_key_never_raises_in_process(monkeypatch):
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    client = create_in_process_client(model="m", generate=lambda r: {"content": "ok"})
+    assert client.check_api_key() is None
+
+
+def test_unknown_option_is_refused():
+    with pytest.raises(TypeError, match="unexpected option 'temperature'"):
+        create_in_process_client(model="m", generate=lambda r: {}, temperature=0)

@@ -278,6 +278,44 @@ async def test_error_body_text_is_cut_and_empty_body_is_bare(llm, make_client):
     assert str(info.value) == "LLM 403"
 
 
+LONG = "y" * 700
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"error": {"message": "model not found", "type": "x"}}, "LLM 400: model not found"),
+        ({"error": {"message": LONG}}, "LLM 400: " + LONG),  # error.message is never cut
+        # no error.message: the body text (cut to 500 characters) is the provider message
+        ({"error": "overloaded"}, 'LLM 400: {"error": "overloaded"}'),
+        ({"error": {"type": "invalid_request"}}, 'LLM 400: {"error": {"type": "invalid_request"}}'),
+        ({"detail": LONG}, 'LLM 400: {"detail": "' + LONG[:488]),
+        ("plain text failure", "LLM 400: plain text failure"),
+        ("", "LLM 400"),
+        ("  \n", "LLM 400"),
+    ],
+    ids=["message", "long-message", "string", "no-message", "json-cut", "text", "empty", "blank"],
+)
+async def test_provider_error_message_rules(llm, make_client, body, message):
+    llm.push(raw(400, body))
+    with pytest.raises(ProviderError) as info:
+        await make_client("anthropic").run("x")
+    assert str(info.value) == info.value.message == message
+    assert info.value.status == 400
+
+
+async def test_an_echoed_api_key_is_blanked_out_of_the_error(llm, make_client):
+    def echo(request):
+        key = request.headers["authorization"].removeprefix("Bearer ")
+        return raw(401, {"error": {"message": f"Incorrect API key provided: {key}."}})
+
+    llm.push(echo)
+    with pytest.raises(ProviderError) as info:
+        await make_client("openai", api_key="sk-live-SECRET-123").run("x")
+    assert str(info.value) == "LLM 401: Incorrect API key provided: [redacted]."
+    assert "SECRET" not in info.value.body
+
+
 @pytest.mark.parametrize("style", STYLES)
 async def test_error_shaped_2xx_body(llm, make_client, style):
     llm.push(raw(200, {"error": {"message": "quota exceeded", "code": 402}}))

@@ -39,6 +39,52 @@ def test_retry_after_delay_seconds_only(value, seconds):
     assert parse_retry_after(value) == seconds
 
 
+# Every row of client.md §10's table, over the wire. A header that is honoured makes the retry
+# wait that many seconds: no second request comes within a 300 ms window (a backoff of 0 ms plus
+# at most 100 ms of jitter would have retried by then), and `cancel` ends the wait. Every other
+# value falls back to that short backoff and the retry succeeds.
+HONOURED = ["2", "  7  ", "2147483647"]
+BACKOFF = ["0.5", "5.9", "-5", "+5", "2147483648", "", None, "Wed, 21 Oct 2015 07:28:00 GMT"]
+BACKOFF += ["abc", "٢"]
+
+
+@pytest.mark.parametrize("value", HONOURED)
+async def test_retry_after_seconds_are_waited(llm, make_client, value):
+    llm.push(error(429, headers={"Retry-After": value}), text("too early"))
+    decided = asyncio.Event()
+
+    def on_error(info):
+        decided.set()
+        return "retry"
+
+    cancel = asyncio.Event()
+    client = make_client("openai", retry_base_ms=0, on_error=on_error)
+    run = asyncio.create_task(client.run("x", cancel=cancel))
+    await decided.wait()
+    finished, _ = await asyncio.wait([run], timeout=0.3)
+    assert not finished  # still waiting out the Retry-After
+    cancel.set()
+    with pytest.raises(RunCancelled):
+        await run
+    assert len(llm.requests) == 1
+
+
+async def test_retry_after_zero_retries_at_once(llm, make_client):
+    llm.push(error(503, headers={"Retry-After": "0"}), text("ok"))
+    # a 60 s backoff would pass the deadline: the header's 0 s was used
+    result = await make_client("openai", retry_base_ms=60_000, timeout_ms=5_000).run("x")
+    assert result.text == "ok"
+
+
+@pytest.mark.parametrize("value", BACKOFF, ids=repr)
+async def test_other_retry_after_values_fall_back_to_the_backoff(llm, make_client, value):
+    headers = {} if value is None else {"Retry-After": value}
+    llm.push(error(429, headers=headers), text("ok"))
+    result = await make_client("openai", retry_base_ms=0, timeout_ms=5_000).run("x")
+    assert result.text == "ok"
+    assert len(llm.requests) == 2
+
+
 @pytest.mark.parametrize("style", STYLES)
 async def test_429_with_retry_after_then_success(llm, make_client, style):
     llm.push(error(429, "slow down", headers={"Retry-After": "0"}), text("ok"))

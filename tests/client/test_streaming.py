@@ -338,3 +338,35 @@ async def test_provider_ignoring_stream_true_still_works(llm, make_client, style
     assert [e["type"] for e in events] == ["text", "usage", "done"]
     assert events[0]["delta"] == "whole answer"
     assert events[-1]["result"].text == "whole answer"
+
+
+@pytest.mark.parametrize("style", STYLES)
+async def test_every_usage_object_of_a_stream_is_added(llm, make_client, style):
+    if style == "openai":
+        sse = [
+            'data: {"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}],'
+            '"usage":null}',
+            'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],'
+            '"usage":{"prompt_tokens":4,"completion_tokens":1}}',
+            'data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":3,'
+            '"total_tokens":13}}',
+            "data: [DONE]",
+        ]
+        expected = {"prompt_tokens": 14, "completion_tokens": 4, "total_tokens": 18}
+    else:
+        sse = [
+            'event: message_start\ndata: {"type":"message_start","message":'
+            '{"usage":{"input_tokens":12,"output_tokens":1}}}',
+            'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+            '"content_block":{"type":"text","text":""}}',
+            'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+            '"delta":{"type":"text_delta","text":"Hi"}}',
+            'event: message_delta\ndata: {"type":"message_delta",'
+            '"delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":6}}',
+            'event: message_stop\ndata: {"type":"message_stop"}',
+        ]
+        expected = {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}
+    llm.push(Reply(sse=sse))
+    events = await collect(make_client(style).stream("x"))
+    assert events[-2] == {"type": "usage", "usage": expected}
+    assert events[-1]["result"].usage == expected

@@ -205,6 +205,30 @@ async def test_streaming_pending_event(llm, make_client, style):
     assert events[-1]["result"].status == "pending"
 
 
+async def test_streaming_stops_at_the_first_suspension(llm, make_client):
+    llm.push(
+        tools(
+            call("add", {"a": 1, "b": 1}, id="c0"),
+            call("deploy", {"env": "a"}, id="c1"),
+            call("deploy", {"env": "b"}, id="c2"),
+        )
+    )
+    events = [
+        e async for e in make_client("openai").stream("x", kit(approval_tool([]), add_tool()))
+    ]
+    assert [(e["type"], e.get("id")) for e in events] == [
+        ("tool_call", "c0"),
+        ("tool_call", "c1"),
+        ("tool_call", "c2"),
+        ("tool_result", "c0"),
+        ("pending", None),
+        ("usage", None),
+        ("done", None),
+    ]
+    assert events[4]["request"].id == "req-a"
+    assert [c["output"] for c in events[-1]["result"].tool_calls] == ["2", "Deploy a?"]
+
+
 async def test_streaming_pending_event_comes_before_wait_for(llm, make_client):
     order = []
 

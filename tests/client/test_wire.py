@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from support.client_helpers import STYLES, add_tool, base_url, kit
 from support.fake_llm import call, text, tools
-from toolnexus.client import create_client
+from toolnexus.client import RunResult, create_client
 from toolnexus.types import Tool
 
 NO_KEY = "No API key: set api_key or OPENROUTER_API_KEY / OPENAI_API_KEY / ANTHROPIC_API_KEY"
@@ -98,11 +100,12 @@ async def test_anthropic_wire_exact(llm, make_client):
     assert [c["output"] for c in result.tool_calls] == ["5", "2"]
 
 
+@pytest.mark.parametrize("toolless", ["no toolkit", "empty toolkit"])
 @pytest.mark.parametrize("style", STYLES)
-async def test_no_tools_means_no_tools_keys(llm, make_client, style):
+async def test_no_tools_means_no_tools_keys(llm, make_client, style, toolless):
     llm.push(text("hi"))
     client = make_client(style)
-    await client.run("hello")
+    await client.run("hello", kit() if toolless == "empty toolkit" else None)
     body = llm.requests[0].body
     if style == "openai":
         assert list(body) == ["model", "messages"]
@@ -168,12 +171,15 @@ async def test_history_is_not_prefixed_with_the_system_message_again(llm, make_c
     ],
 )
 async def test_endpoint_rule(llm, style, base, path):
-    llm.push(text("ok"))
+    """One endpoint rule for `run`, `stream` and `translate`."""
+    llm.push(text("ok"), text("ok"), text("ok"))
     async with create_client(
         base_url=llm.url + base, style=style, model="m", api_key="k"
     ) as client:
         await client.run("x")
-    assert llm.requests[0].path == path
+        [event async for event in client.stream("x")]
+        await client.translate([{"role": "user", "content": "x"}])
+    assert [r.path for r in llm.requests] == [path] * 3
 
 
 async def test_azure_style_key_header_through_headers(llm):
@@ -251,7 +257,15 @@ async def test_api_key_environment_fallback(llm, monkeypatch, style, env, expect
     assert sent == expected
 
 
-async def test_openrouter_url_prefers_openrouter_key(llm, monkeypatch):
+@pytest.mark.parametrize(
+    ("base", "expected"),
+    [
+        ("https://openrouter.ai/api/v1", "Bearer r"),
+        ("https://eu.openrouter.ai/api/v1", "Bearer r"),
+        ("https://openrouter.ai.example.com/api/v1", "Bearer o"),  # a look-alike host
+    ],
+)
+async def test_openrouter_url_prefers_openrouter_key(llm, monkeypatch, base, expected):
     # An OpenRouter base URL cannot be served locally; the rule is observable through the
     # header sent to a local server reached through an injected transport-level URL rewrite.
     import httpx2
@@ -265,12 +279,10 @@ async def test_openrouter_url_prefers_openrouter_key(llm, monkeypatch):
         request.url = httpx2.URL(target + request.url.raw_path.decode())
 
     async with httpx2.AsyncClient(event_hooks={"request": [rewrite]}) as http:
-        client = create_client(
-            base_url="https://openrouter.ai/api/v1", style="openai", model="m", http_client=http
-        )
+        client = create_client(base_url=base, style="openai", model="m", http_client=http)
         llm.push(text("ok"))
         await client.run("x")
-    assert llm.requests[0].headers["authorization"] == "Bearer r"
+    assert llm.requests[0].headers["authorization"] == expected
     assert llm.requests[0].path == "/api/v1/chat/completions"
 
 
@@ -351,3 +363,56 @@ async def test_auth_in_headers_needs_no_key_and_leaks_none(llm, monkeypatch):
     assert headers["api-key"] == "azure-key"
     assert "authorization" not in headers
     assert headers["content-type"] == "application/json"
+
+
+async def test_anthropic_auth_in_headers_still_sends_the_version(llm, monkeypatch):
+    _clear_keys(monkeypatch)
+    llm.push(text("ok"))
+    client = create_client(
+        base_url=llm.url, style="anthropic", model="m", headers={"Authorization": "Bearer gw"}
+    )
+    async with client:
+        await client.run("x")
+    headers = llm.requests[0].headers
+    assert headers["authorization"] == "Bearer gw"
+    assert headers["anthropic-version"] == "2023-06-01"
+    assert headers["content-type"] == "application/json"
+    assert "x-api-key" not in headers
+
+
+# -- check_api_key --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_check_api_key_raises_the_no_key_error_up_front(monkeypatch, style):
+    _clear_keys(monkeypatch)
+    client = create_client(base_url="http://127.0.0.1:9/v1", style=style, model="m")
+    with pytest.raises(ValueError) as info:
+        client.check_api_key()
+    assert str(info.value) == NO_KEY
+    monkeypatch.setenv("OPENAI_API_KEY" if style == "openai" else "ANTHROPIC_API_KEY", "k")
+    assert client.check_api_key() is None  # read at call time, like a request
+
+
+def test_check_api_key_passes_with_a_key_or_auth_headers(monkeypatch):
+    _clear_keys(monkeypatch)
+    for options in ({"api_key": "k"}, {"headers": {"api-key": "azure"}}):
+        client = create_client(
+            base_url="http://127.0.0.1:9/v1", style="openai", model="m", **options
+        )
+        assert client.check_api_key() is None
+
+
+def test_run_result_fields():
+    assert [f.name for f in dataclasses.fields(RunResult)] == [
+        "text",
+        "messages",
+        "tool_calls",
+        "tool_call_count",
+        "turns",
+        "usage",
+        "model",
+        "status",
+        "limit",
+        "pending",
+    ]

@@ -584,7 +584,11 @@ class FakeLLM:
         lines = [f"HTTP/1.1 {reply.status} {phrase}", f"Content-Type: {content_type}"]
         lines += [f"{k}: {v}" for k, v in extra.items()]
         lines += [f"{k}: {v}" for k, v in reply.headers.items()]
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        head = "\r\n".join(lines) + "\r\n\r\n"
+        try:
+            return head.encode("latin-1")
+        except UnicodeEncodeError:  # a test sending a non-Latin-1 header value, e.g. "٢"
+            return head.encode("utf-8")
 
 
 @contextlib.contextmanager

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from toolnexus.adapters import (
@@ -11,8 +12,17 @@ from toolnexus.adapters import (
     parse_anthropic_tool_calls,
     parse_arguments,
 )
-from toolnexus.client._errors import ProviderError, error_text
-from toolnexus.client._wire import Turn, append_path, as_int, decode_event, url_path
+from toolnexus.client._errors import is_error_payload
+from toolnexus.client._wire import (
+    StreamAssembler,
+    Turn,
+    Wire,
+    append_path,
+    as_int,
+    decode_event,
+    response_error,
+    url_path,
+)
 from toolnexus.types import ToolResult
 
 if TYPE_CHECKING:
@@ -48,61 +58,33 @@ def blocks_text(content: Sequence[Any]) -> str:
     )
 
 
-class AnthropicWire:
+class AnthropicWire(Wire):
     """`POST …/v1/messages` with `x-api-key`; the system prompt travels as the body's `system`."""
 
     style = "anthropic"
+    credential_header = "x-api-key"
+    credential_prefix = ""
+    base_headers = MappingProxyType(
+        {"anthropic-version": ANTHROPIC_VERSION, "Content-Type": "application/json"}
+    )
+    system_in_messages = False
+    tool_keys: Mapping[str, Any] = MappingProxyType({})
+    stream_keys = MappingProxyType({"stream": True})
 
     def endpoint(self, base_url: str) -> str:
         path = "/messages" if url_path(base_url).endswith("/v1") else "/v1/messages"
         return append_path(base_url, path)
 
-    def auth_headers(self, key: str) -> dict[str, str]:
-        return {
-            "x-api-key": key,
-            "anthropic-version": ANTHROPIC_VERSION,
-            "Content-Type": "application/json",
-        }
-
     def declarations(self, toolkit: Toolkit) -> list[dict[str, Any]]:
         return toolkit.to_anthropic()
 
-    def start_messages(
-        self, system: str, history: Sequence[dict[str, Any]] | None, prompt: str
-    ) -> list[dict[str, Any]]:
-        messages = list(history) if history else []
-        messages.append({"role": "user", "content": prompt})
-        return messages
-
-    def body(
-        self,
-        model: str,
-        system: str,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        stream: bool,
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": model,
-            "max_tokens": DEFAULT_MAX_TOKENS,
-            "system": system,
-            "messages": messages,
-        }
-        if tools:
-            body["tools"] = tools
-        if stream:
-            body["stream"] = True
-        return body
+    def preamble(self, system: str) -> dict[str, Any]:
+        return {"max_tokens": DEFAULT_MAX_TOKENS, "system": system}
 
     def parse(self, status: int, data: Any, raw: bytes) -> Turn:
         content = data.get("content") if isinstance(data, dict) else None
-        found = error_text(data)
-        if not isinstance(content, list) or found is not None:
-            raise ProviderError(
-                status,
-                raw.decode("utf-8", "replace"),
-                found if found is not None else "response has no content blocks",
-            )
+        if is_error_payload(data) or not isinstance(content, list):
+            raise response_error(status, data, raw, "content blocks")
         return Turn(
             message={"role": "assistant", "content": content},
             text=blocks_text(content),
@@ -122,18 +104,15 @@ class AnthropicWire:
         return [{"role": "user", "content": blocks}]
 
 
-class AnthropicStream:
+class AnthropicStream(StreamAssembler):
     """Assembles one streamed turn from message/content-block events, thinking blocks included."""
 
-    __slots__ = ("_blocks", "_json", "_status", "done", "finish_reason", "usage")
+    __slots__ = ("_blocks", "_json")
 
     def __init__(self, status: int) -> None:
-        self._status = status
+        super().__init__(status)
         self._blocks: dict[int, dict[str, Any]] = {}
         self._json: dict[int, list[str]] = {}
-        self.usage: list[dict[str, int]] = []
-        self.finish_reason: str | None = None
-        self.done = False
 
     def feed(self, event: str, data: str) -> str | None:
         """Take one SSE event; return its text delta, if any."""
@@ -143,8 +122,8 @@ class AnthropicStream:
         kind = obj.get("type") or event
         if kind == "content_block_delta":
             block = self._blocks.get(obj.get("index", -1))
-            delta = obj.get("delta") or {}
-            if block is None:
+            delta = obj.get("delta")
+            if block is None or not isinstance(delta, dict):
                 return None
             dtype = delta.get("type")
             if dtype == "text_delta":
@@ -169,8 +148,8 @@ class AnthropicStream:
             if usage is not None:
                 self.usage.append(usage)
         elif kind == "message_delta":
-            delta = obj.get("delta") or {}
-            if delta.get("stop_reason"):
+            delta = obj.get("delta")
+            if isinstance(delta, dict) and delta.get("stop_reason"):
                 self.finish_reason = delta["stop_reason"]
             usage = anthropic_usage(obj.get("usage"))
             if usage is not None:
@@ -181,35 +160,25 @@ class AnthropicStream:
 
     def turn(self) -> Turn:
         content: list[dict[str, Any]] = []
-        raw_args: dict[str, str] = {}
+        calls: list[ToolCall] = []
         for index in sorted(self._blocks):
             block = self._blocks[index]
             if block.get("type") == "tool_use":
                 parts = self._json.get(index)
-                if parts is not None:
-                    text = "".join(parts)
-                    args, error = parse_arguments(text)
-                    # The transcript needs an object; a broken one is reported to the model.
-                    block["input"] = args if error is None else {}
-                    if error is not None:
-                        raw_args[str(block.get("id"))] = text
-                elif not isinstance(block.get("input"), dict):
-                    block["input"] = {}
+                args, error = parse_arguments(
+                    "".join(parts) if parts is not None else block.get("input")
+                )
+                # The transcript needs an object; broken arguments are reported to the model.
+                block["input"] = args
+                call_id, name = str(block.get("id") or ""), str(block.get("name") or "")
+                calls.append(ToolCall(id=call_id, name=name, args=args, error=error))
             content.append(block)
-        calls: list[ToolCall] = []
-        if self.finish_reason == "tool_use":
-            for call in parse_anthropic_tool_calls(content):
-                if call.id in raw_args:
-                    call.args, call.error = parse_arguments(raw_args[call.id])
-                calls.append(call)
-        usage: dict[str, int] | None = None
-        if self.usage:
-            usage = {}
-            for part in self.usage:
-                for key, value in part.items():
-                    usage[key] = usage.get(key, 0) + value
+        if self.finish_reason != "tool_use":
+            calls = []  # tool-use blocks count only when the model stopped to use them (§8)
         message = {"role": "assistant", "content": content}
-        return Turn(message, blocks_text(content), calls, usage, self.finish_reason, None)
+        return Turn(
+            message, blocks_text(content), calls, self.usage_total(), self.finish_reason, None
+        )
 
 
 ANTHROPIC = AnthropicWire()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
@@ -16,12 +17,13 @@ from toolnexus.client._errors import MissingApiKey
 from toolnexus.client._hooks import Hooks, resolve_hooks
 from toolnexus.client._inprocess import STREAM_UNSUPPORTED, InProcessTransport
 from toolnexus.client._loop import RunLoop
-from toolnexus.client._metrics import Metrics
+from toolnexus.client._metrics import Metrics, llm_event
 from toolnexus.client._openai import OPENAI, OpenAIWire
 from toolnexus.client._results import RunResult, TranslateResult
 from toolnexus.client._retry import RetryPolicy
+from toolnexus.client._scope import RunScope
 from toolnexus.client._transport import HttpTransport, Transport
-from toolnexus.client._wire import merge_headers
+from toolnexus.client._wire import CREDENTIAL_HEADERS, Turn, merge_headers
 from toolnexus.client.memory import ConversationStore, InMemoryConversationStore, KeyedLock
 from toolnexus.types import error_message
 
@@ -37,8 +39,6 @@ Event = dict[str, Any]
 
 # Body keys the library owns; `request_params` may not set them (body_transform may).
 FORBIDDEN_PARAMS = ("messages", "tools", "stream")
-# Header names that carry credentials; one in `headers` makes the API-key lookup unnecessary.
-_AUTH_HEADERS = frozenset({"authorization", "api-key", "x-api-key"})
 
 
 def _require_int(name: str, value: Any, minimum: int) -> int:
@@ -72,7 +72,7 @@ class Client:
 
     Create one per provider configuration and reuse it: it keeps one pooled HTTP client, the
     conversation store and the metric registry for its lifetime. Close it with `await aclose()`
-    (or `async with`) to release the connections it owns.
+    (or `async with`) to release the connections it owns. `create_client(...)` is the same call.
     """
 
     def __init__(
@@ -106,62 +106,10 @@ class Client:
             raise ValueError(f"base_url must be an http:// or https:// URL, not {base_url!r}")
         if style not in ("openai", "anthropic"):
             raise ValueError(f'style must be "openai" or "anthropic", not {style!r}')
-        if api_key is not None and not isinstance(api_key, str):
-            raise TypeError(f"api_key must be a string, not {type(api_key).__name__}")
-        if read_timeout_ms is None or read_timeout_ms <= 0:
-            raise ValueError(f"read_timeout_ms must be > 0, not {read_timeout_ms!r}")
-        wire: OpenAIWire | AnthropicWire = OPENAI if style == "openai" else ANTHROPIC
-        self._setup(
-            wire=wire,
-            transport=HttpTransport(http_client, read_timeout_ms / 1000),
-            base_url=base_url,
-            model=model,
-            api_key=api_key,
-            headers=headers,
-            system_prompt=system_prompt,
-            max_turns=max_turns,
-            hooks=hooks,
-            retries=retries,
-            retry_base_ms=retry_base_ms,
-            timeout_ms=timeout_ms,
-            store=store,
-            on_metric=on_metric,
-            wait_for=wait_for,
-            request_params=request_params,
-            body_transform=body_transform,
-            on_error=on_error,
-            retryable_statuses=retryable_statuses,
-            tool_concurrency=tool_concurrency,
-        )
-        # OPENROUTER_API_KEY is preferred for OpenRouter URLs (the API-key rule).
-        self._openrouter = "openrouter.ai" in (urlsplit(base_url).hostname or "")
-
-    def _setup(
-        self,
-        *,
-        wire: OpenAIWire | AnthropicWire,
-        transport: Transport,
-        base_url: str | None,
-        model: str,
-        api_key: str | None,
-        headers: Mapping[str, str] | None,
-        system_prompt: str | None,
-        max_turns: int,
-        hooks: Any,
-        retries: int,
-        retry_base_ms: float,
-        timeout_ms: float | None,
-        store: ConversationStore | None,
-        on_metric: Callable[[dict[str, Any]], Any] | None,
-        wait_for: Callable[..., Any] | None,
-        request_params: Mapping[str, Any] | None,
-        body_transform: Callable[[dict[str, Any]], Any] | None,
-        on_error: Callable[[dict[str, Any]], Any] | None,
-        retryable_statuses: Iterable[int] | None,
-        tool_concurrency: int,
-    ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError("model is required: the provider's model id, sent verbatim")
+        if api_key is not None and not isinstance(api_key, str):
+            raise TypeError(f"api_key must be a string, not {type(api_key).__name__}")
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise TypeError(f"system_prompt must be a string, not {type(system_prompt).__name__}")
         if headers is not None and not isinstance(headers, Mapping):
@@ -170,14 +118,16 @@ class Client:
             raise ValueError(f"timeout_ms must be > 0 or None, not {timeout_ms!r}")
         if retry_base_ms is None or retry_base_ms < 0:
             raise ValueError(f"retry_base_ms must be >= 0, not {retry_base_ms!r}")
+        if read_timeout_ms is None or read_timeout_ms <= 0:
+            raise ValueError(f"read_timeout_ms must be > 0, not {read_timeout_ms!r}")
         if store is not None and not (
             callable(getattr(store, "get", None)) and callable(getattr(store, "save", None))
         ):
             raise TypeError("store must have async get(id) and save(id, messages) methods")
-        self._wire = wire
-        self._transport = transport
-        self.style: Style = "openai" if wire is OPENAI else "anthropic"
-        self.base_url = base_url
+        self._wire: OpenAIWire | AnthropicWire = OPENAI if style == "openai" else ANTHROPIC
+        self._transport: Transport = HttpTransport(http_client, read_timeout_ms / 1000)
+        self.style: Style = style
+        self.base_url: str | None = base_url
         self.model = model
         self.system_prompt = system_prompt
         self.max_turns = _require_int("max_turns", max_turns, 1)
@@ -192,28 +142,39 @@ class Client:
             base_ms=retry_base_ms,
             extra_statuses=retryable_statuses,
             on_error=_require_callable("on_error", on_error),
-            transport_errors=transport.transport_errors,
+            transport_errors=self._transport.transport_errors,
         )
         self._params = _filtered_params(request_params)
         self._api_key = api_key
         self._extra_headers = dict(headers) if headers else None
-        self._openrouter = False
-        self._url = wire.endpoint(base_url) if base_url is not None else ""
+        self._url = self._wire.endpoint(base_url)
+        host = urlsplit(base_url).hostname or ""
+        # OPENROUTER_API_KEY is preferred for OpenRouter URLs (the API-key rule).
+        self._openrouter = host == "openrouter.ai" or host.endswith(".openrouter.ai")
+        # Headers that need no environment lookup are merged once; `None` ⇒ per request.
         self._static_headers: dict[str, str] | None = None
-        if base_url is None:  # in process: no HTTP, no key
-            self._static_headers = dict(self._extra_headers or {})
-        elif api_key is not None:
-            self._static_headers = merge_headers(wire.auth_headers(api_key), self._extra_headers)
-        elif self._extra_headers and any(k.lower() in _AUTH_HEADERS for k in self._extra_headers):
+        if api_key is not None:
+            self._static_headers = merge_headers(
+                self._wire.auth_headers(api_key), self._extra_headers
+            )
+        elif self._extra_headers and any(
+            k.lower() in CREDENTIAL_HEADERS for k in self._extra_headers
+        ):
             # The caller authenticates through `headers` (e.g. Azure's `api-key`): no key from
             # the environment is looked up, so none is ever sent to a host it was not meant for.
-            self._static_headers = merge_headers(
-                {"Content-Type": "application/json"}, self._extra_headers
-            )
+            self._static_headers = merge_headers(self._wire.base_headers, self._extra_headers)
         self._store: ConversationStore = store if store is not None else InMemoryConversationStore()
         self._locks = KeyedLock()
         self._metrics = Metrics()
         self._metric_tasks: set[asyncio.Future[Any]] = set()
+
+    def _use_in_process(self, transport: Transport) -> None:
+        """Answer from a model in this process instead of an HTTP endpoint: no URL, no key."""
+        self._transport = transport
+        self._policy.transport_errors = transport.transport_errors
+        self.base_url = None
+        self._url = ""
+        self._static_headers = dict(self._extra_headers or {})
 
     # -- request assembly -------------------------------------------------------------------
 
@@ -234,27 +195,29 @@ class Client:
             return router_key
         raise MissingApiKey()
 
+    def check_api_key(self) -> None:
+        """Raise now what the first request would raise when no API key can be found.
+
+        Reads the environment by the same rule as a request (no network). Call it to fail
+        fast, before starting tool servers; a client given `api_key`, one authenticated
+        through `headers` and an in-process client never raise. The error is a `ValueError`:
+        `No API key: set api_key or OPENROUTER_API_KEY / OPENAI_API_KEY / ANTHROPIC_API_KEY`.
+        """
+        self._request_headers()
+
     def _request_headers(self) -> dict[str, str]:
         if self._static_headers is not None:
             return self._static_headers
         return merge_headers(self._wire.auth_headers(self._api_key_now()), self._extra_headers)
 
-    async def _build_body(
-        self,
-        model: str,
-        system: str,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        stream: bool,
-    ) -> dict[str, Any]:
-        """Base body (§3), `request_params` merged, then `body_transform` (§13)."""
-        body = self._wire.body(model, system, messages, tools, stream)
-        return await self._shape_body(body)
-
     async def _shape_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`request_params` merged into a base body, then `body_transform` (§13)."""
         if self._params:
             body.update(self._params)
         if self._body_transform is not None:
+            if isinstance(body.get("messages"), list):
+                # The transform rewrites this request, never the run's own transcript.
+                body["messages"] = list(body["messages"])
             changed = await call_maybe_async(self._body_transform, body)
             if changed is not None:
                 if not isinstance(changed, dict):
@@ -263,6 +226,23 @@ class Client:
                     )
                 body = changed
         return body
+
+    async def _complete(self, model: str, body: dict[str, Any], scope: RunScope) -> Turn:
+        """One non-streamed LLM call with its retries; emits the call's `llm` event."""
+        started = time.perf_counter()
+        url, headers = self._url, self._request_headers()
+
+        async def attempt() -> Turn:
+            status, data, raw = await self._transport.post(url, headers, body)
+            return self._wire.parse(status, data, raw)
+
+        try:
+            turn = await self._policy.call(attempt, scope)
+        except BaseException:
+            self._emit(llm_event(model, started, None, ok=False))
+            raise
+        self._emit(llm_event(model, started, turn.usage, ok=True))
+        return turn
 
     def _emit(self, event: Event) -> None:
         """Record a metric event and hand it to `on_metric` (whose failure never breaks a run)."""
@@ -309,29 +289,25 @@ class Client:
 
         With `on_text`, the answer streams and `on_text(delta)` (sync or async) sees every delta.
         """
-        if on_text is not None:
-            _require_callable("on_text", on_text)
-            if not self._transport.can_stream:
-                raise RuntimeError(STREAM_UNSUPPORTED)
-            result: RunResult | None = None
-            events = self._stream(prompt, toolkit, id, cancel)
-            try:
-                async for event in events:
-                    if event["type"] == "text":
+        if on_text is None:
+            return await RunLoop(self, prompt, toolkit, None, cancel, conversation_id=id).result()
+        _require_callable("on_text", on_text)
+        events = self.stream(prompt, toolkit, id=id, cancel=cancel)
+        result: RunResult | None = None
+        try:
+            async for event in events:
+                if event["type"] == "text":
+                    try:
                         await call_maybe_async(on_text, event["delta"])
-                    elif event["type"] == "done":
-                        result = event["result"]
-            finally:
-                await events.aclose()
-            assert result is not None
-            return result
-        if id is None:
-            return await self.run(prompt, toolkit, cancel=cancel)
-        async with self._locks.hold(id):
-            history = await self._store.get(id) or []
-            result = await self.run(prompt, toolkit, history=history, cancel=cancel)
-            await self._store.save(id, result.messages)
-            return result
+                    except BaseException as exc:
+                        await events.athrow(exc)  # the run ends with it (its `run` event says so)
+                        raise
+                elif event["type"] == "done":
+                    result = event["result"]
+        finally:
+            await events.aclose()
+        assert result is not None
+        return result
 
     def stream(
         self,
@@ -341,36 +317,15 @@ class Client:
         id: str | None = None,
         cancel: asyncio.Event | None = None,
     ) -> AsyncGenerator[Event, None]:
-        """The loop as an async iterator of events; the last one is `{"type": "done", ...}`."""
+        """The loop as an async iterator of events; the last one is `{"type": "done", ...}`.
+
+        With `id`, the conversation is loaded before the first request and saved at `done`.
+        """
         if not self._transport.can_stream:
             raise RuntimeError(STREAM_UNSUPPORTED)
-        return self._stream(prompt, toolkit, id, cancel)
-
-    async def _stream(
-        self,
-        prompt: str,
-        toolkit: Toolkit | None,
-        id: str | None,
-        cancel: asyncio.Event | None,
-    ) -> AsyncGenerator[Event, None]:
-        if id is None:
-            events = RunLoop(self, prompt, toolkit, None, cancel, streaming=True).events()
-            try:
-                async for event in events:
-                    yield event
-            finally:
-                await events.aclose()
-            return
-        async with self._locks.hold(id):
-            history = await self._store.get(id) or []
-            events = RunLoop(self, prompt, toolkit, history, cancel, streaming=True).events()
-            try:
-                async for event in events:
-                    if event["type"] == "done":
-                        await self._store.save(id, event["result"].messages)
-                    yield event
-            finally:
-                await events.aclose()
+        return RunLoop(
+            self, prompt, toolkit, None, cancel, streaming=True, conversation_id=id
+        ).events()
 
     def conversation(
         self, toolkit: Toolkit | None = None, cancel: asyncio.Event | None = None
@@ -458,57 +413,11 @@ class Conversation:
         self._messages = []
 
 
-def create_client(
-    *,
-    base_url: str,
-    style: Style,
-    model: str,
-    api_key: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    system_prompt: str | None = None,
-    max_turns: int = 10,
-    hooks: Hooks | Mapping[str, Any] | Any = None,
-    retries: int = 2,
-    retry_base_ms: float = 500,
-    timeout_ms: float | None = None,
-    store: ConversationStore | None = None,
-    on_metric: Callable[[dict[str, Any]], Any] | None = None,
-    wait_for: Callable[..., Any] | None = None,
-    request_params: Mapping[str, Any] | None = None,
-    body_transform: Callable[[dict[str, Any]], Any] | None = None,
-    on_error: Callable[[dict[str, Any]], Any] | None = None,
-    retryable_statuses: Iterable[int] | None = None,
-    http_client: httpx2.AsyncClient | None = None,
-    read_timeout_ms: float = 600000,
-    tool_concurrency: int = 16,
-) -> Client:
-    """A `Client` for an OpenAI-style (`/chat/completions`) or Anthropic-style endpoint."""
-    return Client(
-        base_url=base_url,
-        style=style,
-        model=model,
-        api_key=api_key,
-        headers=headers,
-        system_prompt=system_prompt,
-        max_turns=max_turns,
-        hooks=hooks,
-        retries=retries,
-        retry_base_ms=retry_base_ms,
-        timeout_ms=timeout_ms,
-        store=store,
-        on_metric=on_metric,
-        wait_for=wait_for,
-        request_params=request_params,
-        body_transform=body_transform,
-        on_error=on_error,
-        retryable_statuses=retryable_statuses,
-        http_client=http_client,
-        read_timeout_ms=read_timeout_ms,
-        tool_concurrency=tool_concurrency,
-    )
-
+create_client = Client
+"""`create_client(base_url=..., style=..., model=..., **options)`: the same as `Client(...)`."""
 
 _NOT_IN_PROCESS = ("base_url", "api_key", "style", "http_client")
+_IN_PROCESS_URL = "http://in-process.invalid"  # validated, never contacted
 
 
 def create_in_process_client(
@@ -524,37 +433,10 @@ def create_in_process_client(
             raise TypeError(f"create_in_process_client() does not take {name!r}")
     if not callable(generate):
         raise TypeError("create_in_process_client() needs a callable generate(request)")
-    allowed = set(inspect.signature(create_client).parameters) - set(_NOT_IN_PROCESS)
-    allowed.discard("model")
-    unknown = sorted(set(options) - allowed)
+    unknown = sorted(set(options) - set(inspect.signature(Client).parameters))
     if unknown:
         raise TypeError(f"create_in_process_client() got an unexpected option {unknown[0]!r}")
-    options.pop("read_timeout_ms", None)  # no HTTP read to time out
     options.setdefault("retries", 0)
-    settings: dict[str, Any] = {
-        "headers": None,
-        "system_prompt": None,
-        "max_turns": 10,
-        "hooks": None,
-        "retry_base_ms": 500,
-        "timeout_ms": None,
-        "store": None,
-        "on_metric": None,
-        "wait_for": None,
-        "request_params": None,
-        "body_transform": None,
-        "on_error": None,
-        "retryable_statuses": None,
-        "tool_concurrency": 16,
-    }
-    settings.update(options)
-    client = Client.__new__(Client)
-    client._setup(
-        wire=OPENAI,
-        transport=InProcessTransport(generate),
-        base_url=None,
-        model=model,
-        api_key=None,
-        **settings,
-    )
+    client = Client(base_url=_IN_PROCESS_URL, style="openai", model=model, **options)
+    client._use_in_process(InProcessTransport(generate))
     return client

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["NO_API_KEY_MESSAGE", "MissingApiKey", "ProviderError", "RunCancelled", "RunTimeout"]
+__all__ = [
+    "NO_API_KEY_MESSAGE",
+    "MissingApiKey",
+    "ProviderError",
+    "RunCancelled",
+    "RunTimeout",
+    "is_error_payload",
+    "provider_message_of",
+]
 
 NO_API_KEY_MESSAGE = (
     "No API key: set api_key or OPENROUTER_API_KEY / OPENAI_API_KEY / ANTHROPIC_API_KEY"
@@ -41,33 +50,31 @@ class ProviderError(Exception):
 
 
 def provider_message_of(body: str) -> str:
-    """`error.message` of a JSON error body when present, else the body text cut to 500 chars."""
-    if not body:
+    """`error.message` of a JSON error body when present, else the body text cut to 500 chars.
+
+    `""` for an empty body (the error then reads just `LLM <status>`).
+    """
+    if not body.strip():
         return ""
     try:
-        import json
-
         data: Any = json.loads(body)
     except ValueError:
         return body[:_BODY_CUT]
-    found = error_text(data)
-    return found if found is not None else body[:_BODY_CUT]
+    error = data.get("error") if isinstance(data, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) and message else body[:_BODY_CUT]
 
 
-def error_text(data: Any) -> str | None:
-    """The message of an error-shaped payload (`{"error": {"message": …}}` or `{"error": "…"}`)."""
+def is_error_payload(data: Any) -> bool:
+    """A decoded body or stream event that is an error object rather than a response.
+
+    `{"error": {...}}` / `{"error": "..."}` (OpenAI and most gateways) or Anthropic's
+    `{"type": "error", ...}`; an `"error": null` next to a real response is not one.
+    """
     if not isinstance(data, dict):
-        return None
-    err = data.get("error")
-    if isinstance(err, dict):
-        msg = err.get("message")
-        if isinstance(msg, str) and msg:
-            return msg
-        kind = err.get("type") or err.get("code")
-        return str(kind) if kind else "error"
-    if isinstance(err, str) and err:
-        return err
-    return None
+        return False
+    error = data.get("error")
+    return (bool(error) and isinstance(error, dict | str)) or data.get("type") == "error"
 
 
 class MissingApiKey(ValueError):

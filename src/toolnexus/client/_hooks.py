@@ -8,7 +8,7 @@ from typing import Any
 
 from toolnexus._aio import call_maybe_async
 
-__all__ = ["HOOK_NAMES", "Hooks", "call_hook", "resolve_hooks"]
+__all__ = ["HOOK_NAMES", "Hooks", "before_llm", "call_hook", "resolve_hooks"]
 
 HOOK_NAMES = ("before_llm", "after_llm", "before_tool", "after_tool")
 
@@ -64,3 +64,30 @@ async def call_hook(fn: HookFn | None, payload: dict[str, Any]) -> dict[str, Any
     if not isinstance(reply, Mapping):
         raise TypeError(f"a hook must return None or a dict, not {type(reply).__name__}")
     return dict(reply) if reply else None
+
+
+async def before_llm(
+    hooks: Hooks | None,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    model: str,
+    turn: int,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """Run the `before_llm` hook; return the messages, tools and model to use.
+
+    A returned `messages`/`tools` replaces them for this and later turns (the caller keeps
+    them); a returned `model` is for this turn only. A hook that raises aborts the caller.
+    """
+    if hooks is None or hooks.before_llm is None:
+        return messages, tools, model
+    reply = await call_hook(
+        hooks.before_llm, {"messages": messages, "tools": tools, "model": model, "turn": turn}
+    )
+    if reply:
+        if reply.get("messages") is not None:
+            messages = list(reply["messages"])
+        if "tools" in reply:
+            tools = list(reply["tools"] or ())
+        if reply.get("model"):
+            model = str(reply["model"])
+    return messages, tools, model

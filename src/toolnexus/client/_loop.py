@@ -9,15 +9,18 @@ the provider until the consumer asks for the next event.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from toolnexus._aio import call_in_thread_maybe_async
 from toolnexus.adapters import ToolCall
 from toolnexus.client._errors import ProviderError
-from toolnexus.client._hooks import call_hook
+from toolnexus.client._hooks import before_llm, call_hook
+from toolnexus.client._metrics import elapsed_ms, llm_event
 from toolnexus.client._results import RunResult, add_usage, empty_usage
 from toolnexus.client._scope import RunScope
 from toolnexus.client._sse import SSEDecoder
@@ -40,10 +43,6 @@ def compose_system(system_prompt: str | None, toolkit: Toolkit | None) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def _ms(since: float) -> float:
-    return round((time.perf_counter() - since) * 1000, 3)
-
-
 async def _next_chunk(chunks: AsyncIterator[bytes]) -> bytes | None:
     try:
         return await anext(chunks)
@@ -51,22 +50,22 @@ async def _next_chunk(chunks: AsyncIterator[bytes]) -> bytes | None:
         return None
 
 
+@dataclass(slots=True)
 class _Outcome:
     """One tool call after execution (and hooks), before suspension handling."""
 
-    __slots__ = ("args", "call", "result", "suspended")
-
-    def __init__(
-        self, call: ToolCall, args: dict[str, Any], result: ToolResult, suspended: bool
-    ) -> None:
-        self.call = call
-        self.args = args
-        self.result = result
-        self.suspended = suspended
+    call: ToolCall
+    args: dict[str, Any]  # after any `before_tool` rewrite
+    result: ToolResult
+    suspended: bool
 
 
 class RunLoop:
-    """One run of the loop. Iterate `events()`; the last event is `{"type": "done", ...}`."""
+    """One run of the loop. Iterate `events()`; the last event is `{"type": "done", ...}`.
+
+    With `conversation_id`, the run holds that id's lock from loading its transcript from the
+    client's store to saving the new one, so concurrent runs on one id never lose a turn.
+    """
 
     def __init__(
         self,
@@ -76,7 +75,8 @@ class RunLoop:
         history: Sequence[dict[str, Any]] | None,
         cancel: asyncio.Event | None,
         *,
-        streaming: bool,
+        streaming: bool = False,
+        conversation_id: str | None = None,
     ) -> None:
         self.c = client
         self.prompt = prompt
@@ -84,10 +84,12 @@ class RunLoop:
         self.history = history
         self.cancel = cancel
         self.streaming = streaming
+        self.conversation_id = conversation_id
         self.usage = empty_usage()
         self.usage_seen = False
         self.turns = 0
         self.records: list[dict[str, Any]] = []
+        self.finished = False  # the `run` event is out: nothing may be reported after it
 
     async def result(self) -> RunResult:
         """Run to the end without streaming and return the `RunResult`."""
@@ -103,141 +105,132 @@ class RunLoop:
 
     async def events(self) -> AsyncGenerator[Event, None]:
         c = self.c
+        wire = c._wire
         started = time.perf_counter()
         scope = RunScope(c.timeout_ms, self.cancel)
-        hooks = c.hooks
-        wire = c._wire
         try:
-            scope.check()
-            system = compose_system(c.system_prompt, self.toolkit)
-            messages = wire.start_messages(system, self.history, self.prompt)
-            tools = wire.declarations(self.toolkit) if self.toolkit is not None else []
-            status, text = "incomplete", ""
-            limit: str | None = "maxTurns"
-            pending: Request | None = None
-            for turn_index in range(c.max_turns):
-                model = c.model
-                if hooks is not None and hooks.before_llm is not None:
-                    reply = await call_hook(
-                        hooks.before_llm,
-                        {"messages": messages, "tools": tools, "model": model, "turn": turn_index},
+            async with contextlib.AsyncExitStack() as memory:
+                history = self.history
+                if self.conversation_id is not None:
+                    await memory.enter_async_context(c._locks.hold(self.conversation_id))
+                    history = await c._store.get(self.conversation_id) or []
+                scope.check()
+                system = compose_system(c.system_prompt, self.toolkit)
+                messages = wire.start_messages(system, history, self.prompt)
+                tools = wire.declarations(self.toolkit) if self.toolkit is not None else []
+                status, text = "incomplete", ""
+                limit: str | None = "maxTurns"
+                pending: Request | None = None
+                for turn_index in range(c.max_turns):
+                    messages, tools, model = await before_llm(
+                        c.hooks, messages, tools, c.model, turn_index
                     )
-                    if reply:
-                        if reply.get("messages") is not None:
-                            messages = list(reply["messages"])
-                        if "tools" in reply:
-                            tools = list(reply["tools"] or ())
-                        if reply.get("model"):
-                            model = str(reply["model"])
-                body = await c._build_body(model, system, messages, tools, self.streaming)
-                turn: Turn | None = None
-                if self.streaming:
-                    deltas = self._stream_call(model, body, scope)
-                    try:
-                        async for item in deltas:
-                            if isinstance(item, str):
-                                yield {"type": "text", "delta": item}
-                            else:
-                                turn = item
-                    finally:
-                        await deltas.aclose()  # a consumer that stops early closes the response
-                else:
-                    turn = await self._call(model, body, scope)
-                assert turn is not None
-                self.turns += 1
-                if hooks is not None and hooks.after_llm is not None:
-                    response = (
-                        {"streamed": True, "usage": dict(self.usage)}
-                        if self.streaming
-                        else turn.raw
+                    body = await c._shape_body(
+                        wire.body(model, system, messages, tools, self.streaming)
                     )
-                    await call_hook(
-                        hooks.after_llm, {"response": response, "model": model, "turn": turn_index}
-                    )
-                messages.append(turn.message)
-                text = turn.text
-                if not turn.calls:
-                    status, limit = "done", None
-                    break
-                calls = turn.calls
-                if self.streaming:
-                    for call in calls:
-                        yield {
-                            "type": "tool_call",
-                            "id": call.id,
-                            "name": call.name,
-                            "args": call.args,
-                        }
-                outcomes = await self._execute_all(calls, turn_index, scope)
-                pairs: list[tuple[str, ToolResult]] = []
-                for outcome in outcomes:
-                    result = outcome.result
-                    request = pending_of(result) if outcome.suspended else None
-                    if request is not None:
-                        if self.streaming:
-                            yield {"type": "pending", "request": request}
-                        if c.wait_for is None:
-                            result = ToolResult(request.prompt, True)
-                            self._record(outcome, result)
-                            pairs.append((outcome.call.id, result))
-                            pending = request
-                            break
-                        result = await self._resolve(outcome, request, turn_index, scope)
-                    self._record(outcome, result)
-                    pairs.append((outcome.call.id, result))
                     if self.streaming:
-                        yield {
-                            "type": "tool_result",
-                            "id": outcome.call.id,
-                            "name": outcome.call.name,
-                            "output": result.output,
-                            "is_error": result.is_error,
-                        }
-                messages.extend(wire.tool_results(pairs))
-                if pending is not None:
-                    status, limit, text = "pending", None, pending.prompt
-                    break
-            if status == "incomplete" and c.max_turns <= 0:
-                text = ""
-            result_obj = RunResult(
-                text=text,
-                messages=messages,
-                tool_calls=self.records,
-                tool_call_count=len(self.records),
-                turns=self.turns,
-                usage=self.usage,
-                model=c.model,
-                status=status,
-                limit=limit,
-                pending=pending,
-            )
+                        turn: Turn | None = None
+                        deltas = self._stream_call(model, body, scope)
+                        try:
+                            async for item in deltas:
+                                if isinstance(item, str):
+                                    yield {"type": "text", "delta": item}
+                                else:
+                                    turn = item
+                        finally:
+                            await deltas.aclose()  # a consumer that stops early closes the body
+                        assert turn is not None
+                    else:
+                        turn = await c._complete(model, body, scope)
+                    self.turns += 1
+                    self._add_usage(turn.usage)
+                    await self._after_llm(turn, model, turn_index)
+                    messages.append(turn.message)
+                    text = turn.text
+                    if not turn.calls:
+                        status, limit = "done", None
+                        break
+                    if self.streaming:
+                        for call in turn.calls:
+                            yield {
+                                "type": "tool_call",
+                                "id": call.id,
+                                "name": call.name,
+                                "args": call.args,
+                            }
+                    outcomes = await self._execute_all(turn.calls, turn_index, scope)
+                    answered: list[tuple[str, ToolResult]] = []
+                    for outcome in outcomes:  # in call order
+                        result = outcome.result
+                        request = pending_of(result) if outcome.suspended else None
+                        if request is not None:
+                            if self.streaming:
+                                yield {"type": "pending", "request": request}
+                            if c.wait_for is None:
+                                # Surface the first suspension; later calls are not recorded.
+                                pending = request
+                                result = ToolResult(request.prompt, True)
+                                self._record(outcome, result)
+                                answered.append((outcome.call.id, result))
+                                break
+                            result = await self._resolve(outcome, request, turn_index, scope)
+                        self._record(outcome, result)
+                        answered.append((outcome.call.id, result))
+                        if self.streaming:
+                            yield {
+                                "type": "tool_result",
+                                "id": outcome.call.id,
+                                "name": outcome.call.name,
+                                "output": result.output,
+                                "is_error": result.is_error,
+                            }
+                    messages.extend(wire.tool_results(answered))
+                    if pending is not None:
+                        status, limit, text = "pending", None, pending.prompt
+                        break
+                final = RunResult(
+                    text=text,
+                    messages=messages,
+                    tool_calls=self.records,
+                    tool_call_count=len(self.records),
+                    turns=self.turns,
+                    usage=self.usage,
+                    model=c.model,
+                    status=status,
+                    limit=limit,
+                    pending=pending,
+                )
+                if self.conversation_id is not None:
+                    await c._store.save(self.conversation_id, messages)
         except BaseException as exc:
             scope.close()
-            message = (
+            reason = (
                 "stream closed before done"
                 if isinstance(exc, GeneratorExit)
                 else error_message(exc)
             )
-            c._emit(self._run_event(started, message))
+            self._finish(started, reason)
             raise
         scope.close()
-        c._emit(self._run_event(started, None))
+        self._finish(started, None)
         if self.streaming and self.usage_seen:
             yield {"type": "usage", "usage": dict(self.usage)}
-        yield {"type": "done", "result": result_obj}
+        yield {"type": "done", "result": final}
 
-    def _run_event(self, started: float, error: str | None) -> Event:
+    def _finish(self, started: float, error: str | None) -> None:
+        """Emit the run's `run` event: always its last one, with `error` when it raised."""
         event: Event = {
             "event": "run",
             "model": self.c.model,
             "turns": self.turns,
             "tool_calls": len(self.records),
             "total_tokens": self.usage["total_tokens"],
-            "ms": _ms(started),
+            "ms": elapsed_ms(started),
         }
         if error is not None:
             event["error"] = error
-        return event
+        self.finished = True
+        self.c._emit(event)
 
     def _record(self, outcome: _Outcome, result: ToolResult) -> None:
         self.records.append(
@@ -252,49 +245,17 @@ class RunLoop:
 
     # -- the LLM call ---------------------------------------------------------------------------
 
-    def _llm_done(self, model: str, started: float, usage: dict[str, int] | None) -> None:
+    def _add_usage(self, usage: dict[str, int] | None) -> None:
         if usage is not None:
             add_usage(self.usage, usage)
             self.usage_seen = True
-        self.c._emit(
-            {
-                "event": "llm",
-                "model": model,
-                "status": "ok",
-                "ms": _ms(started),
-                "prompt_tokens": usage["prompt_tokens"] if usage else 0,
-                "completion_tokens": usage["completion_tokens"] if usage else 0,
-            }
-        )
 
-    def _llm_failed(self, model: str, started: float) -> None:
-        self.c._emit(
-            {
-                "event": "llm",
-                "model": model,
-                "status": "error",
-                "ms": _ms(started),
-                "prompt_tokens": 0,
-                "completion_tokens": 0,
-            }
-        )
-
-    async def _call(self, model: str, body: dict[str, Any], scope: RunScope) -> Turn:
-        c = self.c
-        started = time.perf_counter()
-        url, headers = c._url, c._request_headers()
-
-        async def attempt() -> Turn:
-            status, data, raw = await c._transport.post(url, headers, body)
-            return c._wire.parse(status, data, raw)
-
-        try:
-            turn = await c._policy.call(attempt, scope)
-        except BaseException:
-            self._llm_failed(model, started)
-            raise
-        self._llm_done(model, started, turn.usage)
-        return turn
+    async def _after_llm(self, turn: Turn, model: str, turn_index: int) -> None:
+        hooks = self.c.hooks
+        if hooks is None or hooks.after_llm is None:
+            return
+        response = {"streamed": True, "usage": dict(self.usage)} if self.streaming else turn.raw
+        await call_hook(hooks.after_llm, {"response": response, "model": model, "turn": turn_index})
 
     async def _stream_call(
         self, model: str, body: dict[str, Any], scope: RunScope
@@ -304,6 +265,7 @@ class RunLoop:
         started = time.perf_counter()
         url, headers = c._url, c._request_headers()
         try:
+            # Retries happen before the body is read: a half-streamed answer is never replayed.
             response = await c._policy.call(
                 lambda: c._transport.open_stream(url, headers, body), scope
             )
@@ -338,9 +300,9 @@ class RunLoop:
             finally:
                 await response.aclose()
         except BaseException:
-            self._llm_failed(model, started)
+            c._emit(llm_event(model, started, None, ok=False))
             raise
-        self._llm_done(model, started, turn.usage)
+        c._emit(llm_event(model, started, turn.usage, ok=True))
         yield turn
 
     async def _whole_body(self, response: StreamBody, scope: RunScope) -> Turn:
@@ -362,6 +324,7 @@ class RunLoop:
     async def _execute_all(
         self, calls: list[ToolCall], turn: int, scope: RunScope
     ) -> list[_Outcome]:
+        """Run every call of a turn at once (at most `tool_concurrency`); results in call order."""
         if len(calls) == 1:
             return [await scope.race(self._execute_one(calls[0], turn, scope))]
         limit = self.c._tool_concurrency
@@ -378,7 +341,7 @@ class RunLoop:
                 async with asyncio.TaskGroup() as group:
                     tasks = [group.create_task(bounded(call)) for call in calls]
             except BaseExceptionGroup as group_error:
-                raise group_error.exceptions[0] from None
+                raise group_error.exceptions[0] from None  # a hook raised: the run aborts
             return [t.result() for t in tasks]
 
         return await scope.race(all_calls())
@@ -389,6 +352,8 @@ class RunLoop:
         return await self.toolkit.execute(name, args, ctx)
 
     def _tool_event(self, name: str, result: ToolResult, started: float) -> None:
+        if self.finished:
+            return  # a tool that outlived its aborted run: the `run` event stays last
         tool = self.toolkit.get(name) if self.toolkit is not None else None
         suspended = pending_of(result) is not None
         event: Event = {
@@ -396,14 +361,14 @@ class RunLoop:
             "tool": name,
             "source": tool.source if tool is not None else "custom",
             "is_error": False if suspended else result.is_error,
-            "ms": _ms(started),
+            "ms": elapsed_ms(started),
         }
         if suspended:
             event["pending"] = True
         self.c._emit(event)
 
     async def _execute_one(self, call: ToolCall, turn: int, scope: RunScope) -> _Outcome:
-        if call.error is not None:
+        if call.error is not None:  # the model sent unusable arguments: nothing runs
             message = f"Invalid arguments for tool {call.name}: {call.error}"
             return _Outcome(call, call.args, ToolResult(message, True), False)
         hooks = self.c.hooks
@@ -455,7 +420,7 @@ class RunLoop:
         result = await scope.race(self._run_tool(name, args, scope.tool_context(answer)))
         self._tool_event(name, result, started)
         if pending_of(result) is not None:
-            return ToolResult("unresolved: " + request.prompt, True)
+            return ToolResult("unresolved: " + request.prompt, True)  # never a second wait
         return await self._after_tool(outcome.call, args, result, turn)
 
 

@@ -8,12 +8,31 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from bisect import bisect_left
 from collections.abc import Iterable
 from operator import itemgetter
 from typing import Any
 
-__all__ = ["Metrics", "js_number"]
+__all__ = ["Metrics", "elapsed_ms", "js_number", "llm_event"]
+
+
+def elapsed_ms(since: float) -> float:
+    """Milliseconds since `since` (a `time.perf_counter()` reading), for metric events."""
+    return round((time.perf_counter() - since) * 1000, 3)
+
+
+def llm_event(model: str, started: float, usage: dict[str, int] | None, ok: bool) -> dict[str, Any]:
+    """The `llm` metric event of one LLM call (its retries included); tokens are 0 on error."""
+    return {
+        "event": "llm",
+        "model": model,
+        "status": "ok" if ok else "error",
+        "ms": elapsed_ms(started),
+        "prompt_tokens": usage["prompt_tokens"] if usage and ok else 0,
+        "completion_tokens": usage["completion_tokens"] if usage and ok else 0,
+    }
+
 
 _BOUNDS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from toolnexus.adapters import (
@@ -11,8 +11,16 @@ from toolnexus.adapters import (
     parse_arguments,
     parse_openai_tool_calls,
 )
-from toolnexus.client._errors import ProviderError, error_text
-from toolnexus.client._wire import Turn, append_path, as_int, decode_event
+from toolnexus.client._errors import is_error_payload
+from toolnexus.client._wire import (
+    StreamAssembler,
+    Turn,
+    Wire,
+    append_path,
+    as_int,
+    decode_event,
+    response_error,
+)
 from toolnexus.types import ToolResult
 
 if TYPE_CHECKING:
@@ -53,61 +61,30 @@ def content_text(content: Any) -> str:
     return ""
 
 
-class OpenAIWire:
+class OpenAIWire(Wire):
     """`POST …/chat/completions` with a bearer key; the transcript holds the system message."""
 
     style = "openai"
+    credential_header = "Authorization"
+    credential_prefix = "Bearer "
+    base_headers = MappingProxyType({"Content-Type": "application/json"})
+    system_in_messages = True
+    tool_keys = MappingProxyType({"tool_choice": "auto"})
+    stream_keys = MappingProxyType({"stream": True, "stream_options": {"include_usage": True}})
 
     def endpoint(self, base_url: str) -> str:
         return append_path(base_url, "/chat/completions")
 
-    def auth_headers(self, key: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-
     def declarations(self, toolkit: Toolkit) -> list[dict[str, Any]]:
         return toolkit.to_openai()
 
-    def start_messages(
-        self, system: str, history: Sequence[dict[str, Any]] | None, prompt: str
-    ) -> list[dict[str, Any]]:
-        messages = list(history) if history else []
-        if not history and system:
-            messages.append({"role": "system", "content": system})
-        messages.append({"role": "user", "content": prompt})
-        return messages
-
-    def body(
-        self,
-        model: str,
-        system: str,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        stream: bool,
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": model, "messages": messages}
-        if tools:
-            body["tools"] = tools
-            body["tool_choice"] = "auto"
-        if stream:
-            body["stream"] = True
-            body["stream_options"] = {"include_usage": True}
-        return body
-
     def parse(self, status: int, data: Any, raw: bytes) -> Turn:
-        message = None
-        choice: Any = None
-        if isinstance(data, dict):
-            choices = data.get("choices")
-            if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-                choice = choices[0]
-                message = choice.get("message")
-        if not isinstance(message, dict):
-            found = error_text(data)
-            raise ProviderError(
-                status,
-                raw.decode("utf-8", "replace"),
-                found if found is not None else "response has no choices[0].message",
-            )
+        choices = data.get("choices") if isinstance(data, dict) else None
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if is_error_payload(data) or not isinstance(message, dict):
+            raise response_error(status, data, raw, "choices[0].message")
+        assert isinstance(choice, dict)
         return Turn(
             message=message,
             text=content_text(message.get("content")),
@@ -133,18 +110,15 @@ class _PartialCall:
         self.args: list[str] = []
 
 
-class OpenAIStream:
+class OpenAIStream(StreamAssembler):
     """Assembles one streamed turn from `chat.completion.chunk` events (tool calls by `index`)."""
 
-    __slots__ = ("_calls", "_status", "_text", "done", "finish_reason", "usage")
+    __slots__ = ("_calls", "_text")
 
     def __init__(self, status: int) -> None:
-        self._status = status
+        super().__init__(status)
         self._text: list[str] = []
         self._calls: dict[int, _PartialCall] = {}
-        self.usage: list[dict[str, int]] = []
-        self.finish_reason: str | None = None
-        self.done = False
 
     def feed(self, event: str, data: str) -> str | None:
         """Take one SSE event; return its text delta, if any."""
@@ -158,31 +132,34 @@ class OpenAIStream:
         if usage is not None:
             self.usage.append(usage)
         choices = obj.get("choices")
-        if not choices or not isinstance(choices[0], dict):
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        if not isinstance(choice, dict):
             return None
-        choice = choices[0]
         if choice.get("finish_reason"):
             self.finish_reason = choice["finish_reason"]
         delta = choice.get("delta")
         if not isinstance(delta, dict):
             return None
         for position, part in enumerate(delta.get("tool_calls") or ()):
-            index = part.get("index", position)
-            call = self._calls.get(index)
-            if call is None:
-                call = self._calls[index] = _PartialCall()
-            if part.get("id"):
-                call.id = part["id"]
-            fn = part.get("function") or {}
-            if fn.get("name"):
-                call.name.append(fn["name"])
-            if fn.get("arguments"):
-                call.args.append(fn["arguments"])
+            if isinstance(part, dict):
+                self._add_call_part(part.get("index", position), part)
         content = delta.get("content")
         if isinstance(content, str) and content:
             self._text.append(content)
             return content
         return None
+
+    def _add_call_part(self, index: int, part: dict[str, Any]) -> None:
+        call = self._calls.get(index)
+        if call is None:
+            call = self._calls[index] = _PartialCall()
+        if part.get("id"):
+            call.id = part["id"]
+        fn = part.get("function") or {}
+        if fn.get("name"):
+            call.name.append(fn["name"])
+        if fn.get("arguments"):
+            call.args.append(fn["arguments"])
 
     def turn(self) -> Turn:
         text = "".join(self._text)
@@ -207,13 +184,7 @@ class OpenAIStream:
             message = {"role": "assistant", "content": text or None, "tool_calls": wire_calls}
         else:
             message = {"role": "assistant", "content": text}
-        usage: dict[str, int] | None = None
-        if self.usage:
-            usage = {}
-            for part in self.usage:
-                for key, value in part.items():
-                    usage[key] = usage.get(key, 0) + value
-        return Turn(message, text, calls, usage, self.finish_reason, None)
+        return Turn(message, text, calls, self.usage_total(), self.finish_reason, None)
 
 
 OPENAI = OpenAIWire()

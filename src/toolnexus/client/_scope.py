@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -97,7 +98,10 @@ class RunScope:
 
     async def race(self, awaitable: Awaitable[T]) -> T:
         """Await `awaitable`, aborting it when the deadline passes or `cancel` is set."""
-        self.check()
+        if self.aborted:
+            if inspect.iscoroutine(awaitable):
+                awaitable.close()  # never started: close it rather than leak it un-awaited
+            raise self.error()
         abort = self._abort
         if abort is None:
             return await awaitable

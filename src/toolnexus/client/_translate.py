@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-import time
+import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolnexus._json import compact_json
-from toolnexus.client._hooks import call_hook
+from toolnexus.adapters import parse_arguments
+from toolnexus.client._anthropic import DEFAULT_MAX_TOKENS
+from toolnexus.client._hooks import before_llm, call_hook
 from toolnexus.client._openai import content_text
-from toolnexus.client._results import TranslatedToolCall, TranslateResult
+from toolnexus.client._results import TranslatedToolCall, TranslateResult, empty_usage
 from toolnexus.client._scope import RunScope
-from toolnexus.client._wire import Turn
 
 if TYPE_CHECKING:
     from toolnexus.client._client import Client
     from toolnexus.toolkit import Toolkit
 
 __all__ = ["finish_reason", "to_anthropic_messages", "to_anthropic_tool_choice", "translate"]
-
-DEFAULT_MAX_TOKENS = 4096
 
 
 def finish_reason(has_tool_calls: bool, provider_reason: Any) -> str:
@@ -34,20 +33,6 @@ def finish_reason(has_tool_calls: bool, provider_reason: Any) -> str:
 
 
 # -- anthropic inbound ------------------------------------------------------------------------
-
-
-def _parsed_arguments(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    if isinstance(raw, str) and raw.strip():
-        import json
-
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            return {}
-        return value if isinstance(value, dict) else {}
-    return {}
 
 
 def _as_text(content: Any) -> str:
@@ -95,7 +80,7 @@ def to_anthropic_messages(
                         "type": "tool_use",
                         "id": call.get("id", ""),
                         "name": fn.get("name", ""),
-                        "input": _parsed_arguments(fn.get("arguments")),
+                        "input": parse_arguments(fn.get("arguments"))[0],  # unparseable ⇒ {}
                     }
                 )
             if blocks:
@@ -108,7 +93,7 @@ def to_anthropic_messages(
 def to_anthropic_tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for tool in tools:
-        fn = tool.get("function") if tool.get("type") == "function" else None
+        fn = tool.get("function")
         if not isinstance(fn, dict):
             out.append(dict(tool))  # already Anthropic-shaped
             continue
@@ -173,96 +158,85 @@ async def translate(
     tool_choice: Any,
     system: str | None,
     max_tokens: int,
-    cancel: Any,
+    cancel: asyncio.Event | None,
 ) -> TranslateResult:
     anthropic = client.style == "anthropic"
-    model = client.model
-    mapped_choice: Any = None
+    declared = client._wire.declarations(toolkit) if toolkit is not None else []
     if anthropic:
         wire_messages, joined = to_anthropic_messages(messages)
         system_text = system or client.system_prompt or joined
-        wire_tools = (toolkit.to_anthropic() if toolkit is not None else []) + to_anthropic_tools(
-            tools or ()
-        )
-        mapped_choice = to_anthropic_tool_choice(tool_choice)
+        wire_tools = declared + to_anthropic_tools(tools or ())
     else:
         system_text = system if system is not None else (client.system_prompt or "")
         wire_messages = list(messages)
         has_system = any(m.get("role") in ("system", "developer") for m in wire_messages)
         if system_text and not has_system:
             wire_messages.insert(0, {"role": "system", "content": system_text})
-        wire_tools = (toolkit.to_openai() if toolkit is not None else []) + list(tools or ())
+        wire_tools = declared + list(tools or ())
 
     scope = RunScope(client.timeout_ms, cancel)
-    started = time.perf_counter()
     try:
-        hooks = client.hooks
-        if hooks is not None and hooks.before_llm is not None:
-            reply = await call_hook(
-                hooks.before_llm,
-                {"messages": wire_messages, "tools": wire_tools, "model": model, "turn": 0},
-            )
-            if reply:
-                if reply.get("messages") is not None:
-                    wire_messages = list(reply["messages"])
-                if "tools" in reply:
-                    wire_tools = list(reply["tools"] or ())
-                if reply.get("model"):
-                    model = str(reply["model"])
-        body: dict[str, Any] = {"model": model}
+        wire_messages, wire_tools, model = await before_llm(
+            client.hooks, wire_messages, wire_tools, client.model, 0
+        )
         if anthropic:
-            body["max_tokens"] = max_tokens if max_tokens > 0 else DEFAULT_MAX_TOKENS
-            body["messages"] = wire_messages
-            if system_text:
-                body["system"] = system_text
-            if wire_tools:
-                body["tools"] = wire_tools
-            if mapped_choice is not None:
-                body["tool_choice"] = mapped_choice
+            body = _anthropic_body(
+                model, wire_messages, system_text, wire_tools, tool_choice, max_tokens
+            )
         else:
-            body["messages"] = wire_messages
-            if wire_tools:
-                body["tools"] = wire_tools
-            if tool_choice is not None:
-                body["tool_choice"] = tool_choice
-            if max_tokens > 0:
-                body["max_tokens"] = max_tokens
-        body = await client._shape_body(body)
-        url, headers = client._url, client._request_headers()
-
-        async def attempt() -> tuple[Turn, Any]:
-            status, data, raw = await client._transport.post(url, headers, body)
-            return client._wire.parse(status, data, raw), data
-
-        turn, data = await client._policy.call(attempt, scope)
-    except BaseException:
+            body = _openai_body(model, wire_messages, wire_tools, tool_choice, max_tokens)
+        turn = await client._complete(model, await client._shape_body(body), scope)
+    finally:
         scope.close()
-        client._emit(_llm_event(model, "error", started, None))
-        raise
-    scope.close()
-    usage = turn.usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    client._emit(_llm_event(model, "ok", started, usage))
+    hooks = client.hooks
     if hooks is not None and hooks.after_llm is not None:
-        await call_hook(hooks.after_llm, {"response": data, "model": model, "turn": 0})
+        await call_hook(hooks.after_llm, {"response": turn.raw, "model": model, "turn": 0})
     calls = _anthropic_calls(turn.message["content"]) if anthropic else _openai_calls(turn.message)
     return TranslateResult(
         text=turn.text,
         tool_calls=calls,
         finish_reason=finish_reason(bool(calls), turn.finish_reason),
-        usage=usage,
+        usage=turn.usage or empty_usage(),
         model=model,
-        raw=data,
+        raw=turn.raw,
     )
 
 
-def _llm_event(
-    model: str, status: str, started: float, usage: dict[str, int] | None
+def _openai_body(
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    tool_choice: Any,
+    max_tokens: int,
 ) -> dict[str, Any]:
-    return {
-        "event": "llm",
+    body: dict[str, Any] = {"model": model, "messages": messages}
+    if tools:
+        body["tools"] = tools
+    if tool_choice is not None:
+        body["tool_choice"] = tool_choice
+    if max_tokens > 0:
+        body["max_tokens"] = max_tokens
+    return body
+
+
+def _anthropic_body(
+    model: str,
+    messages: list[dict[str, Any]],
+    system: str,
+    tools: list[dict[str, Any]],
+    tool_choice: Any,
+    max_tokens: int,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
         "model": model,
-        "status": status,
-        "ms": round((time.perf_counter() - started) * 1000, 3),
-        "prompt_tokens": usage["prompt_tokens"] if usage else 0,
-        "completion_tokens": usage["completion_tokens"] if usage else 0,
+        "max_tokens": max_tokens if max_tokens > 0 else DEFAULT_MAX_TOKENS,
+        "messages": messages,
     }
+    if system:
+        body["system"] = system
+    if tools:
+        body["tools"] = tools
+    mapped = to_anthropic_tool_choice(tool_choice)
+    if mapped is not None:
+        body["tool_choice"] = mapped
+    return body

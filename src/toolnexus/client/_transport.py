@@ -12,6 +12,7 @@ import httpx2
 
 from toolnexus._json import compact_json
 from toolnexus.client._errors import ProviderError
+from toolnexus.client._wire import CREDENTIAL_HEADERS
 
 __all__ = ["HttpTransport", "StreamBody", "Transport"]
 
@@ -63,6 +64,19 @@ class _HttpStream:
 def _ssl_context() -> Any:
     """One verified TLS context per process: building one costs tens of milliseconds."""
     return httpx2.create_ssl_context()
+
+
+def _failure(
+    status: int, raw: bytes, sent: Mapping[str, str], received: Mapping[str, str]
+) -> ProviderError:
+    """The error for a non-2xx answer; a credential the provider echoed back is blanked out."""
+    text = raw.decode("utf-8", "replace")
+    for name, value in sent.items():
+        if name.lower() in CREDENTIAL_HEADERS:
+            secret = value[7:] if value[:7].lower() == "bearer " else value
+            if len(secret) >= 8:  # shorter is no secret, and blanking it would garble the text
+                text = text.replace(secret, "[redacted]")
+    return ProviderError(status, text, headers=received)
 
 
 def _decode(status: int, raw: bytes) -> Any:
@@ -150,7 +164,7 @@ class HttpTransport:
         raw = response.content
         status = response.status_code
         if not 200 <= status < 300:
-            raise ProviderError(status, raw.decode("utf-8", "replace"), headers=response.headers)
+            raise _failure(status, raw, headers, response.headers)
         return status, _decode(status, raw), raw
 
     async def open_stream(
@@ -164,7 +178,7 @@ class HttpTransport:
                 raw = await response.aread()
             finally:
                 await response.aclose()
-            raise ProviderError(status, raw.decode("utf-8", "replace"), headers=response.headers)
+            raise _failure(status, raw, headers, response.headers)
         return _HttpStream(response)
 
     async def aclose(self) -> None:

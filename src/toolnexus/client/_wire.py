@@ -1,17 +1,32 @@
-"""What every wire dialect shares: the parsed assistant turn, URL joining, header merging."""
+"""What both wire dialects share: the parsed turn, the body layout, URL and header rules."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from toolnexus.adapters import ToolCall
-from toolnexus.client._errors import ProviderError, error_text
+from toolnexus.client._errors import ProviderError, is_error_payload
+from toolnexus.client._results import add_usage
 
-__all__ = ["Turn", "append_path", "as_int", "decode_event", "merge_headers"]
+__all__ = [
+    "CREDENTIAL_HEADERS",
+    "StreamAssembler",
+    "Turn",
+    "Wire",
+    "append_path",
+    "as_int",
+    "decode_event",
+    "merge_headers",
+    "response_error",
+    "url_path",
+]
+
+# Header names that carry credentials (lower-cased).
+CREDENTIAL_HEADERS = frozenset({"authorization", "api-key", "x-api-key"})
 
 
 @dataclass(slots=True)
@@ -23,19 +38,100 @@ class Turn:
     calls: list[ToolCall]
     usage: dict[str, int] | None  # this call's normalised usage; `None` when none was reported
     finish_reason: str | None
-    raw: Any
+    raw: Any  # the decoded response (`None` for a streamed turn)
+
+
+class Wire:
+    """The request side both dialects build the same way; subclasses add the differences."""
+
+    style: str
+    credential_header: str  # the header carrying the API key: `<credential_prefix><key>`
+    credential_prefix: str
+    base_headers: Mapping[str, str]  # sent after the credential on every request
+    system_in_messages: bool  # openai: the system prompt is the transcript's first message
+    tool_keys: Mapping[str, Any]  # body keys that accompany a non-empty `tools`
+    stream_keys: Mapping[str, Any]  # body keys that ask for a stream
+
+    def auth_headers(self, key: str) -> dict[str, str]:
+        """The library's headers for a request authenticated with `key`."""
+        return {self.credential_header: self.credential_prefix + key, **self.base_headers}
+
+    def preamble(self, system: str) -> dict[str, Any]:
+        """Body keys between `model` and `messages`."""
+        return {}
+
+    def start_messages(
+        self, system: str, history: Sequence[dict[str, Any]] | None, prompt: str
+    ) -> list[dict[str, Any]]:
+        """The first request's transcript: `history` (or the system message) and the prompt."""
+        messages = list(history) if history else []
+        if self.system_in_messages and system and not history:
+            messages.append({"role": "system", "content": system})
+        messages.append({"role": "user", "content": prompt})
+        return messages
+
+    def body(
+        self,
+        model: str,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        stream: bool,
+    ) -> dict[str, Any]:
+        """The base body of client.md §3, keys in the contract's order."""
+        body: dict[str, Any] = {"model": model, **self.preamble(system), "messages": messages}
+        if tools:  # an empty tool list leaves every tool key out
+            body["tools"] = tools
+            body.update(_fresh(self.tool_keys))
+        if stream:
+            body.update(_fresh(self.stream_keys))
+        return body
+
+
+def _fresh(keys: Mapping[str, Any]) -> dict[str, Any]:
+    # A nested dict per body: `body_transform` may change what it is given.
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in keys.items()}
+
+
+class StreamAssembler:
+    """Collects one streamed turn: usage objects, the finish reason, whether the stream ended."""
+
+    __slots__ = ("_status", "done", "finish_reason", "usage")
+
+    def __init__(self, status: int) -> None:
+        self._status = status
+        self.usage: list[dict[str, int]] = []  # every usage object the stream carried
+        self.finish_reason: str | None = None
+        self.done = False
+
+    def usage_total(self) -> dict[str, int] | None:
+        """The sum of every usage object the stream carried (client.md §6); `None` for none."""
+        if not self.usage:
+            return None
+        total: dict[str, int] = {}
+        for part in self.usage:
+            add_usage(total, part)
+        return total
+
+
+def response_error(status: int, data: Any, raw: bytes, expected: str) -> ProviderError:
+    """The error for a 2xx body that is an error object or lacks `expected`."""
+    text = raw.decode("utf-8", "replace")
+    if is_error_payload(data):
+        return ProviderError(status, text)
+    return ProviderError(status, text, f"response has no {expected}")
+
+
+def url_path(base_url: str) -> str:
+    """The path of `base_url` without one trailing `/`."""
+    path = urlsplit(base_url).path
+    return path[:-1] if path.endswith("/") else path
 
 
 def append_path(base_url: str, path: str) -> str:
     """`base_url` with one trailing `/` removed and `path` appended; a query string is kept."""
     parts = urlsplit(base_url)
-    base_path = parts.path[:-1] if parts.path.endswith("/") else parts.path
-    return urlunsplit(parts._replace(path=base_path + path))
-
-
-def url_path(base_url: str) -> str:
-    path = urlsplit(base_url).path
-    return path[:-1] if path.endswith("/") else path
+    return urlunsplit(parts._replace(path=url_path(base_url) + path))
 
 
 def merge_headers(library: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -65,7 +161,6 @@ def decode_event(status: int, data: str) -> Any:
         obj = json.loads(data)
     except ValueError as exc:
         raise ProviderError(status, data, f"malformed stream event ({exc})") from None
-    message = error_text(obj)
-    if message is not None or (isinstance(obj, dict) and obj.get("type") == "error"):
-        raise ProviderError(status, data, message or "error event")
+    if is_error_payload(obj):
+        raise ProviderError(status, data)
     return obj

@@ -7,13 +7,13 @@ client holds `KeyedLock.hold(id)` around the three so concurrent asks on one id 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Hashable
+from collections.abc import AsyncIterator, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
 from toolnexus._json import to_compact_json
@@ -202,12 +202,7 @@ class SQLiteConversationStore:
     async def __aenter__(self) -> SQLiteConversationStore:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
 
@@ -217,45 +212,6 @@ class _Entry:
     def __init__(self) -> None:
         self.lock = asyncio.Lock()
         self.users = 0  # tasks holding or waiting for `lock`
-
-
-class _Hold:
-    __slots__ = ("_entry", "_key", "_owner")
-
-    def __init__(self, owner: KeyedLock, key: Hashable) -> None:
-        self._owner = owner
-        self._key = key
-        self._entry: _Entry | None = None
-
-    async def __aenter__(self) -> None:
-        entries = self._owner._entries
-        entry = entries.get(self._key)
-        if entry is None:
-            entry = entries[self._key] = _Entry()
-        entry.users += 1
-        self._entry = entry
-        try:
-            await entry.lock.acquire()
-        except BaseException:
-            self._release_entry()
-            raise
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        assert self._entry is not None
-        self._entry.lock.release()
-        self._release_entry()
-
-    def _release_entry(self) -> None:
-        entry = self._entry
-        assert entry is not None
-        entry.users -= 1
-        if entry.users == 0:
-            del self._owner._entries[self._key]
 
 
 class KeyedLock:
@@ -268,9 +224,20 @@ class KeyedLock:
     def __init__(self) -> None:
         self._entries: dict[Hashable, _Entry] = {}
 
-    def hold(self, key: Hashable) -> _Hold:
-        """An async context manager holding the lock of `key`."""
-        return _Hold(self, key)
+    @contextlib.asynccontextmanager
+    async def hold(self, key: Hashable) -> AsyncIterator[None]:
+        """Hold the lock of `key` for the `async with` block."""
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._entries[key] = _Entry()
+        entry.users += 1
+        try:
+            async with entry.lock:
+                yield
+        finally:
+            entry.users -= 1
+            if entry.users == 0:
+                del self._entries[key]
 
     def __len__(self) -> int:
         """How many keys are held or awaited right now."""
