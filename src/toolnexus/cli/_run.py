@@ -73,15 +73,11 @@ def make_client(args: argparse.Namespace, **options: Any) -> Client:
         )
     except (TypeError, ValueError) as exc:
         raise CliError(str(exc)) from None
-    # Fail now rather than after starting MCP servers (or, serving A2A, on every task): resolve
-    # the key as a request would. The client has no public check yet; without this private hook
-    # the same one-line error still comes from the first request.
-    resolve = getattr(client, "_request_headers", None)
-    if callable(resolve):
-        try:
-            resolve()
-        except MissingApiKey as exc:
-            raise CliError(str(exc)) from None
+    # Fail now rather than after starting MCP servers (or, serving A2A, on every task).
+    try:
+        client.check_api_key()
+    except MissingApiKey as exc:
+        raise CliError(str(exc)) from None
     return client
 
 
