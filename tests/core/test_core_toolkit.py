@@ -235,6 +235,15 @@ def test_execute_sync_from_plain_sync_code() -> None:
         tk.close_sync()
 
 
+def test_execute_sync_after_the_loop_that_built_the_toolkit_has_ended() -> None:
+    tk = asyncio.run(create_toolkit(extra_tools=[echo_tool("hello", "hi")], builtins=False))
+    try:
+        assert tk.execute_sync("hello").output == "hi"  # on a loop the toolkit now owns
+        assert tk.execute_sync("hello").output == "hi"
+    finally:
+        tk.close_sync()
+
+
 async def test_execute_sync_from_a_thread_while_the_loop_runs() -> None:
     @define_tool
     async def twice(n: int) -> int:

@@ -48,6 +48,10 @@ def test_context_is_tool_context_and_defaults_to_nothing() -> None:
     ctx = Context(signal=signal, timeout=2.5)
     signal.set()
     assert ctx.cancelled is True
+    flag = threading.Event()  # anything with is_set() is a signal
+    assert Context(signal=flag).cancelled is False
+    flag.set()
+    assert Context(signal=flag).cancelled is True
 
 
 def test_public_names_come_from_the_package_root() -> None:
