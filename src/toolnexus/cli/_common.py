@@ -9,8 +9,8 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ __all__ = [
     "configure_logging",
     "error_line",
     "failed_servers",
+    "flagged_toolkit",
     "on_signals",
     "open_toolkit",
     "require_servers",
@@ -196,6 +197,26 @@ def _reported_here() -> Iterator[None]:
         yield
     finally:
         logger.removeFilter(drop)
+
+
+@asynccontextmanager
+async def flagged_toolkit(
+    args: argparse.Namespace, *, config: Any = None, wait_for: Callable[..., Any] | None = None
+) -> AsyncIterator[Toolkit]:
+    """The toolkit the tool-source flags describe (`config` overrides `--config`), closed on exit.
+
+    An MCP server that failed to start stops the command (one line, exit 2) unless
+    `--skip-failed`.
+    """
+    toolkit = await open_toolkit(
+        config=args.config if config is None else config,
+        skills=args.skills,
+        builtins=None if args.builtins else False,
+        wait_for=wait_for,
+    )
+    async with toolkit:
+        require_servers(toolkit, skip_failed=args.skip_failed)
+        yield toolkit
 
 
 def failed_servers(toolkit: Toolkit) -> dict[str, str]:

@@ -18,9 +18,8 @@ from toolnexus.cli._common import (
     CliError,
     add_model_flags,
     add_toolkit_flags,
+    flagged_toolkit,
     on_signals,
-    open_toolkit,
-    require_servers,
     run_async,
 )
 from toolnexus.cli._render import Printer
@@ -118,22 +117,14 @@ async def _run(args: argparse.Namespace) -> int:
     interactive = args.once is None or sys.stdin.isatty()
     answers = TerminalAnswers(reader.read, printer) if interactive else None
     client = make_client(args, wait_for=answers)
-    async with client:
-        toolkit = await open_toolkit(
-            config=args.config,
-            skills=args.skills,
-            builtins=None if args.builtins else False,
-            wait_for=answers,
-        )
-        async with toolkit:
-            require_servers(toolkit, skip_failed=args.skip_failed)
-            if args.once is not None:
-                outcome = await _answer(
-                    client, toolkit, args.once, printer, args, session=None, interactive=interactive
-                )
-                return 0 if outcome == "ok" else INTERRUPTED if outcome == "cancelled" else 2
-            with _line_editing():
-                return await _repl(client, toolkit, printer, reader, args)
+    async with client, flagged_toolkit(args, wait_for=answers) as toolkit:
+        if args.once is not None:
+            outcome = await _answer(
+                client, toolkit, args.once, printer, args, session=None, interactive=interactive
+            )
+            return 0 if outcome == "ok" else INTERRUPTED if outcome == "cancelled" else 2
+        with _line_editing():
+            return await _repl(client, toolkit, printer, reader, args)
 
 
 async def _repl(

@@ -15,9 +15,8 @@ from toolnexus.cli._common import (
     CliError,
     add_model_flags,
     add_toolkit_flags,
+    flagged_toolkit,
     on_signals,
-    open_toolkit,
-    require_servers,
     run_async,
 )
 from toolnexus.cli._run import make_client
@@ -155,11 +154,7 @@ async def _serve(args: argparse.Namespace) -> int:
     client = _a2a_client(args) if a2a is not None else None
     token = args.auth_token if args.auth_token is not None else os.environ.get(AUTH_ENV) or None
     try:
-        toolkit = await open_toolkit(
-            config=config, skills=args.skills, builtins=None if args.builtins else False
-        )
-        async with toolkit:
-            require_servers(toolkit, skip_failed=args.skip_failed)
+        async with flagged_toolkit(args, config=config) as toolkit:
             if args.stdio:
                 await _serve_stdio(toolkit, mcp)
             else:
@@ -196,13 +191,17 @@ async def _until_signal() -> None:
         await stop.wait()
 
 
+def _exposed_count(toolkit: Toolkit, mcp: Mapping[str, Any]) -> str:
+    from toolnexus.serve import exposed_mcp_tools
+
+    count = len(exposed_mcp_tools(toolkit.tools(), mcp))
+    return f"{count} tool{'s' if count != 1 else ''}"
+
+
 async def _serve_stdio(toolkit: Toolkit, mcp: dict[str, Any] | None) -> None:
     """Serve until stdin closes or a signal arrives, whichever comes first."""
-    print(
-        f"toolnexus: serving {len(toolkit.tools())} tools over MCP stdio",
-        file=sys.stderr,
-        flush=True,
-    )
+    exposed = _exposed_count(toolkit, mcp or {})
+    print(f"toolnexus: serving {exposed} over MCP stdio", file=sys.stderr, flush=True)
     serving = asyncio.ensure_future(toolkit.serve_stdio(mcp=mcp, on_call=_log_call))
     waiting = asyncio.ensure_future(_until_signal())
     try:
@@ -235,14 +234,14 @@ async def _serve_http(
             on_call=_log_call,
             on_task=_log_task,
         )
-    except OSError as exc:
-        raise CliError(f"cannot listen on {address}: {exc.strerror or exc}") from None
+    except OSError as exc:  # the address is taken or unknown, the task store folder failed, ...
+        raise CliError(_os_error_text(exc)) from None
     except ValueError as exc:
         raise CliError(str(exc)) from None
     try:
-        count = len(toolkit.tools())
         if mcp is not None:
-            print(f"toolnexus: MCP server at {handle.url}/mcp ({count} tools)", file=sys.stderr)
+            exposed = _exposed_count(toolkit, mcp)
+            print(f"toolnexus: MCP server at {handle.url}/mcp ({exposed})", file=sys.stderr)
         if a2a is not None:
             print(
                 f"toolnexus: A2A agent at {handle.url}/ "
@@ -256,3 +255,11 @@ async def _serve_http(
     finally:
         await handle.stop()
     print("toolnexus: stopped", file=sys.stderr, flush=True)
+
+
+def _os_error_text(exc: OSError) -> str:
+    """`[Errno 13] Permission denied: 'x'` as `Permission denied: x`; a message without an errno
+    (the server's own, e.g. `cannot listen on 127.0.0.1:80: ...`) as it is."""
+    if exc.strerror is None:
+        return str(exc)
+    return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror

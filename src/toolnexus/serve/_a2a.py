@@ -110,7 +110,6 @@ class A2AEndpoint:
         self._background: set[asyncio.Task[None]] = set()
         # Tasks being resumed right now: a second reply to the same prompt is refused.
         self._resuming: set[str] = set()
-        self._closed = False
 
     # -- JSON-RPC -------------------------------------------------------------------------------
 
@@ -306,7 +305,6 @@ class A2AEndpoint:
 
     async def aclose(self) -> None:
         """Cancel every background fulfilment and wait for them to finish."""
-        self._closed = True
         pending = list(self._background)
         for task in pending:
             task.cancel()

@@ -92,6 +92,8 @@ def bind_socket(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        raise OSError(exc.errno, f"cannot listen on {where}: {exc.strerror or exc}") from None
+        error = OSError(f"cannot listen on {where}: {exc.strerror or exc}")
+        error.errno = exc.errno  # e.g. EADDRINUSE, for callers that branch on it
+        raise error from None
     sock.setblocking(False)
     return sock
