@@ -9,6 +9,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx2
 import pytest
 import pytest_asyncio
 
@@ -343,14 +344,6 @@ async def test_config_agents_block(peer):
 # -- a full round trip through our own A2A server ------------------------------------------------
 
 
-async def http_rpc(url: str, method: str, params: Any) -> dict[str, Any]:
-    import httpx2
-
-    async with httpx2.AsyncClient() as http:
-        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-        return (await http.post(url + "/", json=body)).json()  # type: ignore[no-any-return]
-
-
 def ask_color(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return pending(kind="question", prompt="Which color?")
 
@@ -394,10 +387,12 @@ async def test_round_trip_through_our_own_server():
         assert state in ("submitted", "working", "input-required")
         assert waiting.output == f"A2A task {task_id} timed out after 200ms (state={state})"
 
-        async def server_state() -> str | None:
-            reply = await http_rpc(a.url, "GetTask", {"id": task_id})
-            got = reply["result"]["status"]["state"]
+        get_task = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}}
+
+        async def server_state(http: httpx2.AsyncClient) -> str | None:
+            got = (await http.post(a.url + "/", json=get_task)).json()["result"]["status"]["state"]
             return got if got == "input-required" else None
 
-        assert await wait_until(server_state) == "input-required"
+        async with httpx2.AsyncClient() as http:
+            assert await wait_until(lambda: server_state(http)) == "input-required"
     await toolkit_a.close()

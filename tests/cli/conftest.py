@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
+from support.cli_runner import KEY_VARS, Outcome, demo_server, run_main, write_config
 from support.fake_llm import FakeLLM
 
 
@@ -25,3 +27,21 @@ def fake_llm(llm: FakeLLM) -> Iterator[FakeLLM]:
     llm.reset()
     yield llm
     llm.reset()
+
+
+@pytest.fixture(scope="session")
+def demo_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An mcp.json with the package's demo MCP server (tools `demo_add`, `demo_shout`)."""
+    return write_config(tmp_path_factory.mktemp("config"), {"demo": demo_server()})
+
+
+@pytest.fixture
+def cli(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Outcome]:
+    """`cli("serve", "--mcp", ...)` runs the command in this process, without API keys in the
+    environment (as `support.cli_runner.clean_env` does for a subprocess)."""
+    for name in KEY_VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    return lambda *args: run_main(capsys, *args)

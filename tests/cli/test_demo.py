@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from support.cli_runner import processes_running, toolnexus
-from toolnexus import _demo
+from support.cli_runner import processes_tagged, tagged_env, toolnexus
 
 
 def test_demo_shows_every_source_and_leaves_no_process() -> None:
-    before = processes_running(_demo.SERVER_SCRIPT)
+    env, tag = tagged_env()
 
-    proc = toolnexus("demo")
+    proc = toolnexus("demo", env=env)
 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
@@ -33,4 +32,4 @@ def test_demo_shows_every_source_and_leaves_no_process() -> None:
     # Nothing needed a key or the network, nothing was logged as a problem.
     assert "error" not in proc.stderr.lower()
     # The demo MCP server (a subprocess) is gone once the command has returned.
-    assert processes_running(_demo.SERVER_SCRIPT) - before == set()
+    assert processes_tagged(tag) == set()

@@ -1,4 +1,8 @@
-"""`toolnexus run` against the local fake LLM server: streaming, tool calls, REPL, errors."""
+"""`toolnexus run` against the local fake LLM server: streaming, tool calls, REPL, errors.
+
+The REPL runs as the real command in a subprocess (it reads stdin, takes Ctrl-C, starts MCP
+servers that must be gone afterwards); `--once` and the error paths run in-process.
+"""
 
 from __future__ import annotations
 
@@ -19,18 +23,13 @@ from support.cli_runner import (
     clean_env,
     demo_server,
     one_line_error,
-    processes_running,
+    processes_tagged,
+    tagged_env,
     toolnexus,
     write_config,
 )
 from support.fake_llm import FakeLLM, call, error, text, tools
-from toolnexus import _demo
 from toolnexus.client._errors import NO_API_KEY_MESSAGE
-
-
-@pytest.fixture(scope="module")
-def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_config(tmp_path_factory.mktemp("run"), {"demo": demo_server()})
 
 
 def _model_flags(llm: FakeLLM, style: str) -> list[str]:
@@ -40,29 +39,22 @@ def _model_flags(llm: FakeLLM, style: str) -> list[str]:
 
 @pytest.mark.parametrize("style", ["openai", "anthropic"])
 def test_once_streams_the_answer_and_shows_each_tool_call(
-    fake_llm: FakeLLM, config: Path, style: str
+    cli, monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLM, demo_config: Path, style: str
 ) -> None:
+    monkeypatch.setenv(f"{style.upper()}_API_KEY", "sk-test")
     fake_llm.push(
         tools(call("demo_add", {"a": 2, "b": 3})),
         text("The sum is 5, as the demo server says.", chunk_size=4),
     )
-    proc = toolnexus(
-        "run",
-        *_model_flags(fake_llm, style),
-        "--config",
-        str(config),
-        "--skills",
-        str(EXAMPLE_SKILLS),
-        "--no-builtins",
-        "--once",
-        "What is 2 + 3?",
-        env=clean_env(**{f"{style.upper()}_API_KEY": "sk-test"}),
-    )
-    assert proc.returncode == 0, proc.stderr
+    done = cli(
+        "run", *_model_flags(fake_llm, style), "--config", str(demo_config),
+        "--skills", str(EXAMPLE_SKILLS), "--no-builtins", "--once", "What is 2 + 3?",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
     # The answer alone on stdout; tool activity on stderr.
-    assert proc.stdout == "The sum is 5, as the demo server says.\n"
-    assert '→ demo_add [mcp] {"a":2,"b":3}' in proc.stderr
-    assert '← demo_add: {"sum":5}' in proc.stderr
+    assert done.stdout == "The sum is 5, as the demo server says.\n"
+    assert '→ demo_add [mcp] {"a":2,"b":3}' in done.stderr
+    assert '← demo_add: {"sum":5}' in done.stderr
     first, second = fake_llm.requests
     assert first.body["model"] == "test-model"
     assert first.body["stream"] is True
@@ -79,131 +71,52 @@ def test_once_streams_the_answer_and_shows_each_tool_call(
     )
 
 
-def test_repl_keeps_the_conversation_and_closes_the_servers(
-    fake_llm: FakeLLM, config: Path
-) -> None:
-    before = processes_running(_demo.SERVER_SCRIPT)
-    fake_llm.push(text("Hi Ada."), tools(call("demo_shout", {"text": "bye"})), text("BYE!"))
-    proc = toolnexus(
-        "run",
-        *_model_flags(fake_llm, "openai"),
-        "--api-key",
-        "k",
-        "--config",
-        str(config),
-        input="I am Ada.\n\nShout bye.\nexit\n",
+def test_a_repl_session(fake_llm: FakeLLM, tmp_path: Path) -> None:
+    """One conversation: memory across prompts, an MCP tool, the `question` built-in and an MCP
+    form elicitation answered at the prompt; `exit` closes every MCP server."""
+    config = write_config(tmp_path, {"demo": demo_server(), "basic": basic_server()})
+    env, tag = tagged_env()
+    questions = [{"question": "Pick a color?", "options": ["red", "green"]}, {"question": "Why?"}]
+    fake_llm.push(
+        text("Hi Ada."),
+        tools(call("demo_shout", {"text": "bye"})),
+        text("BYE!"),
+        tools(call("question", {"questions": questions})),
+        text("Red it is."),
+        tools(call("basic_ask", {})),
+        text("Nice to meet you."),
     )
+    typed = [
+        "I am Ada.",
+        "",  # an empty line is no prompt
+        "Shout bye.",
+        "Choose for me.", "red", "because",
+        "Ask me.", "", "Ada", "forty", "36",  # name is required; age must be a whole number
+        "exit",
+    ]  # fmt: skip
+    proc = toolnexus(
+        "run", *_model_flags(fake_llm, "openai"), "--api-key", "k", "--config", str(config),
+        input="\n".join(typed) + "\n", env=env,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "Hi Ada." in proc.stdout and "BYE!" in proc.stdout
-    assert '→ demo_shout [mcp] {"text":"bye"}' in proc.stderr
-    assert "← demo_shout: BYE!" in proc.stderr
     # The second prompt is sent with the first exchange: one conversation.
     messages = fake_llm.requests[1].body["messages"]
     assert [m["role"] for m in messages][-3:] == ["user", "assistant", "user"]
     assert messages[-3]["content"] == "I am Ada." and messages[-2]["content"] == "Hi Ada."
-    assert processes_running(_demo.SERVER_SCRIPT) - before == set()
-
-
-def test_repl_ends_at_end_of_input(fake_llm: FakeLLM) -> None:
-    fake_llm.push(text("pong"))
-    proc = toolnexus(
-        "run", *_model_flags(fake_llm, "openai"), "--api-key", "k", "--no-builtins", input="ping\n"
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "pong" in proc.stdout
-    assert len(fake_llm.requests) == 1
-
-
-def test_missing_api_key_is_one_line(fake_llm: FakeLLM) -> None:
-    proc = toolnexus("run", *_model_flags(fake_llm, "openai"), "--once", "hi")
-    assert one_line_error(proc) == f"toolnexus: error: {NO_API_KEY_MESSAGE}"
-    assert fake_llm.requests == []
-
-
-def test_unreachable_endpoint_is_one_line() -> None:
-    with socket.socket() as sock:  # a port nobody listens on once this socket is closed
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = toolnexus(
-        "run", "--base-url", f"http://user:hunter2@127.0.0.1:{port}/v1", "--style", "openai",
-        "--model", "m", "--api-key", "k", "--no-builtins", "--once", "hi",
-    )  # fmt: skip
-    # The URL is named, without the credentials it carried.
-    line = one_line_error(proc)
-    assert line.startswith(f"toolnexus: error: cannot reach http://127.0.0.1:{port}/v1: ")
-
-
-def test_provider_error_is_one_line(fake_llm: FakeLLM) -> None:
-    fake_llm.push(error(401, "invalid api key"))
-    proc = toolnexus(
-        "run", *_model_flags(fake_llm, "openai"), "--api-key", "k", "--no-builtins", "--once", "hi"
-    )
-    assert one_line_error(proc) == "toolnexus: error: LLM 401: invalid api key"
-
-
-def test_unreadable_config_is_one_line(fake_llm: FakeLLM, tmp_path: Path) -> None:
-    proc = toolnexus(
-        "run", *_model_flags(fake_llm, "openai"), "--api-key", "k",
-        "--config", str(tmp_path / "nope.json"), "--once", "hi",
-    )  # fmt: skip
-    assert "cannot read config file" in one_line_error(proc)
-
-
-def test_failed_mcp_server_is_one_line_unless_skipped(fake_llm: FakeLLM, tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"broken": broken_server()})
-    flags = [*_model_flags(fake_llm, "openai"), "--api-key", "k", "--config", str(config)]
-
-    line = one_line_error(toolnexus("run", *flags, "--once", "hi"))
-    assert line.startswith('toolnexus: error: MCP server "broken" failed: ')
-    assert line.endswith("(pass --skip-failed to start without it)")
-    assert fake_llm.requests == []
-
-    fake_llm.push(text("fine"))
-    proc = toolnexus("run", *flags, "--skip-failed", "--once", "hi")
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "fine\n"
-    assert 'toolnexus: warning: MCP server "broken" failed: ' in proc.stderr
-
-
-def test_repl_answers_a_question_at_the_prompt(fake_llm: FakeLLM) -> None:
-    questions = [{"question": "Pick a color?", "options": ["red", "green"]}, {"question": "Why?"}]
-    fake_llm.push(tools(call("question", {"questions": questions})), text("Red it is."))
-    proc = toolnexus(
-        "run", *_model_flags(fake_llm, "openai"), "--api-key", "k",
-        input="Choose for me.\nred\nbecause\nexit\n",
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    assert '→ demo_shout [mcp] {"text":"bye"}' in proc.stderr
+    assert "← demo_shout: BYE!" in proc.stderr
+    # The question built-in, asked at the prompt.
     assert "Pick a color? (red, green) > Why? > Red it is." in proc.stdout
-    answered = fake_llm.requests[1].body["messages"][-1]
-    assert answered["content"] == (
+    assert fake_llm.requests[4].body["messages"][-1]["content"] == (
         '{"answers":[{"question":"Pick a color?","answer":"red"},'
         '{"question":"Why?","answer":"because"}]}'
     )
-
-
-def test_repl_answers_an_mcp_elicitation(fake_llm: FakeLLM, tmp_path: Path) -> None:
-    server = basic_server()
-    if server == demo_server():
-        pytest.skip("needs the MCP test server with an eliciting tool")
-    config = write_config(tmp_path, {"basic": server})
-    fake_llm.push(tools(call("basic_ask", {})), text("Nice to meet you."))
-    proc = toolnexus(
-        "run", *_model_flags(fake_llm, "openai"), "--api-key", "k", "--no-builtins",
-        "--config", str(config), input="Ask me.\n\nAda\nforty\n36\nexit\n",
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    # The required name is asked again when left empty; a bad integer is asked again.
+    # The MCP server's form: a required field left empty and a bad integer are asked again.
     assert "name is required" in proc.stderr and "a whole number, please" in proc.stderr
     assert "← basic_ask: accept:[('age', 36), ('name', 'Ada')]" in proc.stderr
-
-
-def test_once_without_a_terminal_reports_the_pending_question(fake_llm: FakeLLM) -> None:
-    fake_llm.push(tools(call("question", {"questions": [{"question": "Pick?"}]})))
-    proc = toolnexus("run", *_model_flags(fake_llm, "openai"), "--api-key", "k", "--once", "hi")
-    assert proc.returncode == 0, proc.stderr
-    assert "  ? Pick?\n" in proc.stderr
-    assert "the run waits for an answer" in proc.stderr
-    assert len(fake_llm.requests) == 1
+    assert "Nice to meet you." in proc.stdout
+    assert processes_tagged(tag) == set()  # both MCP servers are gone
 
 
 async def test_ctrl_c_declines_a_question_and_the_next_line_still_arrives(
@@ -230,8 +143,75 @@ async def test_ctrl_c_declines_a_question_and_the_next_line_still_arrives(
     proc.send_signal(signal.SIGINT)  # declines the question; the run goes on
     await fake_llm.until_requests(2, timeout=HANG_GUARD)
     proc.stdin.write(b"again\n")
-    proc.stdin.close()
+    proc.stdin.close()  # end of input ends the REPL (no `exit` needed)
     out, err = await asyncio.wait_for(proc.communicate(), HANG_GUARD)
     assert proc.returncode == 0, err.decode()
     assert "✗ question failed: declined/expired: Color?" in err.decode()
     assert "got: again" in (seen + out).decode()
+    assert len(fake_llm.requests) == 3
+
+
+def test_once_without_a_terminal_reports_the_pending_question(cli, fake_llm: FakeLLM) -> None:
+    fake_llm.push(tools(call("question", {"questions": [{"question": "Pick?"}]})))
+    done = cli("run", *_model_flags(fake_llm, "openai"), "--api-key", "k", "--once", "hi")
+    assert done.returncode == 0, done.stderr
+    assert "  ? Pick?\n" in done.stderr
+    assert "the run waits for an answer" in done.stderr
+    assert len(fake_llm.requests) == 1
+
+
+# -- one-line errors (exit code 2) ----------------------------------------------------------------
+
+
+def test_missing_api_key_is_one_line(cli, fake_llm: FakeLLM) -> None:
+    done = cli("run", *_model_flags(fake_llm, "openai"), "--once", "hi")
+    assert one_line_error(done) == f"toolnexus: error: {NO_API_KEY_MESSAGE}"
+    assert fake_llm.requests == []
+
+
+def test_unreachable_endpoint_is_one_line(cli) -> None:
+    with socket.socket() as sock:  # a port nobody listens on once this socket is closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    done = cli(
+        "run", "--base-url", f"http://user:hunter2@127.0.0.1:{port}/v1", "--style", "openai",
+        "--model", "m", "--api-key", "k", "--no-builtins", "--once", "hi",
+    )  # fmt: skip
+    # The URL is named, without the credentials it carried.
+    line = one_line_error(done)
+    assert line.startswith(f"toolnexus: error: cannot reach http://127.0.0.1:{port}/v1: ")
+    assert "hunter2" not in done.stdout + done.stderr
+
+
+def test_provider_error_is_one_line(cli, fake_llm: FakeLLM) -> None:
+    fake_llm.push(error(401, "invalid api key"))
+    done = cli(
+        "run", *_model_flags(fake_llm, "openai"), "--api-key", "k", "--no-builtins", "--once", "hi"
+    )
+    assert one_line_error(done) == "toolnexus: error: LLM 401: invalid api key"
+
+
+def test_unreadable_config_is_one_line(cli, fake_llm: FakeLLM, tmp_path: Path) -> None:
+    done = cli(
+        "run", *_model_flags(fake_llm, "openai"), "--api-key", "k",
+        "--config", str(tmp_path / "nope.json"), "--once", "hi",
+    )  # fmt: skip
+    assert "cannot read config file" in one_line_error(done)
+
+
+def test_failed_mcp_server_is_one_line_unless_skipped(
+    cli, fake_llm: FakeLLM, tmp_path: Path
+) -> None:
+    config = write_config(tmp_path, {"broken": broken_server()})
+    flags = [*_model_flags(fake_llm, "openai"), "--api-key", "k", "--config", str(config)]
+
+    line = one_line_error(cli("run", *flags, "--once", "hi"))
+    assert line.startswith('toolnexus: error: MCP server "broken" failed: ')
+    assert line.endswith("(pass --skip-failed to start without it)")
+    assert fake_llm.requests == []
+
+    fake_llm.push(text("fine"))
+    done = cli("run", *flags, "--skip-failed", "--once", "hi")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "fine\n"
+    assert 'toolnexus: warning: MCP server "broken" failed: ' in done.stderr

@@ -1,10 +1,15 @@
-"""`toolnexus serve`: the MCP gateway (stdio, streamable HTTP) and the A2A agent, for real."""
+"""`toolnexus serve`: the MCP gateway (stdio, streamable HTTP) and the A2A agent, for real.
+
+Serving runs as the real command in a subprocess; the errors it reports before serving anything
+run in-process.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import re
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +17,7 @@ from typing import Any
 import httpx2
 import pytest
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from mcp import Client
 from support.cli_runner import (
@@ -19,31 +25,24 @@ from support.cli_runner import (
     REPO,
     broken_server,
     clean_env,
-    demo_server,
     one_line_error,
-    processes_running,
-    toolnexus,
+    processes_tagged,
+    tagged_env,
     write_config,
 )
 from support.fake_llm import FakeLLM, text
 from support.polling import wait_until
-from toolnexus import _demo
 from toolnexus.client._errors import NO_API_KEY_MESSAGE
 
 
-@pytest.fixture(scope="module")
-def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_config(tmp_path_factory.mktemp("serve"), {"demo": demo_server()})
-
-
-async def test_stdio_gateway_lists_and_calls_every_source(config: Path) -> None:
-    before = processes_running(_demo.SERVER_SCRIPT)
+async def test_stdio_gateway_lists_and_calls_every_source(demo_config: Path) -> None:
+    env, tag = tagged_env()
     params = StdioServerParameters(
         command=sys.executable,
         # -v: a log line per call goes to stderr; stdout must carry nothing but protocol.
-        args=["-m", "toolnexus", "serve", "--stdio", "-v", "--config", str(config),
+        args=["-m", "toolnexus", "serve", "--stdio", "-v", "--config", str(demo_config),
               "--skills", str(EXAMPLE_SKILLS)],
-        env=clean_env(),
+        env=env,
         cwd=str(REPO),
     )  # fmt: skip
     async with Client(params) as client:
@@ -57,14 +56,13 @@ async def test_stdio_gateway_lists_and_calls_every_source(config: Path) -> None:
         bad = await client.call_tool("demo_add", {"a": "forty"})
         assert bad.is_error
     # The gateway exited when its stdin closed, and took its MCP server with it.
-    assert processes_running(_demo.SERVER_SCRIPT) - before == set()
+    assert processes_tagged(tag) == set()
 
 
 async def _start_http(
-    *args: str, token: str | None = None
+    *args: str, env: dict[str, str]
 ) -> tuple[asyncio.subprocess.Process, dict[str, str]]:
     """Start `toolnexus serve ARGS`; return it and the URLs it printed (`mcp`, `a2a`)."""
-    env = clean_env(TOOLNEXUS_AUTH_TOKEN=token) if token else clean_env()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "toolnexus", "serve", *args,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
@@ -78,63 +76,63 @@ async def _start_http(
         seen.append(line)
         if not line:
             raise AssertionError("serve exited before listening:\n" + "".join(seen))
-        if found := re.match(r"toolnexus: MCP server at (http://\S+/mcp) \(\d+ tools\)$", line):
-            urls["mcp"] = found.group(1)
+        if found := re.match(r"toolnexus: MCP server at (http://\S+/mcp) \((\d+) tools?\)$", line):
+            urls["mcp"], urls["tool count"] = found.groups()
         if found := re.match(r"toolnexus: A2A agent at (http://\S+/) ", line):
             urls["a2a"] = found.group(1)
         if line.startswith("toolnexus: press Ctrl-C to stop"):
             return proc, urls
 
 
-async def _stop(proc: asyncio.subprocess.Process, sig: int = signal.SIGINT) -> tuple[bytes, bytes]:
+async def _stop(proc: asyncio.subprocess.Process, sig: int) -> tuple[bytes, bytes]:
     proc.send_signal(sig)
     return await asyncio.wait_for(proc.communicate(), 120)
 
 
-async def test_http_gateway_serves_until_sigint(config: Path) -> None:
-    before = processes_running(_demo.SERVER_SCRIPT)
+async def test_http_gateway_serves_until_sigint(demo_config: Path) -> None:
+    env, tag = tagged_env()
     proc, urls = await _start_http(
-        "--mcp", "--config", str(config), "--port", "0", "--builtins", "--tools", "demo_shout",
-        "--tools", "read", token="s3cret",
+        "--mcp", "--config", str(demo_config), "--port", "0", "--builtins",
+        "--tools", "demo_shout", "--tools", "read", "--auth-token", "s3cret", env=env,
     )  # fmt: skip
     url = urls["mcp"]
     try:
         assert url.startswith("http://127.0.0.1:")
+        assert urls["tool count"] == "2"  # the exposed tools, not the whole toolkit
         async with httpx2.AsyncClient() as http:
             denied = await http.post(url, json={})
             assert denied.status_code == 401
-        authed = httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"})
-        from mcp.client.streamable_http import streamable_http_client
-
-        async with Client(streamable_http_client(url, http_client=authed)) as client:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"}) as authed,
+            Client(streamable_http_client(url, http_client=authed)) as client,
+        ):
             listed = await client.list_tools()
             assert [t.name for t in listed.tools] == ["demo_shout", "read"]
             shouted = await client.call_tool("demo_shout", {"text": "hello"})
             assert shouted.content[0].text == "HELLO!"
-        await authed.aclose()
     finally:
-        stdout, stderr = await _stop(proc)
+        stdout, stderr = await _stop(proc, signal.SIGINT)
     assert proc.returncode == 0, stderr.decode()
     assert stdout == b""  # the URL and notes go to stderr
     assert "toolnexus: stopped" in stderr.decode()
-    assert processes_running(_demo.SERVER_SCRIPT) - before == set()
+    assert processes_tagged(tag) == set()
 
 
-async def test_http_stops_on_sigterm() -> None:
-    proc, _urls = await _start_http("--mcp", "--port", "0")
-    _stdout, stderr = await _stop(proc, signal.SIGTERM)
-    assert proc.returncode == 0, stderr.decode()
-
-
-async def test_a2a_agent_answers_tasks_with_the_model(fake_llm: FakeLLM) -> None:
+async def test_a2a_agent_answers_tasks_until_sigterm(fake_llm: FakeLLM) -> None:
     fake_llm.push(text("Hello from the agent."))
+    # The token comes from the environment this time.
+    env = clean_env(TOOLNEXUS_AUTH_TOKEN="from-env")
     proc, urls = await _start_http(
         "--a2a", "--skills", str(EXAMPLE_SKILLS), "--port", "0",
         "--base-url", fake_llm.url + "/v1", "--style", "openai", "--model", "m", "--api-key", "k",
+        env=env,
     )  # fmt: skip
     try:
         base = urls["a2a"]
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient() as anonymous:
+            denied = await anonymous.get(base + ".well-known/agent-card.json")
+            assert (denied.status_code, denied.text) == (401, "unauthorized")
+        async with httpx2.AsyncClient(headers={"Authorization": "Bearer from-env"}) as http:
             card = (await http.get(base + ".well-known/agent-card.json")).json()
             assert [s["id"] for s in card["skills"]] == ["hello-world"]
             assert card["url"] == base
@@ -156,26 +154,26 @@ async def test_a2a_agent_answers_tasks_with_the_model(fake_llm: FakeLLM) -> None
         assert final["artifacts"][0]["parts"][0]["text"] == "Hello from the agent."
         assert fake_llm.requests[0].body["messages"][-1] == {"role": "user", "content": "hi"}
     finally:
-        _stdout, stderr = await _stop(proc)
+        _stdout, stderr = await _stop(proc, signal.SIGTERM)
     assert proc.returncode == 0, stderr.decode()
+    assert "toolnexus: stopped" in stderr.decode()
 
 
-def test_a2a_without_an_api_key_is_one_line(fake_llm: FakeLLM) -> None:
-    proc = toolnexus(
-        "serve", "--a2a", "--base-url", fake_llm.url, "--style", "anthropic", "--model", "m"
-    )
-    assert one_line_error(proc) == f"toolnexus: error: {NO_API_KEY_MESSAGE}"
+# -- one-line errors before serving (exit code 2), in-process -------------------------------------
 
 
-def test_port_in_use_is_one_line() -> None:
-    import socket
+def test_a2a_without_an_api_key_is_one_line(cli, fake_llm: FakeLLM) -> None:
+    done = cli("serve", "--a2a", "--base-url", fake_llm.url, "--style", "anthropic", "--model", "m")
+    assert one_line_error(done) == f"toolnexus: error: {NO_API_KEY_MESSAGE}"
 
+
+def test_port_in_use_is_one_line(cli) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        line = one_line_error(toolnexus("serve", "--mcp", "--port", str(port)))
-    assert line.startswith(f"toolnexus: error: cannot listen on 127.0.0.1:{port}: ")
+        line = one_line_error(cli("serve", "--mcp", "--port", str(port)))
+    assert line == f"toolnexus: error: cannot listen on 127.0.0.1:{port}: Address already in use"
 
 
 @pytest.mark.parametrize(
@@ -185,13 +183,21 @@ def test_port_in_use_is_one_line() -> None:
         (["--a2a"], "the A2A agent answers tasks with a model: pass --base-url, --style, --model"),
         (["--stdio", "--a2a"], "--a2a needs HTTP: it cannot be served over --stdio"),
         (["--stdio", "--port", "1"], "--stdio serves over stdin/stdout: drop --host/--port"),
+        (["--stdio", "--auth-token", "t"], "--auth-token applies to HTTP serving, not --stdio"),
+        (["--mcp", "--auth-token", ""], "--auth-token must not be empty"),
+        (["--mcp", "--port", "70000"], "--port must be between 0 and 65535, not 70000"),
     ],
 )
-def test_flag_errors_are_one_line(args: list[str], message: str) -> None:
-    assert one_line_error(toolnexus("serve", *args)) == f"toolnexus: error: {message}"
+def test_flag_errors_are_one_line(cli, args: list[str], message: str) -> None:
+    assert one_line_error(cli("serve", *args)) == f"toolnexus: error: {message}"
 
 
-def test_failed_mcp_server_is_one_line(tmp_path: Path) -> None:
+def test_unreadable_config_is_one_line(cli, tmp_path: Path) -> None:
+    line = one_line_error(cli("serve", "--mcp", "--config", str(tmp_path / "missing.json")))
+    assert "cannot read config file" in line and "missing.json" in line
+
+
+def test_failed_mcp_server_is_one_line(cli, tmp_path: Path) -> None:
     config = write_config(tmp_path, {"broken": broken_server()})
-    line = one_line_error(toolnexus("serve", "--mcp", "--port", "0", "--config", str(config)))
+    line = one_line_error(cli("serve", "--mcp", "--port", "0", "--config", str(config)))
     assert line.startswith('toolnexus: error: MCP server "broken" failed: ')

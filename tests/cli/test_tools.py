@@ -16,6 +16,7 @@ from support.cli_runner import (
     toolnexus,
     write_config,
 )
+from toolnexus.builtins import BUILTIN_NAMES
 
 
 @pytest.fixture(scope="module")
@@ -34,12 +35,8 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def as_text(config: Path) -> subprocess.CompletedProcess[str]:
+    """The real command in a subprocess; the other tests run it in-process."""
     return toolnexus("tools", "--config", str(config), "--skills", str(EXAMPLE_SKILLS))
-
-
-@pytest.fixture(scope="module")
-def as_json(config: Path) -> subprocess.CompletedProcess[str]:
-    return toolnexus("tools", "--config", str(config), "--no-builtins", "--json")
 
 
 def _row(out: str, name: str) -> list[str]:
@@ -73,7 +70,8 @@ def test_text_shows_each_server_status_and_the_failure_reason(
     assert line.startswith('toolnexus: error: MCP server "broken" failed: ')
 
 
-def test_json_output(as_json: subprocess.CompletedProcess[str]) -> None:
+def test_json_output(cli, config: Path) -> None:
+    as_json = cli("tools", "--config", str(config), "--no-builtins", "--json")
     assert as_json.returncode == 2
     data = json.loads(as_json.stdout)
     tools = {t["name"]: t for t in data["tools"]}
@@ -89,35 +87,24 @@ def test_json_output(as_json: subprocess.CompletedProcess[str]) -> None:
     assert servers["off"]["status"] == "disabled"
 
 
-def test_without_config_lists_the_builtins() -> None:
-    proc = toolnexus("tools", "--json")
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
-    assert [t["name"] for t in data["tools"]] == [
-        "bash",
-        "read",
-        "write",
-        "edit",
-        "grep",
-        "glob",
-        "webfetch",
-        "question",
-        "apply_patch",
-        "todowrite",
-    ]
+def test_without_config_lists_the_builtins(cli) -> None:
+    done = cli("tools", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert [t["name"] for t in data["tools"]] == list(BUILTIN_NAMES)
     assert data["mcp_servers"] == {}
 
 
-def test_unreadable_config_is_one_line(tmp_path: Path) -> None:
-    line = one_line_error(toolnexus("tools", "--config", str(tmp_path / "missing.json")))
+def test_unreadable_config_is_one_line(cli, tmp_path: Path) -> None:
+    line = one_line_error(cli("tools", "--config", str(tmp_path / "missing.json")))
     assert "cannot read config file" in line and "missing.json" in line
 
     bad = tmp_path / "bad.json"
     bad.write_text("{not json", encoding="utf-8")
-    line = one_line_error(toolnexus("tools", "--config", str(bad)))
+    line = one_line_error(cli("tools", "--config", str(bad)))
     assert f"config file {bad} is not valid JSON" in line
 
 
-def test_missing_skills_folder_is_one_line(tmp_path: Path) -> None:
-    line = one_line_error(toolnexus("tools", "--skills", str(tmp_path / "nope")))
+def test_missing_skills_folder_is_one_line(cli, tmp_path: Path) -> None:
+    line = one_line_error(cli("tools", "--skills", str(tmp_path / "nope")))
     assert line == f"toolnexus: error: skills folder not found: {tmp_path / 'nope'}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import socket
 from collections.abc import AsyncIterator
@@ -109,7 +110,7 @@ async def test_cancellation_reaches_async_and_thread_tools(served, seen):
         await wait_until(seen.thread_saw_signal.is_set)
 
 
-async def test_disconnect_cancels_a_legacy_era_call(served, seen):
+async def test_disconnect_cancels_a_legacy_era_call(served, seen, http):
     # Stateless HTTP has no session to carry `notifications/cancelled`: closing the request is
     # how a caller cancels, in either protocol era.
     handle, _ = served
@@ -121,10 +122,7 @@ async def test_disconnect_cancels_a_legacy_era_call(served, seen):
     body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "hang"}}
 
     async def call() -> None:
-        async with (
-            httpx2.AsyncClient() as http,
-            http.stream("POST", handle.url + "/mcp", json=body, headers=headers) as response,
-        ):
+        async with http.stream("POST", handle.url + "/mcp", json=body, headers=headers) as response:
             assert response.status_code == 200
             async for _ in response.aiter_bytes():
                 pass
@@ -174,44 +172,42 @@ async def test_config_block_supplies_the_profile():
 # -- HTTP surface: routing, auth, limits, DNS-rebinding guard -------------------------------------
 
 
-async def test_routes_other_than_mcp_are_404(served):
+async def test_routes_other_than_mcp_are_404(served, http):
     handle, _ = served
-    async with httpx2.AsyncClient() as http:
-        for method, path in [("GET", "/"), ("POST", "/"), ("GET", "/nope"), ("GET", "/mcp/")]:
-            response = await http.request(method, handle.url + path)
-            assert (response.status_code, response.text) == (404, "not found"), path
-        card = await http.get(handle.url + "/.well-known/agent-card.json")
-        assert card.status_code == 404
+    for method, path in [("GET", "/"), ("POST", "/"), ("GET", "/nope"), ("GET", "/mcp/")]:
+        response = await http.request(method, handle.url + path)
+        assert (response.status_code, response.text) == (404, "not found"), path
+    card = await http.get(handle.url + "/.well-known/agent-card.json")
+    assert card.status_code == 404
 
 
-async def test_no_profile_answers_404_everywhere(toolkit):
-    async with await toolkit.serve("127.0.0.1:0") as handle, httpx2.AsyncClient() as http:
+async def test_no_profile_answers_404_everywhere(toolkit, http):
+    async with await toolkit.serve("127.0.0.1:0") as handle:
         for path in ["/", "/mcp", "/.well-known/agent-card.json"]:
             response = await http.post(handle.url + path, json={})
             assert (response.status_code, response.text) == (404, "not found")
 
 
-async def test_bearer_token_guards_every_route(toolkit):
+async def test_bearer_token_guards_every_route(toolkit, http):
     async with await toolkit.serve("127.0.0.1:0", mcp={}, auth_token="s3cret") as handle:
-        async with httpx2.AsyncClient() as http:
-            for headers in [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}]:
-                for path in ["/mcp", "/", "/missing"]:
-                    response = await http.post(handle.url + path, json={}, headers=headers)
-                    assert response.status_code == 401
-                    assert response.text == "unauthorized"
-                    assert response.headers["www-authenticate"] == "Bearer"
-            authorized = await http.get(
-                handle.url + "/missing", headers={"Authorization": "Bearer s3cret"}
-            )
-            assert authorized.status_code == 404
+        for headers in [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}]:
+            for path in ["/mcp", "/", "/missing"]:
+                response = await http.post(handle.url + path, json={}, headers=headers)
+                assert response.status_code == 401
+                assert response.text == "unauthorized"
+                assert response.headers["www-authenticate"] == "Bearer"
+        authorized = await http.get(
+            handle.url + "/missing", headers={"Authorization": "Bearer s3cret"}
+        )
+        assert authorized.status_code == 404
         async with (
-            httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"}) as http,
-            Client(streamable_http_client(handle.url + "/mcp", http_client=http)) as client,
+            httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"}) as authed,
+            Client(streamable_http_client(handle.url + "/mcp", http_client=authed)) as client,
         ):
             assert (await client.call_tool("echo", {"text": "ok"})).content[0].text == "echo: ok"
 
 
-async def test_oversized_bodies_get_413(served):
+async def test_oversized_bodies_get_413(served, http):
     handle, _ = served
     big = b"x" * (4 * 1024 * 1024 + 1)
 
@@ -219,44 +215,41 @@ async def test_oversized_bodies_get_413(served):
         for _ in range(5):
             yield b"y" * (1024 * 1024)
 
-    async with httpx2.AsyncClient() as http:
-        declared = await http.post(
-            handle.url + "/mcp", content=big, headers={"Content-Type": "application/json"}
-        )
-        assert declared.status_code == 413
-        streamed = await http.post(
-            handle.url + "/mcp", content=chunks(), headers={"Content-Type": "application/json"}
-        )
-        assert "content-length" not in streamed.request.headers
-        assert streamed.status_code == 413
-        under = await http.post(handle.url + "/nope", content=b"x" * (4 * 1024 * 1024))
-        assert under.status_code == 404
+    declared = await http.post(
+        handle.url + "/mcp", content=big, headers={"Content-Type": "application/json"}
+    )
+    assert declared.status_code == 413
+    streamed = await http.post(
+        handle.url + "/mcp", content=chunks(), headers={"Content-Type": "application/json"}
+    )
+    assert "content-length" not in streamed.request.headers
+    assert streamed.status_code == 413
+    under = await http.post(handle.url + "/nope", content=b"x" * (4 * 1024 * 1024))
+    assert under.status_code == 404
 
 
-async def test_dns_rebinding_guard(served):
+async def test_dns_rebinding_guard(served, http):
     handle, _ = served
-    async with httpx2.AsyncClient() as http:
-        for headers in [
-            {"Host": "evil.example"},
-            {"Host": f"evil.example:{handle.port}"},
-            {"Origin": "http://evil.example"},
-            {"Origin": "null"},
-        ]:
-            for path in ["/mcp", "/nope"]:
-                response = await http.post(handle.url + path, json={}, headers=headers)
-                assert response.status_code == 403, (headers, path)
-        allowed = await http.get(
-            handle.url + "/nope",
-            headers={"Host": f"localhost:{handle.port}", "Origin": "http://127.0.0.1:3000"},
-        )
-        assert allowed.status_code == 404
+    for headers in [
+        {"Host": "evil.example"},
+        {"Host": f"evil.example:{handle.port}"},
+        {"Origin": "http://evil.example"},
+        {"Origin": "null"},
+    ]:
+        for path in ["/mcp", "/nope"]:
+            response = await http.post(handle.url + path, json={}, headers=headers)
+            assert response.status_code == 403, (headers, path)
+    allowed = await http.get(
+        handle.url + "/nope",
+        headers={"Host": f"localhost:{handle.port}", "Origin": "http://127.0.0.1:3000"},
+    )
+    assert allowed.status_code == 404
     # Loopback names pass the SDK's own check on /mcp too, with or without a port.
-    for host in ["localhost", f"[::1]:{handle.port}", "127.0.0.1"]:
-        async with (
-            httpx2.AsyncClient(headers={"Host": host, "Origin": "http://localhost"}) as http,
-            Client(streamable_http_client(handle.url + "/mcp", http_client=http)) as client,
-        ):
-            assert (await client.call_tool("echo", {"text": host})).content[0].text.endswith(host)
+    async with httpx2.AsyncClient(headers={"Origin": "http://localhost"}) as local:
+        for host in ["localhost", f"[::1]:{handle.port}", "127.0.0.1"]:
+            local.headers["Host"] = host
+            async with Client(streamable_http_client(handle.url + "/mcp", http_client=local)) as c:
+                assert (await c.call_tool("echo", {"text": host})).content[0].text.endswith(host)
 
 
 def _ipv6_loopback() -> bool:
@@ -292,8 +285,10 @@ async def test_stop_releases_the_port(toolkit):
 
 async def test_busy_port_is_a_clear_error(served, toolkit):
     handle, _ = served
-    with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{handle.port}"):
+    with pytest.raises(OSError) as caught:
         await toolkit.serve(f"127.0.0.1:{handle.port}", mcp={})
+    assert str(caught.value) == f"cannot listen on 127.0.0.1:{handle.port}: Address already in use"
+    assert caught.value.errno == errno.EADDRINUSE
 
 
 async def test_wildcard_bind_warns_about_shell_tools_without_token(caplog):

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, MCPError
 from toolnexus.serve import build_mcp_server, exposed_mcp_tools
 from toolnexus.types import Tool
 
@@ -24,19 +24,6 @@ def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
     return env
-
-
-async def test_stdio_gateway_with_the_sdk_client():
-    params = StdioServerParameters(command=sys.executable, args=[str(GATEWAY)], env=_env())
-    async with Client(params, mode="legacy") as client:
-        assert client.server_info is not None
-        assert client.server_info.name == "stdio-gateway"
-        assert [t.name for t in (await client.list_tools()).tools] == ["noisy", "hang"]
-        result = await client.call_tool("noisy", {"text": "hi"})
-        assert (result.content[0].text, result.is_error) == ("quiet result: hi", False)
-        with pytest.raises(MCPError) as caught:
-            await client.call_tool("hidden", {})
-        assert (caught.value.code, caught.value.message) == (-32602, "Unknown tool: hidden")
 
 
 def _frame(id: int, method: str, params: dict[str, Any] | None = None) -> bytes:
@@ -65,7 +52,8 @@ async def _spawn_gateway() -> asyncio.subprocess.Process:
     )
 
 
-async def test_stdio_protocol_only_cancellation_and_eof():
+async def test_stdio_gateway_protocol_only_cancellation_and_eof():
+    """A toolkit's `serve_stdio` in a subprocess, spoken to frame by frame."""
     process = await _spawn_gateway()
     assert process.stdin and process.stdout and process.stderr
     stderr_lines: list[bytes] = []
@@ -73,16 +61,26 @@ async def test_stdio_protocol_only_cancellation_and_eof():
         process.stdin.write(_frame(1, "initialize", INIT) + INITIALIZED)
         process.stdin.write(_frame(2, "tools/call", {"name": "noisy", "arguments": {"text": "x"}}))
         process.stdin.write(_frame(3, "tools/list"))
+        process.stdin.write(_frame(5, "tools/call", {"name": "hidden", "arguments": {}}))
         await process.stdin.drain()
         replies = {}
-        while len(replies) < 3:
+        while len(replies) < 4:
             line = await asyncio.wait_for(process.stdout.readline(), 30)
             assert line, "the gateway closed stdout early"
             reply = json.loads(line)  # every stdout line is a JSON-RPC message
             assert reply["jsonrpc"] == "2.0"
             replies[reply["id"]] = reply
-        assert replies[2]["result"]["content"] == [{"type": "text", "text": "quiet result: x"}]
+        initialized = replies[1]["result"]
+        assert initialized["serverInfo"] == {"name": "stdio-gateway", "version": "0.1.0"}
+        assert "tools" in initialized["capabilities"]
+        # Output and is_error only: a result's metadata never goes on the wire.
+        assert replies[2]["result"] == {
+            "content": [{"type": "text", "text": "quiet result: x"}],
+            "isError": False,
+        }
         assert [t["name"] for t in replies[3]["result"]["tools"]] == ["noisy", "hang"]
+        # A tool outside the profile's list is unknown: a protocol error, not an isError result.
+        assert replies[5]["error"] == {"code": -32602, "message": "Unknown tool: hidden"}
 
         # A session transport carries `notifications/cancelled`: it reaches the running tool.
         process.stdin.write(_frame(4, "tools/call", {"name": "hang", "arguments": {}}))

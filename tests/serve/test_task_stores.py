@@ -31,6 +31,12 @@ async def test_memory_store_round_trip_copies():
     assert await store.get("missing") is None
 
 
+def test_memory_store_default_bound():
+    assert InMemoryTaskStore().max_tasks == 10_000
+    with pytest.raises(ValueError, match="at least 1"):
+        InMemoryTaskStore(max_tasks=0)
+
+
 async def test_memory_store_evicts_oldest_finished_first():
     store = InMemoryTaskStore(max_tasks=3)
     await store.save(task("w1"))

@@ -1,13 +1,18 @@
-"""Running the real `toolnexus` command in a subprocess, and what the CLI tests check with it."""
+"""Running the real `toolnexus` command (in a subprocess or in-process), and what the CLI tests
+check with it."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from toolnexus import _demo
 
@@ -45,19 +50,61 @@ def toolnexus(
     )
 
 
-def processes_running(path: str | Path) -> set[int]:
-    """Pids of live processes whose command line mentions `path` (a server script)."""
-    needle = os.fsencode(str(path))
+class Outcome:
+    """What an in-process run of the command left: its exit code and what it printed."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> Outcome:
+    """Run `toolnexus.cli.main(ARGS)` in this process: for paths where a subprocess proves
+    nothing more (bad flags, unreadable files, errors before serving). `SystemExit` from
+    argparse (`--help`, usage errors) becomes the exit code; the `toolnexus` logger is put back
+    as it was, so the command's stderr handler never outlives the call."""
+    from toolnexus.cli import main
+
+    logger = logging.getLogger("toolnexus")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    capsys.readouterr()
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 2
+    finally:
+        logger.handlers[:], logger.level, logger.propagate = saved
+    captured = capsys.readouterr()
+    return Outcome(code, captured.out, captured.err)
+
+
+TAG_VAR = "TOOLNEXUS_TEST_TAG"
+
+
+def tagged_env(**extra: str) -> tuple[dict[str, str], str]:
+    """`clean_env(...)` plus a fresh tag in `TOOLNEXUS_TEST_TAG`, which every process the command
+    starts (its MCP servers) inherits: `processes_tagged(tag)` finds the ones still alive."""
+    tag = uuid.uuid4().hex
+    return clean_env(**extra, **{TAG_VAR: tag}), tag
+
+
+def processes_tagged(tag: str) -> set[int]:
+    """Pids of live processes whose environment carries `TOOLNEXUS_TEST_TAG=<tag>`.
+
+    A tag, not the server script's path: other test runs on the machine may run the same script.
+    """
+    needle = f"{TAG_VAR}={tag}".encode()
     found: set[int] = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmdline = fh.read()
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                environ = fh.read()
         except OSError:
             continue
-        if needle in cmdline:
+        if needle in environ.split(b"\0"):
             found.add(int(entry))
     return found
 
@@ -74,17 +121,15 @@ def demo_server() -> dict[str, Any]:
 
 
 def basic_server() -> dict[str, Any]:
-    """The MCP engineers' test server when present, else the demo server."""
-    if BASIC_SERVER.is_file():
-        return {"command": sys.executable, "args": [str(BASIC_SERVER)]}
-    return demo_server()
+    """The MCP tests' server (tools `basic_echo`, `basic_ask` with a form elicitation, ...)."""
+    return {"command": sys.executable, "args": [str(BASIC_SERVER)]}
 
 
 def broken_server() -> dict[str, Any]:
     return {"command": "/nonexistent/toolnexus-test-server"}
 
 
-def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
+def one_line_error(proc: subprocess.CompletedProcess[str] | Outcome) -> str:
     """Assert the command failed with exit code 2 and one stderr line; return that line."""
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     lines = proc.stderr.splitlines()
