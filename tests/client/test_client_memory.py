@@ -130,3 +130,21 @@ async def test_saved_transcript_is_a_copy(llm, make_client):
     result = await client.ask("x", id="c")
     result.messages.append({"role": "user", "content": "tampered"})
     assert len(await client.conversation_store.get("c")) == 2
+
+
+async def test_cancel_reaches_an_ask_queued_behind_another_on_its_id(llm, make_client):
+    llm.push(text("never", hang=True))
+    client = make_client("openai")
+    first_cancel, second_cancel = asyncio.Event(), asyncio.Event()
+    first = asyncio.create_task(client.ask("one", id="c", cancel=first_cancel))
+    await llm.until_requests(1)
+    second = asyncio.create_task(client.ask("two", id="c", cancel=second_cancel))
+    second_cancel.set()
+    with pytest.raises(RunCancelled):
+        await second  # while the first still holds the id
+    assert not first.done()
+    first_cancel.set()
+    with pytest.raises(RunCancelled):
+        await first
+    assert len(llm.requests) == 1
+    assert await client.conversation_store.get("c") is None

@@ -370,3 +370,24 @@ async def test_every_usage_object_of_a_stream_is_added(llm, make_client, style):
     events = await collect(make_client(style).stream("x"))
     assert events[-2] == {"type": "usage", "usage": expected}
     assert events[-1]["result"].usage == expected
+
+
+async def test_streamed_turns_reuse_one_connection(llm, make_client):
+    llm.push(tools(call("add", {"a": 1, "b": 1})), text("2"), text("again"))
+    client = make_client("anthropic")
+    await collect(client.stream("x", kit(add_tool())))
+    await collect(client.stream("y"))
+    assert len(llm.requests) == 3
+    assert llm.connections == 1
+
+
+async def test_a_body_left_open_after_done_does_not_hold_the_run(llm, make_client):
+    sse = [
+        'data: {"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}',
+        "data: [DONE]",
+        ": the server never ends the body",
+    ]
+    llm.push(Reply(sse=sse, stall_after=2))
+    events = await collect(make_client("openai").stream("x"))
+    assert events[-1]["result"].text == "Hi"
+    await llm.until(lambda: llm.disconnects >= 1)

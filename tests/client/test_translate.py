@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from support.client_helpers import add_tool, kit
@@ -332,3 +334,26 @@ async def test_translate_provider_error(llm, make_client):
             [{"role": "user", "content": "q"}]
         )
     assert [(m["event"], m["status"]) for m in metrics] == [("llm", "error")]
+
+
+async def test_translate_honours_cancel_and_the_run_deadline(llm, make_client):
+    from toolnexus.client import RunCancelled, RunTimeout
+
+    question = [{"role": "user", "content": "q"}]
+    cancel = asyncio.Event()
+    cancel.set()
+    with pytest.raises(RunCancelled):
+        await make_client("anthropic").translate(question, cancel=cancel)
+    assert llm.requests == []
+    llm.push(text("never", hang=True))
+    with pytest.raises(RunTimeout, match=r"^run timeout after 300ms$"):
+        await make_client("openai", timeout_ms=300).translate(question)
+
+
+async def test_openai_tool_without_a_type_key_is_still_converted(llm, make_client):
+    llm.push(text("ok"))
+    untyped = {"function": {"name": "f", "description": "", "parameters": None}}
+    await make_client("anthropic").translate([{"role": "user", "content": "q"}], tools=[untyped])
+    assert llm.requests[0].body["tools"] == [
+        {"name": "f", "input_schema": {"type": "object", "properties": {}}}
+    ]

@@ -21,17 +21,22 @@ STREAM_UNSUPPORTED = (
 _ids = itertools.count(1)
 
 
-def _usage(raw: Any) -> dict[str, int] | None:
+_CAMEL_USAGE = {
+    "promptTokens": "prompt_tokens",
+    "completionTokens": "completion_tokens",
+    "totalTokens": "total_tokens",
+}
+
+
+def _usage(raw: Any) -> dict[str, Any] | None:
+    """A reply's `usage` with camelCase names accepted; the OpenAI parsing does the rest."""
     if not isinstance(raw, Mapping):
         return None
-    prompt = int(raw.get("prompt_tokens", raw.get("promptTokens", 0)) or 0)
-    completion = int(raw.get("completion_tokens", raw.get("completionTokens", 0)) or 0)
-    total = raw.get("total_tokens", raw.get("totalTokens"))
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": int(total) if total is not None else prompt + completion,
-    }
+    usage = {k: v for k, v in raw.items() if k not in _CAMEL_USAGE}
+    for camel, snake in _CAMEL_USAGE.items():
+        if camel in raw and snake not in usage:
+            usage[snake] = raw[camel]
+    return usage
 
 
 def to_completion(reply: Any, model: str) -> dict[str, Any]:

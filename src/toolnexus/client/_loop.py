@@ -112,7 +112,9 @@ class RunLoop:
             async with contextlib.AsyncExitStack() as memory:
                 history = self.history
                 if self.conversation_id is not None:
-                    await memory.enter_async_context(c._locks.hold(self.conversation_id))
+                    # Queued behind another run on this id: the deadline and `cancel` still count.
+                    hold = c._locks.hold(self.conversation_id)
+                    await scope.race(memory.enter_async_context(hold))
                     history = await c._store.get(self.conversation_id) or []
                 scope.check()
                 system = compose_system(c.system_prompt, self.toolkit)
@@ -297,8 +299,9 @@ class RunLoop:
                             response.status, "", "stream ended before the response was complete"
                         )
                     turn = assembler.turn()
+                    await response.finish()
             finally:
-                await response.aclose()
+                await response.aclose()  # a no-op after `finish`; an abort closes it here
         except BaseException:
             c._emit(llm_event(model, started, None, ok=False))
             raise

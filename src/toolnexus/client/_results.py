@@ -15,11 +15,9 @@ __all__ = [
     "empty_usage",
 ]
 
-# Optional usage keys, present only when a provider reported them.
-CACHE_KEYS = ("cache_read_tokens", "cache_write_tokens")
-
 
 def empty_usage() -> dict[str, int]:
+    """Usage before any call: the three contract keys at 0 (cache counts appear when reported)."""
     return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
 

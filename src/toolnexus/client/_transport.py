@@ -25,6 +25,10 @@ class StreamBody(Protocol):
 
     def chunks(self) -> AsyncIterator[bytes]: ...
 
+    async def finish(self) -> None:
+        """Close after the stream's end marker was read (keeps the connection when it can)."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -45,16 +49,33 @@ class Transport(Protocol):
     async def aclose(self) -> None: ...
 
 
+# How long the rest of a body may take after the stream's end marker before it is cut off.
+_DRAIN_S = 0.25
+
+
 class _HttpStream:
-    __slots__ = ("_response", "is_json", "status")
+    __slots__ = ("_chunks", "_response", "is_json", "status")
 
     def __init__(self, response: httpx2.Response) -> None:
         self._response = response
+        self._chunks = response.aiter_bytes()  # a response body can be iterated only once
         self.status = response.status_code
         self.is_json = "json" in response.headers.get("content-type", "")
 
     def chunks(self) -> AsyncIterator[bytes]:
-        return self._response.aiter_bytes()
+        return self._chunks
+
+    async def finish(self) -> None:
+        # Read what follows `[DONE]`/`message_stop` (normally just the end of the chunked body):
+        # a response closed unread also closes its connection, and the next turn would pay for
+        # a new one. A server that goes on sending or stalls is cut off instead.
+        try:
+            async with asyncio.timeout(_DRAIN_S):
+                async for _ in self._chunks:
+                    pass
+        except (TimeoutError, httpx2.HTTPError):
+            pass
+        await self._response.aclose()
 
     async def aclose(self) -> None:
         await self._response.aclose()
