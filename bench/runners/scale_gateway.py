@@ -160,7 +160,11 @@ async def over_http(
     server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert server.stdin is not None and server.stdout is not None
     try:
-        url = server.stdout.readline().strip()
+        url = ""
+        for _ in range(20):  # the endpoint line; stray lines a library prints come first
+            url = server.stdout.readline().strip()
+            if url.startswith("http") or server.poll() is not None:
+                break
         if not url.startswith("http"):
             raise RuntimeError(f"{command[-1]} did not start (printed {url!r})")
         async with (raw_session if raw else sdk_session)(url) as session:
