@@ -296,15 +296,16 @@ async def test_unknown_task_ids(agent, http):
 
 async def test_protocol_errors(agent, http):
     handle, _ = agent
-    response = await http.post(
-        handle.url + "/", content=b"{not json", headers={"Content-Type": "application/json"}
-    )
-    assert response.status_code == 200
-    assert response.json() == {
-        "jsonrpc": "2.0",
-        "id": None,
-        "error": {"code": -32700, "message": "Parse error"},
-    }
+    for body in [b"{not json", b"[" * 100_000]:  # the second nests deeper than Python parses
+        response = await http.post(
+            handle.url + "/", content=body, headers={"Content-Type": "application/json"}
+        )
+        assert response.status_code == 200
+        assert response.json() == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32700, "message": "Parse error"},
+        }
     reply = await rpc(http, handle.url, "CancelTask", {"id": "x"}, id="abc")
     assert reply == {
         "jsonrpc": "2.0",

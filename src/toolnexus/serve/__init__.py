@@ -19,6 +19,7 @@ from toolnexus.serve._mcp import (
     MCPServeConfig,
     OnCall,
     build_mcp_server,
+    execute_through,
     exposed_mcp_tools,
     make_mcp_server,
 )
@@ -123,7 +124,7 @@ async def serve_toolkit(
             skills = toolkit.skill_source.skills if toolkit.skill_source is not None else {}
             card = compact_json(build_agent_card(a2a_cfg, skills, url)).encode("utf-8")
         mcp_server = (
-            make_mcp_server(exposed, mcp_cfg, on_call, _toolkit_execute(toolkit))
+            make_mcp_server(exposed, mcp_cfg, on_call, execute_through(toolkit))
             if mcp_cfg is not None
             else None
         )
@@ -140,13 +141,6 @@ async def serve_toolkit(
     return await start_server(app, sock, url=url, host=host, port=real_port, a2a=endpoint)
 
 
-def _toolkit_execute(toolkit: Toolkit) -> Any:
-    async def execute(tool: Tool, args: dict[str, Any], ctx: Any) -> Any:
-        return await toolkit.execute(tool.name, args, ctx)
-
-    return execute
-
-
 async def serve_toolkit_stdio(
     toolkit: Toolkit,
     *,
@@ -155,14 +149,15 @@ async def serve_toolkit_stdio(
 ) -> None:
     """Serve `toolkit` as an MCP server over stdin/stdout until stdin closes.
 
-    Only protocol goes to stdout: while serving, anything else written to file descriptor 1
-    lands on stderr.
+    Only protocol goes to stdout: while serving, the SDK's stdio transport speaks on a private
+    copy of file descriptor 1 and points fd 1 itself at stderr, so a stray `print` in a tool
+    lands there (with the logs).
     """
     from mcp.server.stdio import stdio_server
 
     cfg = _profile(mcp, toolkit.config, "mcpServer", "mcp") or {}
     server = make_mcp_server(
-        exposed_mcp_tools(toolkit.tools(), cfg), cfg, on_call, _toolkit_execute(toolkit)
+        exposed_mcp_tools(toolkit.tools(), cfg), cfg, on_call, execute_through(toolkit)
     )
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

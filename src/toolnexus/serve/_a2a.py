@@ -117,7 +117,7 @@ class A2AEndpoint:
         """The JSON-RPC answer (always a single response object) to one request body."""
         try:
             request = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than Python parses
             return self._error(None, PARSE_ERROR, "Parse error")
         if not isinstance(request, dict):
             return self._error(None, INVALID_REQUEST, "Invalid Request: expected a JSON-RPC object")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
@@ -15,12 +15,17 @@ from toolnexus._aio import call_maybe_async
 from toolnexus._log import logger
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message
 
+if TYPE_CHECKING:
+    from toolnexus.toolkit import Toolkit
+
 __all__ = [
     "DEFAULT_NAME",
     "DEFAULT_VERSION",
+    "Execute",
     "MCPServeConfig",
     "OnCall",
     "build_mcp_server",
+    "execute_through",
     "exposed_mcp_tools",
     "make_mcp_server",
 ]
@@ -57,11 +62,8 @@ def exposed_mcp_tools(tools: Sequence[Tool], cfg: Mapping[str, Any] | None = Non
     return [t for t in tools if t.name in wanted]
 
 
-def _validated_execute(tools: Sequence[Tool]) -> Execute:
-    """Execution through a private toolkit of `tools`: the same validation as `Toolkit.execute`."""
-    from toolnexus.toolkit import Toolkit
-
-    toolkit = Toolkit(extra_tools=tools)
+def execute_through(toolkit: Toolkit) -> Execute:
+    """A call through `toolkit.execute`: the toolkit's own validation and error mapping."""
 
     async def execute(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return await toolkit.execute(tool.name, args, ctx)
@@ -147,5 +149,8 @@ def build_mcp_server(
 
     `mcp.Client(build_mcp_server(toolkit.tools()))` talks to it without HTTP.
     """
+    from toolnexus.toolkit import Toolkit
+
     exposed = exposed_mcp_tools(tools, cfg)
-    return make_mcp_server(exposed, cfg, on_call, _validated_execute(exposed))
+    # A private toolkit of the exposed tools: calls get the same validation as `Toolkit.execute`.
+    return make_mcp_server(exposed, cfg, on_call, execute_through(Toolkit(extra_tools=exposed)))
