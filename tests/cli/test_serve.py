@@ -7,6 +7,7 @@ run in-process.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import signal
 import socket
@@ -195,6 +196,38 @@ def test_flag_errors_are_one_line(cli, args: list[str], message: str) -> None:
 def test_unreadable_config_is_one_line(cli, tmp_path: Path) -> None:
     line = one_line_error(cli("serve", "--mcp", "--config", str(tmp_path / "missing.json")))
     assert "cannot read config file" in line and "missing.json" in line
+
+
+@pytest.mark.parametrize(
+    ("config", "args", "message"),
+    [
+        ({"mcpServer": 5}, ["--mcp"], 'the config\'s "mcpServer" block must be an object, not int'),
+        ({"a2a": ["x"]}, ["--mcp"], 'the config\'s "a2a" block must be an object, not list'),
+        (
+            {"mcpServer": {"tools": "read"}},
+            ["--mcp", "--port", "0"],
+            'the MCP profile\'s "tools" must be a list of tool names',
+        ),
+        (
+            {"mcpServer": {"tools": "read"}},
+            ["--stdio"],
+            'the MCP profile\'s "tools" must be a list of tool names',
+        ),
+        (
+            {"a2a": {"store": "redis://x"}},
+            ["--base-url", "http://127.0.0.1:9", "--style", "openai", "--model", "m",
+             "--api-key", "k", "--port", "0"],
+            'Unknown A2A store: "redis://x" (expected "memory" or "file:<dir>")',
+        ),
+    ],
+)  # fmt: skip
+def test_malformed_profiles_are_one_line(
+    cli, tmp_path: Path, config: dict[str, Any], args: list[str], message: str
+) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    line = one_line_error(cli("serve", "--config", str(path), *args))
+    assert line == f"toolnexus: error: {message}"
 
 
 def test_failed_mcp_server_is_one_line(cli, tmp_path: Path) -> None:

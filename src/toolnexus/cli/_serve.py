@@ -113,19 +113,27 @@ def _profiles(
     """The MCP and A2A profiles: on by flag, or by the config's `mcpServer` / `a2a` block."""
     mcp: dict[str, Any] | None = None
     if args.mcp or args.stdio or args.tools or config.get("mcpServer") is not None:
-        block = config.get("mcpServer")
-        mcp = dict(block) if isinstance(block, Mapping) else {}
+        mcp = _block(config, "mcpServer")
         if args.tools:
             mcp["tools"] = list(args.tools)
     a2a: dict[str, Any] | None = None
     if not args.stdio and (args.a2a or args.task_store or config.get("a2a") is not None):
-        block = config.get("a2a")
-        a2a = dict(block) if isinstance(block, Mapping) else {}
+        a2a = _block(config, "a2a")
         if args.task_store:
             a2a["store"] = args.task_store
     if mcp is None and a2a is None:
         raise CliError("nothing to serve: pass --mcp (or --stdio) and/or --a2a")
     return mcp, a2a
+
+
+def _block(config: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """A copy of the config's profile block (`{}` when absent)."""
+    block = config.get(key)
+    if block is None:
+        return {}
+    if not isinstance(block, Mapping):
+        raise CliError(f'the config\'s "{key}" block must be an object, not {type(block).__name__}')
+    return dict(block)
 
 
 def _a2a_client(args: argparse.Namespace) -> Client:
@@ -194,7 +202,10 @@ async def _until_signal() -> None:
 def _exposed_count(toolkit: Toolkit, mcp: Mapping[str, Any]) -> str:
     from toolnexus.serve import exposed_mcp_tools
 
-    count = len(exposed_mcp_tools(toolkit.tools(), mcp))
+    try:
+        count = len(exposed_mcp_tools(toolkit.tools(), mcp))
+    except TypeError as exc:  # e.g. the profile's "tools" is not a list
+        raise CliError(str(exc)) from None
     return f"{count} tool{'s' if count != 1 else ''}"
 
 
@@ -236,7 +247,7 @@ async def _serve_http(
         )
     except OSError as exc:  # the address is taken or unknown, the task store folder failed, ...
         raise CliError(_os_error_text(exc)) from None
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:  # a malformed profile, e.g. "tools" not a list
         raise CliError(str(exc)) from None
     try:
         if mcp is not None:
