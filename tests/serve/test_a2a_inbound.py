@@ -143,20 +143,15 @@ def test_build_agent_card_defaults_and_rules():
         SkillDef(name="b", content=".", description="Bee"),
         SkillDef(name="a", content="."),
     ]
-    assert build_agent_card(None, skills, "http://127.0.0.1:9") == {
-        "name": "toolnexus-agent",
-        "description": "",
-        "version": "0.1.0",
-        "protocolVersion": "0.3.0",
-        "capabilities": {"streaming": False, "pushNotifications": False},
-        "defaultInputModes": ["text"],
-        "defaultOutputModes": ["text"],
-        "skills": [
-            {"id": "b", "name": "b", "description": "Bee"},
-            {"id": "a", "name": "a", "description": ""},
-        ],
-        "url": "http://127.0.0.1:9/",
-    }
+    # The fixed keys are checked on the served card (test_agent_card); here, the defaults.
+    card = build_agent_card(None, skills, "http://127.0.0.1:9")
+    assert (card["name"], card["description"], card["version"]) == ("toolnexus-agent", "", "0.1.0")
+    assert card["skills"] == [
+        {"id": "b", "name": "b", "description": "Bee"},
+        {"id": "a", "name": "a", "description": ""},
+    ]
+    assert card["url"] == "http://127.0.0.1:9/"
+    assert "provider" not in card
     provider = {"organization": "Acme", "url": "https://acme.example"}
     profile = {
         "name": "",  # an empty value is kept: defaults only replace absent or None
