@@ -177,6 +177,19 @@ def test_port_in_use_is_one_line(cli) -> None:
     assert line == f"toolnexus: error: cannot listen on 127.0.0.1:{port}: Address already in use"
 
 
+def test_an_ipv6_host_needs_no_brackets(cli) -> None:
+    try:
+        taken = socket.socket(socket.AF_INET6)
+        taken.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback on this machine")
+    with taken:
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = one_line_error(cli("serve", "--mcp", "--host", "::1", "--port", str(port)))
+    assert line == f"toolnexus: error: cannot listen on [::1]:{port}: Address already in use"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
