@@ -148,3 +148,15 @@ async def test_cancel_reaches_an_ask_queued_behind_another_on_its_id(llm, make_c
         await first
     assert len(llm.requests) == 1
     assert await client.conversation_store.get("c") is None
+
+
+@pytest.mark.parametrize("style", STYLES)
+async def test_ask_on_text_with_id_continues_the_conversation(llm, make_client, style):
+    llm.push(echo, echo)
+    client = make_client(style)
+    deltas = []
+    await client.ask("one", id="talk", on_text=deltas.append)
+    second = await client.ask("two", id="talk", on_text=deltas.append)
+    assert "".join(deltas) == "echo:oneecho:two"
+    assert [m["content"] for m in second.messages if m["role"] == "user"] == ["one", "two"]
+    assert await client.conversation_store.get("talk") == second.messages

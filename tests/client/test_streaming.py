@@ -11,6 +11,7 @@ import pytest
 from support.client_helpers import STYLES, add_tool, kit
 from support.fake_llm import Reply, call, error, text, tools
 from toolnexus.client import ProviderError, RunCancelled, RunResult, RunTimeout
+from toolnexus.types import Tool
 
 
 async def collect(stream):
@@ -391,3 +392,21 @@ async def test_a_body_left_open_after_done_does_not_hold_the_run(llm, make_clien
     events = await collect(make_client("openai").stream("x"))
     assert events[-1]["result"].text == "Hi"
     await llm.until(lambda: llm.disconnects >= 1)
+
+
+async def test_anthropic_tool_use_blocks_count_only_with_stop_reason_tool_use(llm, make_client):
+    ran = []
+
+    async def add(args, ctx):
+        ran.append(args)
+        return "2"
+
+    llm.push(tools(call("add", {"a": 1, "b": 1}, id="t1"), stop_reason="end_turn"))
+    events = await collect(
+        make_client("anthropic").stream("x", kit(Tool("add", "", None, "native", add)))
+    )
+    result = events[-1]["result"]
+    assert ran == [] and result.tool_calls == [] and result.status == "done"
+    assert result.messages[-1]["content"] == [
+        {"type": "tool_use", "id": "t1", "name": "add", "input": {"a": 1, "b": 1}}
+    ]
