@@ -7,6 +7,7 @@ fails (or dies) alone, and the others keep working.
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import sys
 import time
@@ -17,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from support.mcp_fixtures import TOKEN_VAR
-from support.mcp_servers import BASIC, PAGED, SLOW_START, ThreadedHttpServer, command
+from support.mcp_servers import BASIC, SLOW_START, ThreadedHttpServer, command
 from support.mcp_servers.basic_server import http_app
-from toolnexus.mcp_source import McpSource, load_mcp_with_context
-from toolnexus.types import Tool
+from toolnexus.mcp_source import McpServerState, McpSource, load_mcp_with_context
+from toolnexus.types import Tool, ToolContext
 
 UNSET_VAR = "TN_SURELY_UNSET_VARIABLE"
 
@@ -45,21 +46,32 @@ async def special(
     http_servers: dict[str, ThreadedHttpServer], tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Special]:
     doomed_dir = tmp_path_factory.mktemp("doomed")
-    basic = " ".join(command(BASIC))
+    barrier = tmp_path_factory.mktemp("barrier")
+    server = " ".join(command(SLOW_START, "--life-tools"))
     # starts once; every later start fails (the marker file exists by then)
     doomed = (
         "if [ -e started ]; then echo 'no second life' >&2; exit 5; fi; "
-        f"touch started; exec {basic}"
+        f"touch started; exec {server}"
     )
     port = free_port()
     config = {
         "crashy": {"command": command(BASIC, "--crash-after", "2")},
-        "fragile": {"command": command(BASIC), "reconnect": False},
+        "fragile": {"command": command(SLOW_START, "--life-tools"), "reconnect": False},
         "doomed": {"command": ["sh", "-c", doomed], "cwd": str(doomed_dir)},
         "hung": {"command": command(BASIC, "--hang-initialize"), "timeout": 1000},
         "listless": {"command": command(SLOW_START, "--hang", "tools/list"), "timeout": 2000},
-        "bare": {"command": command(SLOW_START, "--bare-tools")},
-        "dup": {"command": command(PAGED, "--dup-cursor")},
+        "odd": {"command": command(SLOW_START, "--odd-schemas")},
+        # each of initialize and tools/list takes 0.9 s: over one 1.5 s budget, within two
+        "unhurried": {"command": command(SLOW_START, "--phase-delay", "0.9"), "timeout": 1500},
+        # none answers initialize before all four are running: only a concurrent load works
+        **{
+            f"together{i}": {
+                "command": command(SLOW_START, "--barrier", str(barrier), "--count", "4"),
+                "timeout": 20000,
+            }
+            for i in range(4)
+        },
+        "dup": {"command": command(SLOW_START, "--dup-cursor")},
         "endless": {"command": command(SLOW_START, "--endless"), "timeout": 120000},
         "missing": {"command": "definitely-not-installed-xyz --flag"},
         "badcwd": {"command": command(SLOW_START), "cwd": "/nonexistent/toolnexus-dir"},
@@ -79,7 +91,9 @@ async def special(
 
 async def test_only_the_good_servers_connect(special: Special) -> None:
     connected = {name for name, status in special.source.status.items() if status == "connected"}
-    assert connected == {"crashy", "fragile", "doomed"}
+    assert connected == {"crashy", "fragile", "doomed", "odd", "unhurried"} | {
+        f"together{i}" for i in range(4)
+    }
     assert all(t.name.split("_", 1)[0] in connected for t in special.source.tools)
 
 
@@ -89,7 +103,6 @@ async def test_only_the_good_servers_connect(special: Special) -> None:
         ("hung", "initialize timed out after 1000 ms"),
         ("listless", "tools/list timed out after 2000 ms"),
         ("dup", "MCP list returned duplicate cursor: page-1"),
-        ("bare", "invalid ListToolsResult from the server: tools.0.inputSchema: Field required"),
         ("endless", "MCP list returned more than 1000 pages"),
         ("missing", 'cannot start "definitely-not-installed-xyz": No such file or directory'),
         ("badcwd", '"cwd" /nonexistent/toolnexus-dir is not a directory'),
@@ -105,6 +118,36 @@ async def test_each_failure_has_a_readable_reason(
 ) -> None:
     state = special.source.servers[server]
     assert (state.status, state.error, state.tool_count) == ("failed", reason, 0)
+
+
+async def test_servers_are_connected_concurrently(special: Special) -> None:
+    # Each `together` server answers initialize only once all four have been started.
+    for i in range(4):
+        assert special.source.servers[f"together{i}"] == McpServerState(
+            "connected", None, "stdio", 1
+        )
+
+
+async def test_each_load_phase_gets_a_fresh_budget(special: Special) -> None:
+    # 0.9 s in initialize plus 0.9 s in tools/list is more than one 1.5 s timeout.
+    assert special.source.status["unhurried"] == "connected"
+
+
+async def test_odd_tool_schemas_never_fail_the_server(special: Special) -> None:
+    # The SDK alone rejects every one of these listings; the contract keeps the tools.
+    tools = {t.name: t for t in special.source.tools if t.name.startswith("odd_")}
+    schemas = {name: tool.input_schema for name, tool in tools.items()}
+    assert schemas == {
+        "odd_bare": {"type": "object", "properties": {}},  # the default when none is given
+        "odd_null_schema": {"type": "object", "properties": {}},
+        "odd_not_a_schema": {"type": "object", "properties": {}},  # not a schema at all
+        "odd_typeless": {"properties": {"q": {"type": "string"}}},  # passed through unchanged
+        "odd_loose": {"type": "object", "properties": {"q": "string"}},
+        "odd_array_root": {"type": "array"},
+    }
+    assert tools["odd_bare"].description == ""
+    result = await tools["odd_typeless"].execute({"q": "x"})
+    assert (result.output, result.is_error) == ("pong", False)
 
 
 async def test_a_refused_connection_is_reported_as_itself(special: Special) -> None:
@@ -242,3 +285,46 @@ async def test_an_unreadable_config_file_raises(tmp_path: Path) -> None:
     path.write_text("{ not json")
     with pytest.raises(ValueError, match="is not valid JSON"):
         await load_mcp_with_context(path)
+
+
+async def test_a_header_secret_never_leaks(
+    http_servers: dict[str, ThreadedHttpServer],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secret = "leak-canary-7c1d9e"
+    monkeypatch.setenv("TN_CANARY", secret)
+    caplog.set_level(logging.DEBUG)  # every logger, the SDK's and httpx2's included
+    headers = {"Authorization": "Bearer ${TN_CANARY}", "X-Key": "k=${TN_CANARY}"}
+    config = {
+        "denied": {"url": http_servers["secure"].url(), "headers": headers},
+        "refused": {"url": f"http://127.0.0.1:{free_port()}/mcp", "headers": headers},
+        "notfound": {"url": http_servers["http"].url("/nope"), "headers": headers},
+        "legacy": {"url": http_servers["sse"].url("/sse"), "headers": headers},
+        "remote": {"url": http_servers["http"].url(), "headers": headers, "timeout": 5000},
+    }
+    source = await load_mcp_with_context(config)
+    seen: list[str] = [repr(source), repr(source.servers), repr(source.status)]
+    try:
+        assert source.status == {
+            "denied": "failed",
+            "refused": "failed",
+            "notfound": "failed",
+            "legacy": "connected",
+            "remote": "connected",
+        }
+        tools = {t.name: t for t in source.tools}
+        assert (await tools["remote_auth_header"].execute()).output == "present"
+        outcomes = [
+            await tools["remote_echo"].execute({"text": "hi"}),
+            await tools["legacy_fail"].execute({"message": "no"}),
+            await tools["remote_slow"].execute({"seconds": 30}, ToolContext(timeout=0.05)),
+            await tools["remote_echo"].execute({}),  # rejected arguments
+        ]
+        seen += [f"{r.output} {r.metadata}" for r in outcomes]
+    finally:
+        await source.close()
+    seen += [state.error or "" for state in source.servers.values()]
+    assert all(secret not in text for text in seen)
+    assert secret not in caplog.text
+    assert all(secret not in str(record.args) for record in caplog.records)

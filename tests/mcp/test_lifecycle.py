@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from support.mcp_servers import BASIC, SLOW_START, ThreadedHttpServer, alive, command, descendants
+from support.mcp_servers import SLOW_START, ThreadedHttpServer, alive, command, descendants
 from toolnexus.mcp_source import (
     McpSource,
     ToolInfo,
@@ -36,7 +36,7 @@ def tool(source: McpSource, name: str):  # type: ignore[no-untyped-def]
 
 async def test_close_from_another_task_kills_the_whole_tree() -> None:
     before = children()
-    source = await load_mcp({"srv": {"command": command(BASIC)}})
+    source = await load_mcp({"srv": {"command": command(SLOW_START, "--life-tools")}})
     server_pid = int((await tool(source, "srv_pid").execute()).output)
     in_group = int((await tool(source, "srv_spawn_child").execute()).output)
     detached = int((await tool(source, "srv_spawn_child").execute({"detach": True})).output)
@@ -109,7 +109,7 @@ async def test_cancelling_the_loading_task_closes_everything() -> None:
 
 
 async def test_inventory_lists_unfiltered_and_leaves_nothing_running(
-    http_servers: dict[str, ThreadedHttpServer],
+    http_servers: dict[str, ThreadedHttpServer], caplog: pytest.LogCaptureFixture
 ) -> None:
     before = children()
     inventory = await list_mcp_tools(
@@ -122,6 +122,7 @@ async def test_inventory_lists_unfiltered_and_leaves_nothing_running(
                 },
                 "off": {"url": "http://127.0.0.1:1/mcp", "enabled": False},
                 "bad": {"command": 5},
+                "odd": {"command": command(SLOW_START, "--odd-schemas")},
             }
         }
     )
@@ -130,13 +131,21 @@ async def test_inventory_lists_unfiltered_and_leaves_nothing_running(
         "local": "connected",
         "off": "disabled",
         "bad": "failed",
+        "odd": "connected",
     }
-    assert list(inventory.tools) == ["remote", "local"]
+    assert list(inventory.tools) == ["remote", "local", "odd"]
     schema = {"type": "object", "properties": {}}
     assert inventory.tools["local"] == [
         ToolInfo("ping0", "Answer pong.", schema),
         ToolInfo("ping1", "Answer pong.", schema),
     ]
+    odd = {t.name: t for t in inventory.tools["odd"]}
+    assert odd["bare"] == ToolInfo("bare", "", schema)
+    assert odd["typeless"].input_schema == {"properties": {"q": {"type": "string"}}}
+    assert (
+        '[toolnexus] MCP server "odd" tool "not_a_schema": inputSchema is not a JSON object; '
+        'using {"type":"object","properties":{}}' in caplog.text
+    )
     remote = {t.name: t for t in inventory.tools["remote"]}
     assert len(remote) > 10 and "echo" in remote and "add" in remote  # filter not applied
     assert remote["echo"].description == "Echo the text back."

@@ -96,6 +96,9 @@ async def test_list_changed_refreshes_the_toolkit(toolkit: Toolkit) -> None:
         assert time.monotonic() < deadline, "tools/list_changed did not refresh the toolkit"
         await asyncio.sleep(0.01)
     assert (await toolkit.execute("local_fresh", {})).output == "I am fresh"
+    names = [t.name for t in toolkit.tools()]
+    # still among the MCP tools (first, server by server), not appended after the others
+    assert names.index("local_fresh") < names.index("web_search_echo")
     assert len(toolkit.to_openai()) == declared + 1
     assert (
         toolkit.mcp_servers()["local"].tool_count

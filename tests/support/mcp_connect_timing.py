@@ -5,8 +5,12 @@
    With concurrent connects, 8 servers should take about as long as 1 (goal: ≤ 1.5×).
 2. Overhead: one instant stdio server loaded with `load_mcp` (connect, initialize, list, close)
    versus the same steps done by hand with a bare SDK `stdio_client` + `ClientSession`.
+3. Cold start: a fresh interpreter that has imported only `toolnexus.mcp_source` loads one
+   server that takes 0.5 s to come up. The MCP SDK import (over a second) happens inside
+   `load_mcp`; when the child is spawned before the SDK loads, the two overlap and the load
+   takes about max(import, 0.5 s) instead of their sum.
 
-Prints medians over several runs; the SDK is imported before any clock starts.
+Figures 1 and 2 import the SDK before any clock starts. Prints medians over several runs.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -53,6 +58,42 @@ async def timed_bare_sdk() -> tuple[float, float]:
     return loaded, time.perf_counter() - start
 
 
+COLD = """
+import asyncio, sys, time
+from toolnexus.mcp_source import load_mcp
+
+async def main():
+    config = {"s": {"command": [sys.executable, SERVER, "--delay", DELAY]}}
+    start = time.perf_counter()
+    source = await load_mcp(config)
+    print(time.perf_counter() - start)
+    assert source.status == {"s": "connected"}, source.servers
+    await source.close()
+
+asyncio.run(main())
+"""
+
+
+COLD_IMPORT = """
+import time
+import toolnexus.mcp_source
+start = time.perf_counter()
+import toolnexus.mcp_source._connection
+print(time.perf_counter() - start)
+"""
+
+
+def run_fresh(code: str) -> float:
+    """Seconds a fresh interpreter running `code` printed."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.split()[0])
+
+
+def timed_cold_load(delay: float) -> float:
+    """Seconds a fresh interpreter's `load_mcp` takes, SDK import included."""
+    return run_fresh(COLD.replace("SERVER", repr(SERVER)).replace("DELAY", repr(str(delay))))
+
+
 def median_ms(samples: list[float]) -> str:
     return f"{statistics.median(samples) * 1000:7.1f} ms"
 
@@ -79,6 +120,14 @@ async def main(runs: int) -> None:
         print(f"  {label}: {opened}   close {closed}")
     added = statistics.median([o[0] for o in ours]) - statistics.median([b[0] for b in bare])
     print(f"  load_mcp adds   : {added * 1000:7.1f} ms")
+    cold: list[float] = []
+    imports: list[float] = []
+    for _ in range(runs):  # interleaved, so load drift hits both alike
+        cold.append(timed_cold_load(0.5))
+        imports.append(run_fresh(COLD_IMPORT))
+    print("cold start (fresh interpreter, SDK not imported yet, server takes 0.5 s):")
+    print(f"  SDK import alone: {median_ms(imports)}")
+    print(f"  load_mcp        : {median_ms(cold)}   (with the SDK imported: {median_ms(one)})")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import signal
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
+import anyio.abc
 import httpx2
 import mcp_types as types
 from mcp.client.session import ClientRequestContext, ClientSession
@@ -33,9 +35,11 @@ from toolnexus._env import EnvVarError, expand_env_headers
 from toolnexus._log import logger, warn
 from toolnexus.mcp_source._config import ServerSpec
 from toolnexus.mcp_source._elicitation import answer_to_elicit_result, elicitation_to_request
+from toolnexus.mcp_source._listing import ListingRepair
+from toolnexus.mcp_source._process import SpawnError, kill_group
 from toolnexus.mcp_source._source import wait_signal
 from toolnexus.mcp_source._state import Transport
-from toolnexus.mcp_source._stdio import ChildState, SpawnError, TransportStreams, stdio_transport
+from toolnexus.mcp_source._stdio import ChildState, TransportStreams, stdio_transport
 from toolnexus.types import Answer, Request, Signal, error_message
 
 T = TypeVar("T")
@@ -86,12 +90,15 @@ class Connection:
         self,
         spec: ServerSpec,
         *,
+        process: anyio.abc.Process | None = None,
         wait_for: WaitFor | None = None,
         list_only: bool = False,
         on_tools: Callable[[Connection], None] | None = None,
         on_lost: Callable[[Connection], None] | None = None,
     ) -> None:
+        """`process` is the stdio server's child, already spawned; the connection owns it."""
         self.spec = spec
+        self._process = process
         self.transport: Transport | None = None
         self.session: ClientSession | None = None
         self.tools: list[types.Tool] = []
@@ -120,6 +127,13 @@ class Connection:
         self._task = asyncio.get_running_loop().create_task(
             self._main(), name=f"toolnexus-mcp-{self.spec.name}"
         )
+        self._task.add_done_callback(self._kill_unadopted)
+
+    def _kill_unadopted(self, _task: object) -> None:
+        """A task cancelled before it ran (e.g. at loop shutdown) never reached the transport's
+        teardown: kill the child it was given."""
+        if self._process is not None and self._process.returncode is None:
+            kill_group(self._process.pid, signal.SIGKILL)
 
     async def wait_ready(self) -> None:
         """Wait until the tools are listed; raise `LoadError` (the reason) when loading failed."""
@@ -202,7 +216,6 @@ class Connection:
         self._arm("connect")
         if not spec.remote:
             self.transport = "stdio"
-            self.child = ChildState()
             await self._serve(self._open_stdio)
             return
         try:
@@ -245,7 +258,9 @@ class Connection:
     ) -> None:
         self._arm("connect")
         async with AsyncExitStack() as stack:
-            read, write = await stack.enter_async_context(open_transport())
+            streams = await stack.enter_async_context(open_transport())
+            listing = ListingRepair(self.spec.name)
+            read, write = listing.wrap(*streams)
             session = await stack.enter_async_context(
                 ClientSession(
                     read,
@@ -264,16 +279,16 @@ class Connection:
                     raise _NotStreamable(_status_text(*status)) from None
                 raise
             self._arm("tools/list")
-            self.tools = await list_all_tools(session)
+            self.tools = await list_all_tools(session, listing)
             self._arm(None)
             self.session = session
             if self.child is not None:
                 self.child.graceful = True
             self._ready.set_result(None)
             if not self._list_only:
-                await self._idle(session)
+                await self._idle(session, listing)
 
-    async def _idle(self, session: ClientSession) -> None:
+    async def _idle(self, session: ClientSession, listing: ListingRepair) -> None:
         while True:
             await self._wake.wait()
             self._wake.clear()
@@ -281,13 +296,13 @@ class Connection:
                 return
             if self._relist:
                 self._relist = False
-                await self._refresh(session)
+                await self._refresh(session, listing)
 
-    async def _refresh(self, session: ClientSession) -> None:
+    async def _refresh(self, session: ClientSession, listing: ListingRepair) -> None:
         name = self.spec.name
         with anyio.move_on_after(self.spec.timeout) as scope:
             try:
-                tools = await list_all_tools(session)
+                tools = await list_all_tools(session, listing)
             except Exception as exc:
                 warn(f'MCP server "{name}" tool list refresh failed: {self._describe(exc)}')
                 return
@@ -309,14 +324,11 @@ class Connection:
     # -- transports -----------------------------------------------------------------------------
 
     def _open_stdio(self) -> AbstractAsyncContextManager[TransportStreams]:
-        assert self.child is not None
+        process, self._process = self._process, None
+        assert process is not None, "a stdio connection is given its spawned child"
+        self.child = ChildState()
         return stdio_transport(
-            self.spec.command,
-            env=self.spec.env,
-            cwd=self.spec.cwd,
-            state=self.child,
-            on_exit=self._wake.set,
-            label=f'"{self.spec.name}"',
+            process, state=self.child, on_exit=self._wake.set, label=f'"{self.spec.name}"'
         )
 
     @asynccontextmanager
@@ -427,15 +439,18 @@ def readable_error(exc: BaseException) -> str:
     return error_message(exc)
 
 
-async def list_all_tools(session: ClientSession) -> list[types.Tool]:
-    """Every tool, following `nextCursor`; a repeated cursor or more than 1000 pages fails."""
+async def list_all_tools(session: ClientSession, listing: ListingRepair) -> list[types.Tool]:
+    """Every tool, following `nextCursor`; a repeated cursor or more than 1000 pages fails.
+
+    Schemas are the server's own (`listing` restores those the SDK would have rejected).
+    """
     tools: list[types.Tool] = []
     seen: set[str] = set()
     cursor: str | None = None
     for _ in range(MAX_PAGES):
         params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
         page = await session.list_tools(params=params)
-        tools.extend(page.tools)
+        tools.extend(listing.restore(page.tools))
         cursor = page.next_cursor or None
         if cursor is None:
             return tools

@@ -1,13 +1,16 @@
 """The MCP tool source: load every server concurrently, expose its tools, keep it healthy.
 
-The SDK is imported on first connect (`_connection`), so reading a config stays light.
+The SDK is imported on first connect (`_connection`), in a thread, while the stdio servers'
+children are already starting; reading a config stays light.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib
 import os
+import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -16,6 +19,7 @@ from toolnexus._filters import apply_name_filter
 from toolnexus._log import warn
 from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_server
 from toolnexus.mcp_source._config import parse_mcp_config as _parse_mcp_config
+from toolnexus.mcp_source._process import SpawnError, discard, spawn
 from toolnexus.mcp_source._results import map_call_result
 from toolnexus.mcp_source._state import (
     McpInventory,
@@ -27,24 +31,53 @@ from toolnexus.mcp_source._state import (
 from toolnexus.types import Request, Signal, Tool, ToolContext, ToolResult, error_message, sanitize
 
 if TYPE_CHECKING:
+    from anyio.abc import Process
+
     from toolnexus.mcp_source._connection import Connection
 
 D = TypeVar("D")
 WaitFor = Callable[[Request], Any]
 ConfigInput = str | os.PathLike[str] | Mapping[str, Any]
 
-_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 _DEATH_REPORT_WAIT = 2.0  # how long a failed call waits to learn whether the server went away
 _SIGNAL_POLL = 0.02  # for signals that are not an asyncio.Event
 _sdk: ModuleType | None = None  # `toolnexus.mcp_source._connection`, once imported
+_sdk_import: concurrent.futures.Future[ModuleType] | None = None
+_sdk_lock = threading.Lock()
+
+
+def _start_sdk_import() -> concurrent.futures.Future[ModuleType]:
+    """Start importing the MCP SDK (over a second of work) in a thread, once per process.
+
+    A plain thread and a `concurrent.futures.Future`, not `asyncio.to_thread`: the import may
+    be awaited from several event loops (e.g. `create_toolkit_sync`), and a cancelled waiter
+    must not cancel it for the others.
+    """
+    global _sdk_import
+    with _sdk_lock:
+        if _sdk_import is None:
+            future: concurrent.futures.Future[ModuleType] = concurrent.futures.Future()
+            future.set_running_or_notify_cancel()  # running: no waiter can cancel it
+
+            def run() -> None:
+                global _sdk
+                try:
+                    _sdk = importlib.import_module("toolnexus.mcp_source._connection")
+                except BaseException as exc:
+                    future.set_exception(exc)
+                else:
+                    future.set_result(_sdk)
+
+            threading.Thread(target=run, name="toolnexus-mcp-sdk-import", daemon=True).start()
+            _sdk_import = future
+        return _sdk_import
 
 
 async def _load_sdk() -> ModuleType:
-    """Import the MCP SDK (about a second of work) in a thread, once, off the event loop."""
-    global _sdk
-    if _sdk is None:
-        _sdk = await asyncio.to_thread(importlib.import_module, "toolnexus.mcp_source._connection")
-    return _sdk
+    """The imported SDK side of the source (`_connection`), once its import has finished."""
+    if _sdk is not None:
+        return _sdk
+    return await asyncio.wrap_future(_start_sdk_import())
 
 
 async def wait_signal(signal: Signal) -> None:
@@ -101,14 +134,18 @@ class McpSource:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def _changed(self) -> None:
+    def _changed(self, server: str) -> None:
+        """`server`'s tool list changed: rebuild `tools` and tell the host."""
         self._tools = None
         callback = self.on_tools_changed
         if callback is not None and not self._closed:
             try:
                 callback()
             except Exception as exc:  # a host callback must not break the connection
-                warn(f"on_tools_changed raised: {error_message(exc)}")
+                warn(
+                    f'on_tools_changed raised after MCP server "{server}" changed its tools: '
+                    f"{error_message(exc)}"
+                )
 
     def __repr__(self) -> str:
         return f"<McpSource {self.status}>"
@@ -157,10 +194,13 @@ class _Server:
 
     # -- connecting -----------------------------------------------------------------------------
 
-    def new_connection(self, sdk: ModuleType, *, list_only: bool = False) -> Connection:
+    def new_connection(
+        self, sdk: ModuleType, process: Process | None, *, list_only: bool = False
+    ) -> Connection:
         assert self.spec is not None
         conn: Connection = sdk.Connection(
             self.spec,
+            process=process,
             wait_for=self._wait_for,
             list_only=list_only,
             on_tools=self._tools_listed,
@@ -171,12 +211,26 @@ class _Server:
 
     async def connect(self, *, list_only: bool = False) -> bool:
         """Connect and list; on failure record `failed` and warn. Never raises (but cancel)."""
-        sdk = await _load_sdk()
-        conn = self.conn = self.new_connection(sdk, list_only=list_only)
+        assert self.spec is not None
+        _start_sdk_import()  # first, so a stdio child starts up while the SDK loads
+        process: Process | None = None
+        if not self.spec.remote:
+            try:
+                process = await spawn(self.spec.command, env=self.spec.env, cwd=self.spec.cwd)
+            except SpawnError as exc:
+                self._failed(str(exc), "stdio")
+                return False
+        try:
+            sdk = await _load_sdk()
+        except BaseException:
+            if process is not None:
+                await discard(process)
+            raise
+        conn = self.conn = self.new_connection(sdk, process, list_only=list_only)
         try:
             await conn.wait_ready()
         except sdk.LoadError as exc:
-            self._failed(conn, str(exc))
+            self._failed(str(exc), conn.transport)
             return False
         self.status = "connected"
         self.error = None
@@ -188,10 +242,10 @@ class _Server:
             self.tools = self._build_tools(conn.tools)
         return True
 
-    def _failed(self, conn: Connection, reason: str) -> None:
+    def _failed(self, reason: str, transport: Transport | None) -> None:
         self.status = "failed"
         self.error = reason
-        self.transport = conn.transport
+        self.transport = transport
         warn(f'MCP server "{self.name}" failed: {reason}')
 
     def _build_tools(self, listed: Sequence[Any]) -> list[Tool]:
@@ -201,7 +255,7 @@ class _Server:
             Tool(
                 prefix + sanitize(t.name),
                 t.description or "",
-                t.input_schema if t.input_schema is not None else dict(_EMPTY_SCHEMA),
+                t.input_schema,
                 "mcp",
                 self._executor(t.name),
                 original_name=f"{self.name}_{t.name}",
@@ -220,7 +274,7 @@ class _Server:
         if conn is self.conn and not self._closed and self.status == "connected":
             self.tools = self._build_tools(conn.tools)
             if self.source is not None:
-                self.source._changed()
+                self.source._changed(self.name)
 
     def _connection_lost(self, conn: Connection) -> None:
         if conn is self.conn and not self._closed and self._lost is not conn:
@@ -301,7 +355,7 @@ class _Server:
             await self.conn.close()
         if await self.connect():
             if self.source is not None:
-                self.source._changed()
+                self.source._changed(self.name)
             return True
         return False
 
@@ -367,12 +421,7 @@ async def list_mcp_tools(
             if await server.connect(list_only=True):
                 assert server.conn is not None
                 listed[server.name] = [
-                    ToolInfo(
-                        t.name,
-                        t.description or "",
-                        t.input_schema if t.input_schema is not None else dict(_EMPTY_SCHEMA),
-                    )
-                    for t in server.conn.tools
+                    ToolInfo(t.name, t.description or "", t.input_schema) for t in server.conn.tools
                 ]
         finally:
             await server.close()
@@ -409,33 +458,44 @@ async def _run_load(
     close what was opened, and raise `asyncio.CancelledError`."""
     if not jobs:
         return
-    everything = asyncio.ensure_future(asyncio.gather(*jobs))
+    tasks = [asyncio.ensure_future(job) for job in jobs]
+    everything = asyncio.gather(*tasks)
+    everything.add_done_callback(_retrieve)
     watcher = asyncio.ensure_future(wait_signal(cancel)) if cancel is not None else None
     waiters: set[asyncio.Future[Any]] = {everything} if watcher is None else {everything, watcher}
     try:
         done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     except BaseException:
-        await _abort(everything, abort)
+        await _abort(tasks, abort)
         raise
     finally:
         if watcher is not None:
             watcher.cancel()
     if everything not in done:
-        await _abort(everything, abort)
+        await _abort(tasks, abort)
         raise asyncio.CancelledError("MCP load cancelled")
-    everything.result()
+    try:
+        everything.result()
+    except BaseException:  # a bug rather than a failing server: still leave nothing running
+        await _abort(tasks, abort)
+        raise
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:
-    """Mark the aborted jobs' outcome as seen (the abort itself is what gets reported)."""
+    """Mark a future's outcome as seen (the abort, or the first error, is what gets reported)."""
     if not future.cancelled():
         future.exception()
 
 
-async def _abort(jobs: asyncio.Future[Any], abort: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    jobs.cancel()
-    jobs.add_done_callback(_retrieve)
-    closing = asyncio.ensure_future(abort())
+async def _abort(
+    tasks: Sequence[asyncio.Future[Any]], abort: Callable[[], Coroutine[Any, Any, None]]
+) -> None:
+    """Cancel the jobs and close what they opened; return once both are done (a job cancelled
+    between spawning a child and handing it to its connection kills that child itself)."""
+    for task in tasks:
+        task.cancel()
+        task.add_done_callback(_retrieve)
+    closing = asyncio.ensure_future(asyncio.gather(asyncio.wait(tasks), abort()))
     try:
         await asyncio.shield(closing)
     except asyncio.CancelledError:
