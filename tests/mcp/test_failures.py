@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,6 +40,13 @@ class Special:
 
     def tool(self, name: str) -> Tool:
         return next(t for t in self.source.tools if t.name == name)
+
+
+async def always_500(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """An HTTP endpoint that fails every request (it does exist, so no SSE fallback)."""
+    if scope["type"] == "http":
+        await send({"type": "http.response.start", "status": 500, "headers": []})
+        await send({"type": "http.response.body", "body": b"boom"})
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +92,12 @@ async def special(
         "unauthorized": {"url": http_servers["secure"].url()},
         "notfound": {"url": http_servers["http"].url("/nope")},
     }
+    broken = ThreadedHttpServer(always_500)
+    config["broken"] = {"url": broken.url()}
     source = await load_mcp_with_context(config)
     yield Special(source, port)
     await source.close()
+    broken.stop()
 
 
 async def test_only_the_good_servers_connect(special: Special) -> None:
@@ -111,6 +122,7 @@ async def test_only_the_good_servers_connect(special: Special) -> None:
         ("noenv", f"environment variable {UNSET_VAR} is not set"),
         ("unauthorized", "HTTP 401 Unauthorized"),
         ("notfound", "streamable HTTP: HTTP 404 Not Found; SSE: HTTP 404 Not Found"),
+        ("broken", "HTTP 500 Internal Server Error"),  # not retried over SSE
     ],
 )
 async def test_each_failure_has_a_readable_reason(
@@ -163,6 +175,8 @@ async def test_failed_servers_record_the_transport_they_tried(special: Special) 
     assert servers["hung"].transport == "stdio"
     assert servers["refused"].transport == "streamable-http"
     assert servers["notfound"].transport == "sse"
+    assert servers["broken"].transport == "streamable-http"
+    assert servers["unauthorized"].transport == "streamable-http"
     assert servers["wrongtype"].transport is None
 
 

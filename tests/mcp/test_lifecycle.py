@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -151,3 +153,47 @@ async def test_inventory_lists_unfiltered_and_leaves_nothing_running(
     assert remote["echo"].description == "Echo the text back."
     assert remote["echo"].input_schema["required"] == ["text"]
     assert not children() - before
+
+
+COLD_CANCEL = """
+import asyncio, os, sys, time
+sys.path.insert(0, TESTS)
+from support.mcp_servers import SLOW_START, alive, command, descendants
+from toolnexus.mcp_source import load_mcp_with_context
+
+async def main():
+    cancel = asyncio.Event()
+    marks = MARKS
+    server = command(SLOW_START, "--barrier", marks, "--delay", "60")
+    load = asyncio.create_task(load_mcp_with_context({"slow": {"command": server}}, cancel=cancel))
+    deadline = time.monotonic() + 30
+    while not os.listdir(marks):  # the child runs: its spawn is done, the load awaits the SDK
+        assert time.monotonic() < deadline, "the server was not spawned"
+        await asyncio.sleep(0.005)
+    assert "mcp.client.session" not in sys.modules, "the SDK import was already done"
+    spawned = descendants(os.getpid())
+    cancel.set()
+    try:
+        await load
+    except asyncio.CancelledError:
+        print("cancelled", "alive" if any(alive(p) for p in spawned) else "none alive")
+
+asyncio.run(main())
+sys.stdout.flush()
+os._exit(0)  # the SDK import thread may still be running
+"""
+
+
+async def test_cancel_while_the_sdk_is_still_importing_kills_the_spawned_child(
+    tmp_path: Path,
+) -> None:
+    # Stdio children are spawned before the SDK import finishes; a fresh interpreter is the
+    # only place where the load can be cancelled in between.
+    code = COLD_CANCEL.replace("TESTS", repr(str(Path(__file__).parents[1]))).replace(
+        "MARKS", repr(str(tmp_path))
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), 60)
+    assert (process.returncode, out.decode().strip()) == (0, "cancelled none alive")

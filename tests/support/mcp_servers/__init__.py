@@ -3,7 +3,8 @@
 - `basic_server.py`: the official SDK's `MCPServer` with a tool for every behaviour under test;
   stdio by default, `--http 0` (streamable HTTP), `--sse 0` (legacy SSE only), `--token T`.
 - `paged_server.py`: the SDK's low-level `Server` with a paginated tool list.
-- `slow_start_stdio.py`: stdlib-only, starts in milliseconds, optional start delay or hang.
+- `slow_start_stdio.py`: stdlib-only, starts in milliseconds: start delays, hangs, odd tool
+  listings and process life-cycle tools, for tests that need a process but not the SDK.
 
 Each runs as `python <script> [args]`; see the script docstrings.
 """
@@ -13,11 +14,9 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,44 +29,6 @@ SLOW_START = HERE / "slow_start_stdio.py"
 def command(script: Path, *args: str) -> list[str]:
     """The argv that runs `script` with this interpreter."""
     return [sys.executable, str(script), *args]
-
-
-@dataclass
-class HttpServer:
-    """A server script running over HTTP on 127.0.0.1 in a child process."""
-
-    process: subprocess.Popen[str]
-    port: int
-
-    def url(self, path: str = "/mcp") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-
-
-def start_http(*args: str, script: Path = BASIC) -> subprocess.Popen[str]:
-    """Start `script --http 0 ...` (or `--sse 0`); call `wait_http` for the port."""
-    return subprocess.Popen(
-        command(script, *args), stdout=subprocess.PIPE, text=True, env={**os.environ}
-    )
-
-
-def wait_http(process: subprocess.Popen[str]) -> HttpServer:
-    """Read the `PORT <n>` line the server prints once it listens."""
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line.startswith("PORT "):
-        process.kill()
-        raise RuntimeError(f"MCP test server did not start (said {line!r})")
-    return HttpServer(process, int(line.split()[1]))
 
 
 class ThreadedHttpServer:

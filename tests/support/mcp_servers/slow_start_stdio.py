@@ -14,8 +14,8 @@ Run it as a script::
     python slow_start_stdio.py --phase-delay 0.9  # waits 0.9 s before answering initialize,
                                                   # and again before answering tools/list
     python slow_start_stdio.py --barrier DIR --count 4
-        # leaves a file in DIR, then answers `initialize` only once DIR holds 4 files: it
-        # loads only if all 4 servers are started before any of them is initialized
+        # leaves a file in DIR as soon as it runs, then answers `initialize` only once DIR
+        # holds 4 files: it loads only if all 4 are started before any is initialized
 
 It speaks just enough MCP (newline-delimited JSON-RPC 2.0) for `initialize`, `tools/list`,
 `tools/call` (each `pingN` answers `pong`) and `ping`; it exits when stdin closes. Made for
@@ -103,9 +103,9 @@ def main() -> None:
     parser.add_argument("--barrier", default=None, metavar="DIR")
     parser.add_argument("--count", type=int, default=1)
     args = parser.parse_args()
-    time.sleep(args.delay)
     if args.barrier:
         Path(args.barrier, str(os.getpid())).touch()
+    time.sleep(args.delay)
     tools = [
         {
             "name": f"ping{i}",
