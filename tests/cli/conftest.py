@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from support.cli_runner import KEY_VARS, Outcome, demo_server, run_main, write_config
+from support.cli_runner import KEY_VARS, Outcome, quick_server, run_main, write_config
 from support.fake_llm import FakeLLM
 
 
@@ -30,9 +30,10 @@ def fake_llm(llm: FakeLLM) -> Iterator[FakeLLM]:
 
 
 @pytest.fixture(scope="session")
-def demo_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An mcp.json with the package's demo MCP server (tools `demo_add`, `demo_shout`)."""
-    return write_config(tmp_path_factory.mktemp("config"), {"demo": demo_server()})
+def quick_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An mcp.json with one stdio server, "quick", that starts in milliseconds
+    (`support.cli_runner.quick_server`)."""
+    return write_config(tmp_path_factory.mktemp("config"), {"quick": quick_server()})
 
 
 @pytest.fixture

@@ -17,11 +17,11 @@ import pytest
 from support.cli_runner import (
     EXAMPLE_SKILLS,
     HANG_GUARD,
+    QUICK_TOOLS,
     REPO,
     basic_server,
     broken_server,
     clean_env,
-    demo_server,
     one_line_error,
     processes_tagged,
     tagged_env,
@@ -39,33 +39,33 @@ def _model_flags(llm: FakeLLM, style: str) -> list[str]:
 
 @pytest.mark.parametrize("style", ["openai", "anthropic"])
 def test_once_streams_the_answer_and_shows_each_tool_call(
-    cli, monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLM, demo_config: Path, style: str
+    cli, monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLM, quick_config: Path, style: str
 ) -> None:
     monkeypatch.setenv(f"{style.upper()}_API_KEY", "sk-test")
     fake_llm.push(
-        tools(call("demo_add", {"a": 2, "b": 3})),
-        text("The sum is 5, as the demo server says.", chunk_size=4),
+        tools(call("quick_echo", {"text": "sum=5"})),
+        text("The sum is 5, as the MCP server says.", chunk_size=4),
     )
     done = cli(
-        "run", *_model_flags(fake_llm, style), "--config", str(demo_config),
+        "run", *_model_flags(fake_llm, style), "--config", str(quick_config),
         "--skills", str(EXAMPLE_SKILLS), "--no-builtins", "--once", "What is 2 + 3?",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     # The answer alone on stdout; tool activity on stderr.
-    assert done.stdout == "The sum is 5, as the demo server says.\n"
-    assert '→ demo_add [mcp] {"a":2,"b":3}' in done.stderr
-    assert '← demo_add: {"sum":5}' in done.stderr
+    assert done.stdout == "The sum is 5, as the MCP server says.\n"
+    assert '→ quick_echo [mcp] {"text":"sum=5"}' in done.stderr
+    assert "← quick_echo: sum=5" in done.stderr
     first, second = fake_llm.requests
     assert first.body["model"] == "test-model"
     assert first.body["stream"] is True
     declared = [
         t["function"]["name"] if style == "openai" else t["name"] for t in first.body["tools"]
     ]
-    assert declared == ["demo_add", "demo_shout", "skill"]
+    assert declared == [*(f"quick_{name}" for name in QUICK_TOOLS), "skill"]
     assert "hello-world" in str(
         first.body["messages"] if style == "openai" else first.body["system"]
     )
-    assert '{"sum":5}' in str(second.body["messages"])
+    assert "sum=5" in str(second.body["messages"])
     assert "sk-test" in (
         first.headers.get("authorization", "") + first.headers.get("x-api-key", "")
     )
@@ -73,13 +73,13 @@ def test_once_streams_the_answer_and_shows_each_tool_call(
 
 def test_a_repl_session(fake_llm: FakeLLM, tmp_path: Path) -> None:
     """One conversation: memory across prompts, an MCP tool, the `question` built-in and an MCP
-    form elicitation answered at the prompt; `exit` closes every MCP server."""
-    config = write_config(tmp_path, {"demo": demo_server(), "basic": basic_server()})
+    form elicitation answered at the prompt; `exit` closes the MCP server."""
+    config = write_config(tmp_path, {"basic": basic_server()})
     env, tag = tagged_env()
     questions = [{"question": "Pick a color?", "options": ["red", "green"]}, {"question": "Why?"}]
     fake_llm.push(
         text("Hi Ada."),
-        tools(call("demo_shout", {"text": "bye"})),
+        tools(call("basic_echo", {"text": "bye"})),
         text("BYE!"),
         tools(call("question", {"questions": questions})),
         text("Red it is."),
@@ -104,8 +104,8 @@ def test_a_repl_session(fake_llm: FakeLLM, tmp_path: Path) -> None:
     messages = fake_llm.requests[1].body["messages"]
     assert [m["role"] for m in messages][-3:] == ["user", "assistant", "user"]
     assert messages[-3]["content"] == "I am Ada." and messages[-2]["content"] == "Hi Ada."
-    assert '→ demo_shout [mcp] {"text":"bye"}' in proc.stderr
-    assert "← demo_shout: BYE!" in proc.stderr
+    assert '→ basic_echo [mcp] {"text":"bye"}' in proc.stderr
+    assert "← basic_echo: bye" in proc.stderr
     # The question built-in, asked at the prompt.
     assert "Pick a color? (red, green) > Why? > Red it is." in proc.stdout
     assert fake_llm.requests[4].body["messages"][-1]["content"] == (
@@ -116,7 +116,7 @@ def test_a_repl_session(fake_llm: FakeLLM, tmp_path: Path) -> None:
     assert "name is required" in proc.stderr and "a whole number, please" in proc.stderr
     assert "← basic_ask: accept:[('age', 36), ('name', 'Ada')]" in proc.stderr
     assert "Nice to meet you." in proc.stdout
-    assert processes_tagged(tag) == set()  # both MCP servers are gone
+    assert processes_tagged(tag) == set()  # the MCP server is gone
 
 
 async def test_ctrl_c_declines_a_question_and_the_next_line_still_arrives(

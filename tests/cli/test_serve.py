@@ -23,6 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp import Client
 from support.cli_runner import (
     EXAMPLE_SKILLS,
+    QUICK_TOOLS,
     REPO,
     broken_server,
     clean_env,
@@ -36,12 +37,12 @@ from support.polling import wait_until
 from toolnexus.client._errors import NO_API_KEY_MESSAGE
 
 
-async def test_stdio_gateway_lists_and_calls_every_source(demo_config: Path) -> None:
+async def test_stdio_gateway_lists_and_calls_every_source(quick_config: Path) -> None:
     env, tag = tagged_env()
     params = StdioServerParameters(
         command=sys.executable,
         # -v: a log line per call goes to stderr; stdout must carry nothing but protocol.
-        args=["-m", "toolnexus", "serve", "--stdio", "-v", "--config", str(demo_config),
+        args=["-m", "toolnexus", "serve", "--stdio", "-v", "--config", str(quick_config),
               "--skills", str(EXAMPLE_SKILLS)],
         env=env,
         cwd=str(REPO),
@@ -49,13 +50,13 @@ async def test_stdio_gateway_lists_and_calls_every_source(demo_config: Path) -> 
     async with Client(params) as client:
         listed = await client.list_tools()
         # The built-ins stay out unless --builtins is given.
-        assert [t.name for t in listed.tools] == ["demo_add", "demo_shout", "skill"]
-        added = await client.call_tool("demo_add", {"a": 40, "b": 2})
-        assert (added.content[0].text, added.is_error) == ('{"sum":42}', False)
+        assert [t.name for t in listed.tools] == [*(f"quick_{n}" for n in QUICK_TOOLS), "skill"]
+        echoed = await client.call_tool("quick_echo", {"text": "through the gateway"})
+        assert (echoed.content[0].text, echoed.is_error) == ("through the gateway", False)
         skill = await client.call_tool("skill", {"name": "hello-world"})
         assert skill.content[0].text.startswith('<skill_content name="hello-world">')
-        bad = await client.call_tool("demo_add", {"a": "forty"})
-        assert bad.is_error
+        bad = await client.call_tool("skill", {"name": 5})
+        assert bad.is_error and "Invalid arguments for tool skill" in bad.content[0].text
     # The gateway exited when its stdin closed, and took its MCP server with it.
     assert processes_tagged(tag) == set()
 
@@ -90,11 +91,11 @@ async def _stop(proc: asyncio.subprocess.Process, sig: int) -> tuple[bytes, byte
     return await asyncio.wait_for(proc.communicate(), 120)
 
 
-async def test_http_gateway_serves_until_sigint(demo_config: Path) -> None:
+async def test_http_gateway_serves_until_sigint(quick_config: Path) -> None:
     env, tag = tagged_env()
     proc, urls = await _start_http(
-        "--mcp", "--config", str(demo_config), "--port", "0", "--builtins",
-        "--tools", "demo_shout", "--tools", "read", "--auth-token", "s3cret", env=env,
+        "--mcp", "--config", str(quick_config), "--port", "0", "--builtins",
+        "--tools", "quick_echo", "--tools", "read", "--auth-token", "s3cret", env=env,
     )  # fmt: skip
     url = urls["mcp"]
     try:
@@ -108,9 +109,9 @@ async def test_http_gateway_serves_until_sigint(demo_config: Path) -> None:
             Client(streamable_http_client(url, http_client=authed)) as client,
         ):
             listed = await client.list_tools()
-            assert [t.name for t in listed.tools] == ["demo_shout", "read"]
-            shouted = await client.call_tool("demo_shout", {"text": "hello"})
-            assert shouted.content[0].text == "HELLO!"
+            assert [t.name for t in listed.tools] == ["quick_echo", "read"]
+            echoed = await client.call_tool("quick_echo", {"text": "hello"})
+            assert echoed.content[0].text == "hello"
     finally:
         stdout, stderr = await _stop(proc, signal.SIGINT)
     assert proc.returncode == 0, stderr.decode()

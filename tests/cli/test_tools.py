@@ -10,9 +10,10 @@ import pytest
 
 from support.cli_runner import (
     EXAMPLE_SKILLS,
-    basic_server,
+    QUICK_TOOLS,
     broken_server,
     one_line_error,
+    quick_server,
     toolnexus,
     write_config,
 )
@@ -26,7 +27,7 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_config(
         folder,
         {
-            "basic": basic_server(),
+            "quick": quick_server(),
             "broken": broken_server(),
             "off": {"command": "whatever", "disabled": True},
         },
@@ -49,7 +50,7 @@ def _row(out: str, name: str) -> list[str]:
 
 def test_text_lists_each_tool_with_its_source(as_text: subprocess.CompletedProcess[str]) -> None:
     out = as_text.stdout
-    assert _row(out, "basic_echo")[:2] == ["basic_echo", "mcp"]
+    assert _row(out, "quick_echo")[:2] == ["quick_echo", "mcp"]
     assert _row(out, "skill")[:2] == ["skill", "skill"]
     for name in ("bash", "read", "write", "todowrite"):
         assert _row(out, name)[1] == "builtin"
@@ -60,7 +61,7 @@ def test_text_shows_each_server_status_and_the_failure_reason(
     as_text: subprocess.CompletedProcess[str],
 ) -> None:
     out = as_text.stdout
-    assert _row(out, "basic")[1:3] == ["connected", "stdio"]
+    assert _row(out, "quick")[1:4] == ["connected", "stdio", "5"]
     broken = _row(out, "broken")
     assert broken[1] == "failed"
     assert "/nonexistent/toolnexus-test-server" in " ".join(broken)
@@ -75,13 +76,20 @@ def test_json_output(cli, config: Path) -> None:
     assert as_json.returncode == 2
     data = json.loads(as_json.stdout)
     tools = {t["name"]: t for t in data["tools"]}
-    assert tools["basic_echo"]["source"] == "mcp"
-    assert tools["basic_echo"]["input_schema"]["required"] == ["text"]
-    assert {t["source"] for t in data["tools"]} == {"mcp"}  # --no-builtins, no skills
+    assert list(tools) == [f"quick_{name}" for name in QUICK_TOOLS]  # --no-builtins, no skills
+    assert tools["quick_ping0"] == {
+        "name": "quick_ping0",
+        "source": "mcp",
+        "description": "Answer pong.",
+        "input_schema": {"type": "object", "properties": {}},
+    }
     servers = data["mcp_servers"]
-    assert servers["basic"]["status"] == "connected"
-    assert servers["basic"]["transport"] == "stdio"
-    assert servers["basic"]["tool_count"] == sum(1 for t in data["tools"])
+    assert servers["quick"] == {
+        "status": "connected",
+        "error": None,
+        "transport": "stdio",
+        "tool_count": len(QUICK_TOOLS),
+    }
     assert servers["broken"]["status"] == "failed"
     assert "/nonexistent/toolnexus-test-server" in servers["broken"]["error"]
     assert servers["off"]["status"] == "disabled"

@@ -14,11 +14,10 @@ from typing import Any
 
 import pytest
 
-from toolnexus import _demo
-
 TESTS = Path(__file__).resolve().parent.parent
 REPO = TESTS.parent
 BASIC_SERVER = TESTS / "support" / "mcp_servers" / "basic_server.py"
+QUICK_SERVER = TESTS / "support" / "mcp_servers" / "slow_start_stdio.py"
 EXAMPLE_SKILLS = REPO / "examples" / "skills"
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "TOOLNEXUS_AUTH_TOKEN")
 HANG_GUARD = 120  # seconds: only a guard against a hung command, never an assertion on speed
@@ -115,14 +114,18 @@ def write_config(folder: Path, servers: dict[str, Any], name: str = "mcp.json") 
     return path
 
 
-def demo_server() -> dict[str, Any]:
-    """The package's own demo MCP server (tools `add`, `shout`) as a config entry."""
-    return dict(_demo.mcp_config()["mcpServers"][_demo.SERVER_NAME])
-
-
 def basic_server() -> dict[str, Any]:
     """The MCP tests' server (tools `basic_echo`, `basic_ask` with a form elicitation, ...)."""
     return {"command": sys.executable, "args": [str(BASIC_SERVER)]}
+
+
+def quick_server() -> dict[str, Any]:
+    """A standard-library MCP server that starts in milliseconds (no SDK import): tools `ping0`
+    (answers `pong`), `echo {"text"}`, `pid`, `spawn_child`, `exit_later`."""
+    return {"command": sys.executable, "args": [str(QUICK_SERVER), "--life-tools"]}
+
+
+QUICK_TOOLS = ["ping0", "echo", "pid", "spawn_child", "exit_later"]
 
 
 def broken_server() -> dict[str, Any]:
