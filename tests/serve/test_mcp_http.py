@@ -272,6 +272,14 @@ async def test_ipv6_loopback(toolkit):
             assert (await client.call_tool("echo", {"text": "v6"})).content[0].text == "echo: v6"
 
 
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback on this machine")
+async def test_ipv6_wildcard_is_reachable_at_its_reported_url(toolkit, http):
+    async with await toolkit.serve("[::]:0", mcp={}) as handle:
+        assert handle.url == f"http://127.0.0.1:{handle.port}"
+        assert (await http.get(handle.url + "/nope")).status_code == 404
+        assert (await http.get(f"http://[::1]:{handle.port}/nope")).status_code == 404
+
+
 async def test_stop_releases_the_port(toolkit):
     handle = await toolkit.serve("127.0.0.1:0", mcp={})
     assert handle.url == f"http://127.0.0.1:{handle.port}" and handle.port > 0

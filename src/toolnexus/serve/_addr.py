@@ -87,7 +87,11 @@ def bind_socket(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            # `::` means every interface of both families (its URL is reported as 127.0.0.1);
+            # any other IPv6 address means that address only.
+            sock.setsockopt(
+                socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0 if is_unspecified(host) else 1
+            )
         sock.bind(sockaddr)
     except OSError as exc:
         sock.close()
