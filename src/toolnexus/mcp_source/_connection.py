@@ -476,23 +476,19 @@ async def run_bounded(call: Awaitable[T], timeout: float | None, signal: Signal 
                 raise CallTimedOut from None
             raise
     task: asyncio.Future[T] = asyncio.ensure_future(call)
-    waiters: set[asyncio.Future[Any]] = {task}
-    watcher: asyncio.Future[None] | None = None
-    if signal is not None:
-        watcher = asyncio.ensure_future(wait_signal(signal))
-        waiters.add(watcher)
+    watcher: asyncio.Future[Any] = asyncio.ensure_future(wait_signal(signal))
+    waiters: set[asyncio.Future[Any]] = {task, watcher}
     try:
         done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     except BaseException:
         await _abandon(task)
         raise
     finally:
-        if watcher is not None:
-            watcher.cancel()
+        watcher.cancel()
     if task in done:
         return task.result()
     await _abandon(task)
-    if watcher is not None and watcher in done:
+    if watcher in done:
         raise CallCancelled
     raise CallTimedOut
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus._filters import apply_name_filter
 from toolnexus._log import warn
-from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_server
+from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_server, is_enabled
 from toolnexus.mcp_source._config import parse_mcp_config as _parse_mcp_config
 from toolnexus.mcp_source._process import SpawnError, discard, spawn
 from toolnexus.mcp_source._results import map_call_result
@@ -169,9 +169,7 @@ class _Server:
         self._lost: Connection | None = None  # the connection that went away
         self._lost_reported = False
         self._reconnect_tried = False
-        if isinstance(cfg, Mapping) and (
-            cfg.get("disabled") is True or cfg.get("enabled") is False
-        ):
+        if isinstance(cfg, Mapping) and not is_enabled(cfg):
             self.status = "disabled"
             return
         try:
