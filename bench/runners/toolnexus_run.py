@@ -25,11 +25,11 @@ Call the weather tool, then answer in one sentence.
 """
 
 
-def _skill_dir() -> str:
-    root = Path(tempfile.mkdtemp(prefix="bench-skills-"))
-    (root / "weather-report").mkdir()
-    (root / "weather-report" / "SKILL.md").write_text(SKILL_MD)
-    return str(root)
+def _write_skill(root: str) -> str:
+    folder = Path(root) / "weather-report"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(SKILL_MD)
+    return root
 
 
 def parse_args() -> argparse.Namespace:
@@ -55,7 +55,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             """Upper-case the text."""
             return text.upper()
 
-        extra = {"skills_dir": _skill_dir(), "extra_tools": [define_tool(shout)]}
+        skills = tempfile.TemporaryDirectory(prefix="bench-skills-")
+        extra = {"skills_dir": _write_skill(skills.name), "extra_tools": [define_tool(shout)]}
 
     with c.mock_llm(args.base_url) as base_url:
         toolkit = await create_toolkit(c.mcp_config(), builtins=False, **extra)
