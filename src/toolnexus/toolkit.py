@@ -102,9 +102,7 @@ class Toolkit:
 
     def register(self, *tools: Tool) -> Toolkit:
         """Add tools at runtime (first wins on a name clash, with a warning). Chainable."""
-        for t in tools:
-            if not isinstance(t, Tool):
-                raise TypeError(f"register() takes Tool objects, not {type(t).__name__}")
+        _check_tools(tools, "register()")
         self._registered.extend(add_unique(tools, dict(self._by_name)))
         self._assemble()
         return self
@@ -338,6 +336,13 @@ class _LoopThread:
             self.loop.close()
 
 
+def _check_tools(tools: Sequence[Any], what: str) -> None:
+    for t in tools:
+        if not isinstance(t, Tool):
+            hint = " (make one with define_tool(fn))" if callable(t) else ""
+            raise TypeError(f"{what} takes Tool objects, not {type(t).__name__}{hint}")
+
+
 def _effective_skills_filter(
     skills_filter: Mapping[str, bool] | None, disable_skills: Iterable[str] | None
 ) -> dict[str, bool] | None:
@@ -390,6 +395,10 @@ async def create_toolkit(
     A failing MCP server, agent or skill provider is isolated (warning, status `failed`);
     only an unreadable config file raises. Setting `cancel` aborts the whole build.
     """
+    if isinstance(extra_tools, Tool):
+        raise TypeError("extra_tools takes a list of tools: extra_tools=[tool]")
+    extra_tools = list(extra_tools or ())
+    _check_tools(extra_tools, "extra_tools")
     if mcp_config is None:
         config: dict[str, Any] = {}
     elif isinstance(mcp_config, Mapping):
@@ -442,7 +451,7 @@ async def create_toolkit(
         skills=skills_task.result() if skills_task is not None else None,
         builtin_tools=builtin_tools,
         agent_tools=agents_task.result(),
-        extra_tools=extra_tools or (),
+        extra_tools=extra_tools,
         disable_tools=disable_tools,
         config=config,
     )

@@ -350,3 +350,16 @@ async def test_a_config_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> N
     path.write_text('\ufeff{"mcpServers": {}, "builtins": false}', encoding="utf-8")
     async with await create_toolkit(mcp_config=path) as tk:
         assert (tk.tools(), tk.mcp_status(), tk.config["builtins"]) == ([], {}, False)
+
+
+async def test_host_tools_that_are_not_tools_are_refused_with_a_hint() -> None:
+    def plain(x: int) -> int:
+        return x
+
+    with pytest.raises(TypeError, match=r"extra_tools takes Tool objects, not function \(make"):
+        await create_toolkit(extra_tools=[plain], builtins=False)  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"extra_tools takes a list of tools"):
+        await create_toolkit(extra_tools=echo_tool("a"), builtins=False)  # type: ignore[arg-type]
+    async with await create_toolkit(builtins=False) as tk:
+        with pytest.raises(TypeError, match=r"register\(\) takes Tool objects, not function"):
+            tk.register(plain)  # type: ignore[arg-type]
