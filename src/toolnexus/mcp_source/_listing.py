@@ -14,7 +14,7 @@ SDK has validated the page, so what the toolkit exposes is what the server sent.
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -104,24 +104,39 @@ def _sdk_accepts(schema: dict[str, Any]) -> bool:
     )
 
 
-class _RepairingReader:
-    """The session's read stream; repairs `tools/list` responses as they go by."""
+class _Proxy:
+    """What a wrapped stream only passes through: closing, and use as a context manager."""
 
-    def __init__(
-        self, inner: MemoryObjectReceiveStream[SessionMessage | Exception], repair: ListingRepair
-    ) -> None:
+    def __init__(self, inner: Any, repair: ListingRepair) -> None:
         self._inner = inner
         self._repair = repair
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _RepairingReader(_Proxy):
+    """The session's read stream; repairs `tools/list` responses as they go by."""
+
+    _inner: MemoryObjectReceiveStream[SessionMessage | Exception]
 
     async def receive(self) -> SessionMessage | Exception:
         item = await self._inner.receive()
         self._repair._received(item)
         return item
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __aiter__(self) -> _RepairingReader:
+    def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> SessionMessage | Exception:
@@ -129,41 +144,12 @@ class _RepairingReader:
         self._repair._received(item)
         return item
 
-    async def __aenter__(self) -> _RepairingReader:
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-class _WatchingWriter:
+class _WatchingWriter(_Proxy):
     """The session's write stream; notes the ids of `tools/list` requests."""
 
-    def __init__(
-        self, inner: MemoryObjectSendStream[SessionMessage], repair: ListingRepair
-    ) -> None:
-        self._inner = inner
-        self._repair = repair
+    _inner: MemoryObjectSendStream[SessionMessage]
 
     async def send(self, item: SessionMessage, /) -> None:
         self._repair._sent(item)
         await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _WatchingWriter:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
