@@ -399,6 +399,9 @@ async def create_toolkit(
         raise TypeError("extra_tools takes a list of tools: extra_tools=[tool]")
     extra_tools = list(extra_tools or ())
     _check_tools(extra_tools, "extra_tools")
+    for option, names in (("disable_tools", disable_tools), ("disable_skills", disable_skills)):
+        if isinstance(names, str):
+            raise TypeError(f"{option} takes a list of names: {option}=[{names!r}]")
     if mcp_config is None:
         config: dict[str, Any] = {}
     elif isinstance(mcp_config, Mapping):

@@ -363,3 +363,12 @@ async def test_host_tools_that_are_not_tools_are_refused_with_a_hint() -> None:
     async with await create_toolkit(builtins=False) as tk:
         with pytest.raises(TypeError, match=r"register\(\) takes Tool objects, not function"):
             tk.register(plain)  # type: ignore[arg-type]
+
+
+async def test_a_single_name_for_disable_tools_is_refused() -> None:
+    with pytest.raises(
+        TypeError, match=r"disable_tools takes a list of names: disable_tools=\['bash'\]"
+    ):
+        await create_toolkit(disable_tools="bash")
+    with pytest.raises(TypeError, match=r"disable_skills takes a list of names"):
+        await create_toolkit(disable_skills="hello-world")
