@@ -42,7 +42,8 @@ async def shared(
     config = {
         "mcpServers": {
             "basic": {
-                "command": command(BASIC),
+                # stderr chatter is captured, never mixed into the protocol stream
+                "command": command(BASIC, "--stderr", "basic: warming up"),
                 "env": {"TN_A": "from-env", "TN_B": "only-env"},
                 "environment": {"TN_A": "from-environment"},
                 "cwd": str(cwd),
