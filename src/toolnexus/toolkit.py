@@ -115,14 +115,22 @@ class Toolkit:
         timeout: float | None = None,
         poll_every: float | None = None,
     ) -> Toolkit:
-        """Fetch a remote A2A agent's card and register one tool per skill (raises on failure)."""
+        """Fetch a remote A2A agent's card and register one tool per skill (raises on failure).
+
+        `card_or_agent` is a card URL or an `Agent`; the keyword options override an `Agent`'s.
+        """
         from toolnexus.a2a import Agent, agent, agent_tools
 
-        target = (
-            card_or_agent
-            if isinstance(card_or_agent, Agent)
-            else agent(card_or_agent, headers=headers, timeout=timeout, poll_every=poll_every)
-        )
+        if isinstance(card_or_agent, Agent):
+            base = card_or_agent
+            target = agent(
+                base.card,
+                headers=base.headers if headers is None else headers,
+                timeout=base.timeout if timeout is None else timeout,
+                poll_every=base.poll_every if poll_every is None else poll_every,
+            )
+        else:
+            target = agent(card_or_agent, headers=headers, timeout=timeout, poll_every=poll_every)
         return self.register(*await agent_tools(target))
 
     # -- declarations ---------------------------------------------------------------------------

@@ -322,6 +322,15 @@ async def test_add_agent_raises_and_registers(peer):
     assert result.output == "echo: immediate"
 
 
+async def test_add_agent_options_override_an_agent(peer):
+    toolkit = Toolkit()
+    await toolkit.add_agent(agent(peer.base_url + CARD), timeout=60, poll_every=15)
+    result = await toolkit.execute("Peer_Agent__do_it", {"task": "forever"})
+    assert result.metadata is not None
+    task_id, state = result.metadata["taskId"], result.metadata["state"]
+    assert result.output == f"A2A task {task_id} timed out after 60ms (state={state})"
+
+
 async def test_config_agents_block(peer):
     toolkit = await create_toolkit(
         mcp_config={
