@@ -165,11 +165,17 @@ def aggregate(name: str, rounds: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def add_ratios(rows: list[dict[str, Any]]) -> None:
-    base = {r["name"]: r.get("p50_ms") for r in rows if r.get("ok")}
+    """`vs_floor`/`vs_toolnexus` (p50) and `cpu_vs_floor` (CPU per request, steadier)."""
+    ok = {r["name"]: r for r in rows if r.get("ok")}
     for row in rows:
+        if not row.get("ok"):
+            continue
         for ref in ("floor", "toolnexus"):
-            if row.get("ok") and base.get(ref):
-                row[f"vs_{ref}"] = round(row["p50_ms"] / base[ref], 3)
+            if ref in ok and ok[ref].get("p50_ms"):
+                row[f"vs_{ref}"] = round(row["p50_ms"] / ok[ref]["p50_ms"], 3)
+        floor_cpu = ok.get("floor", {}).get("cpu_ms_per_request")
+        if floor_cpu and row.get("cpu_ms_per_request") is not None:
+            row["cpu_vs_floor"] = round(row["cpu_ms_per_request"] / floor_cpu, 3)
 
 
 def machine() -> dict[str, Any]:
@@ -207,6 +213,7 @@ HEADER = (
     "×toolnexus",
     "p95 ms",
     "CPU ms/req",
+    "CPU ×floor",
     "init ms",
     "RSS MB",
 )
@@ -230,6 +237,7 @@ def _cells(row: dict[str, Any]) -> tuple[str, ...]:
         fmt(row.get("vs_toolnexus"), 2),
         fmt(row["p95_ms"], 2),
         fmt(row.get("cpu_ms_per_request"), 2),
+        fmt(row.get("cpu_vs_floor"), 2),
         fmt(row["init_ms"], 0),
         fmt(row["rss_mb"]),
     )

@@ -20,14 +20,14 @@ def num(value: Any, digits: int = 1) -> str:
 def request_table(rows: list[dict[str, Any]]) -> list[str]:
     out = [
         "| runner | p50 ms (spread) | × floor | × toolnexus | p95 ms | CPU ms/request "
-        "| init ms | peak RSS MB |",
-        "|---|---|---|---|---|---|---|---|",
+        "| CPU × floor | init ms | peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         name = r["name"] + (f" {r['version']}" if r.get("version") else "")
         if not r.get("ok"):
             why = f"skipped: {r['skipped']}" if r.get("skipped") else f"failed: {r.get('error')}"
-            out.append(f"| {name} | {why} | | | | | | |")
+            out.append(f"| {name} | {why} | | | | | | | |")
             continue
         spread = ""
         if r.get("p50_min_ms") is not None:
@@ -35,7 +35,8 @@ def request_table(rows: list[dict[str, Any]]) -> list[str]:
         out.append(
             f"| {name} | {num(r['p50_ms'], 2)}{spread} | {num(r.get('vs_floor'), 2)} "
             f"| {num(r.get('vs_toolnexus'), 2)} | {num(r['p95_ms'], 2)} "
-            f"| {num(r.get('cpu_ms_per_request'), 2)} | {num(r['init_ms'], 0)} "
+            f"| {num(r.get('cpu_ms_per_request'), 2)} | {num(r.get('cpu_vs_floor'), 2)} "
+            f"| {num(r['init_ms'], 0)} "
             f"| {num(r['rss_mb'])} |"
         )
     return out
