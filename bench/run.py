@@ -41,6 +41,7 @@ class Spec:
     args: tuple[str, ...] = ()
     peer: Peer | None = None
     scale: bool = False
+    quick: bool = True  # part of the --quick smoke run (peers never are)
 
 
 REQUEST_SPECS: tuple[Spec, ...] = (
@@ -63,6 +64,7 @@ SCALE_SPECS: tuple[Spec, ...] = (
         "imports.py",
         ("--module", "toolnexus.client, mcp.client.session"),
         scale=True,
+        quick=False,
     ),
     *(
         Spec(f"import_{p.name}", "imports.py", ("--module", p.import_name), peer=p, scale=True)
@@ -97,7 +99,7 @@ def select(args: argparse.Namespace) -> list[Spec]:
         dropped = [s.name for s in specs if s.peer is not None]
         if dropped and args.only:
             log(f"--quick runs no peers; not running {', '.join(dropped)}")
-        specs = [s for s in specs if s.peer is None]
+        specs = [s for s in specs if s.peer is None and (s.quick or args.only)]
     if not specs:
         sys.exit("nothing to run")
     return specs

@@ -72,9 +72,9 @@ if __name__ == "__main__":
     parser.add_argument("--name", help="row name (default import_<module>)")
     parser.add_argument("--samples", type=int, default=10)
     parser.add_argument("--base-url", help="unused (the harness passes it to every runner)")
-    parser.add_argument("--quick", action="store_true", help="5 samples")
+    parser.add_argument("--quick", action="store_true", help="3 samples")
     ARGS = parser.parse_args()
     if ARGS.quick:
-        ARGS.samples = min(ARGS.samples, 5)
+        ARGS.samples = min(ARGS.samples, 3)
     ARGS.name = ARGS.name or f"import_{ARGS.module}"
     c.guarded(ARGS.name, lambda: main(ARGS))
