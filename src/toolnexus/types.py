@@ -104,6 +104,16 @@ class Answer:
             reason=data.get("reason"),
         )
 
+    @classmethod
+    def coerce(cls, value: Any) -> Answer | None:
+        """What a host's `wait_for` returned, as an `Answer`: an `Answer`, its wire-form dict,
+        or `None` for anything else (no answer counts as declined)."""
+        if isinstance(value, Answer):
+            return value
+        if isinstance(value, Mapping) and "id" in value and "ok" in value:
+            return cls.from_dict(value)
+        return None
+
 
 def _present(**fields: Any) -> dict[str, Any]:
     """The optional wire fields that are set (a `None` field is omitted, not sent as null)."""

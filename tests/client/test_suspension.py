@@ -62,6 +62,17 @@ async def test_wait_for_ok_reexecutes_once_with_the_answer(llm, make_client, sty
     assert result.status == "done"
 
 
+async def test_wait_for_may_answer_with_the_wire_form(llm, make_client):
+    log: list = []
+    llm.push(tools(call("deploy", {"env": "qa"})), text("done"))
+    client = make_client(
+        "openai", wait_for=lambda r: {"id": r.id, "ok": True, "data": {"by": "bo"}}
+    )
+    result = await client.run("ship it", kit(approval_tool(log)))
+    assert result.tool_calls[0]["output"] == "deployed qa (bo)"
+    assert log[1] == Answer(id="req-qa", ok=True, data={"by": "bo"})
+
+
 async def test_wait_for_sync_declined_and_none(llm, make_client):
     log = []
     answers = iter([answer_declined("req-a"), None])

@@ -26,7 +26,7 @@ from toolnexus.client._scope import RunScope
 from toolnexus.client._sse import SSEDecoder
 from toolnexus.client._transport import StreamBody
 from toolnexus.client._wire import Turn
-from toolnexus.types import Request, ToolContext, ToolResult, error_message, pending_of
+from toolnexus.types import Answer, Request, ToolContext, ToolResult, error_message, pending_of
 
 if TYPE_CHECKING:
     from toolnexus.client._client import Client
@@ -415,8 +415,8 @@ class RunLoop:
         """Settle one suspension through `wait_for` (client.md §14)."""
         wait_for = self.c.wait_for
         assert wait_for is not None
-        answer = await scope.race(call_in_thread_maybe_async(wait_for, request))
-        if answer is None or not getattr(answer, "ok", False):
+        answer = Answer.coerce(await scope.race(call_in_thread_maybe_async(wait_for, request)))
+        if answer is None or not answer.ok:
             return ToolResult("declined/expired: " + request.prompt, True)
         started = time.perf_counter()
         name, args = outcome.call.name, outcome.args

@@ -14,7 +14,7 @@ import asyncio
 import math
 import signal
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -372,9 +372,7 @@ class Connection:
                 f'MCP server "{self.spec.name}": wait_for raised while answering an elicitation: '
                 f"{error_message(exc)}"
             )
-        if isinstance(answer, Mapping):
-            answer = Answer.from_dict(answer)
-        result = answer_to_elicit_result(answer if isinstance(answer, Answer) else None)
+        result = answer_to_elicit_result(Answer.coerce(answer))
         if request.kind == "authorization":
             result.pop("content", None)  # URL mode carries no form content
         try:
