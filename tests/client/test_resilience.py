@@ -352,3 +352,19 @@ async def test_injected_http_client_is_used_for_every_request(llm):
         await client.aclose()  # does not close an injected client
         assert not http.is_closed
     assert len(seen) == 2
+
+
+async def test_an_environment_proxy_carries_the_owned_clients_requests(llm, monkeypatch):
+    # The fake LLM plays the proxy: it gets the absolute-form target of a host that
+    # does not exist, so the answer can only have come through the proxy.
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "https_proxy", "HTTPS_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", llm.url)
+    client = create_client(base_url="http://llm.invalid/v1", style="openai", model="m", api_key="k")
+    llm.push(text("via the proxy"))
+    try:
+        result = await client.run("x")
+    finally:
+        await client.aclose()
+    assert result.text == "via the proxy"
+    assert llm.requests[0].path == "http://llm.invalid/v1/chat/completions"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
@@ -87,6 +88,16 @@ def _ssl_context() -> Any:
     return httpx2.create_ssl_context()
 
 
+_LIMITS = httpx2.Limits(max_connections=100, max_keepalive_connections=20)
+# What `httpx2.AsyncClient` sends by default, so going past it changes nothing on the wire.
+_DEFAULT_HEADERS = {
+    "Accept": "*/*",
+    "Accept-Encoding": "gzip, deflate",
+    "Connection": "keep-alive",
+    "User-Agent": f"python-httpx2/{httpx2.__version__}",
+}
+
+
 def _failure(
     status: int, raw: bytes, sent: Mapping[str, str], received: Mapping[str, str]
 ) -> ProviderError:
@@ -108,8 +119,19 @@ def _decode(status: int, raw: bytes) -> Any:
         raise ProviderError(status, text, f"response is not JSON ({exc})") from None
 
 
+def _env_proxy_set() -> bool:
+    """Whether the environment names an HTTP proxy (what `httpx2.AsyncClient` would use)."""
+    proxies = urllib.request.getproxies()
+    return any(proxies.get(scheme) for scheme in ("http", "https", "all"))
+
+
 class HttpTransport:
     """HTTP/1.1 keep-alive to the provider; every request of every run reuses the pool.
+
+    Our own requests go straight to a pooled `httpx2.AsyncHTTPTransport`: `AsyncClient.send`
+    would add auth and redirect flows, cookie extraction and a log record per request, none of
+    which an LLM call uses. A caller-given client, or an environment that names a proxy, goes
+    through `httpx2.AsyncClient` so its settings (auth, proxies, `NO_PROXY`) apply as usual.
 
     `read_timeout_s` is an idle read timeout: a long generation that keeps sending is never cut,
     a connection that goes silent ends with `httpx2.ReadTimeout`.
@@ -120,7 +142,10 @@ class HttpTransport:
 
     def __init__(self, client: httpx2.AsyncClient | None, read_timeout_s: float) -> None:
         self._given = client
-        self._owned: httpx2.AsyncClient | None = None
+        # What we own, bound to the loop it was made on: a client's connections belong to one
+        # event loop, so a new loop gets a new pool.
+        self._owned_client: httpx2.AsyncClient | None = None
+        self._pool: httpx2.AsyncHTTPTransport | None = None
         self._owned_loop: asyncio.AbstractEventLoop | None = None
         self._timeout: httpx2.Timeout | None = None
         self._urls: dict[str, httpx2.URL] = {}
@@ -133,56 +158,76 @@ class HttpTransport:
                 connect=base.connect, read=read_timeout_s, write=base.write, pool=base.pool
             )
 
-    def _client(self) -> httpx2.AsyncClient:
+    def _sender(self) -> httpx2.AsyncClient | httpx2.AsyncHTTPTransport:
+        """The caller's client, else our pool (or our own client when a proxy is configured)."""
         if self._given is not None:
             return self._given
         loop = asyncio.get_running_loop()
-        client = self._owned
-        if client is None or client.is_closed or self._owned_loop is not loop:
-            # A client's connections belong to one event loop; a new loop gets a new pool.
-            client = self._owned = httpx2.AsyncClient(
-                verify=_ssl_context(),
-                timeout=self._own_timeout,
-                limits=httpx2.Limits(max_connections=100, max_keepalive_connections=20),
+        if self._owned_loop is loop:
+            if self._pool is not None:
+                return self._pool
+            if self._owned_client is not None and not self._owned_client.is_closed:
+                return self._owned_client
+        self._owned_loop = loop
+        self._headers.clear()  # merged with the previous sender's default headers
+        if _env_proxy_set():
+            self._pool = None
+            self._owned_client = httpx2.AsyncClient(
+                verify=_ssl_context(), timeout=self._own_timeout, limits=_LIMITS
             )
-            self._owned_loop = loop
-            self._headers.clear()  # merged with the previous client's default headers
-        return client
+            return self._owned_client
+        self._owned_client = None
+        self._pool = httpx2.AsyncHTTPTransport(verify=_ssl_context(), limits=_LIMITS)
+        return self._pool
 
     def _request(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
-    ) -> tuple[httpx2.AsyncClient, httpx2.Request]:
-        client = self._client()
+    ) -> tuple[httpx2.AsyncClient | httpx2.AsyncHTTPTransport, httpx2.Request]:
+        sender = self._sender()
         content = compact_json(body).encode()
         parsed = self._urls.get(url)
         if parsed is None:
             parsed = self._urls[url] = httpx2.URL(url)
-        if self._given is not None:
+        if sender is self._given:
             # The caller's client may carry its own headers, cookies or auth: let it merge them.
-            request = client.build_request(
+            request = sender.build_request(
                 "POST", parsed, content=content, headers=headers, timeout=self._timeout
             )
-            return client, request
-        # Our own client has nothing to merge but its default headers, done once per header set:
-        # `build_request` would re-parse and re-merge everything on every call.
+            return sender, request
+        # Nothing to merge but the default headers, done once per header set: `build_request`
+        # would re-parse and re-merge everything on every call.
         key = tuple(headers.items())
         merged = self._headers.get(key)
         if merged is None:
             if len(self._headers) > 32:
                 self._headers.clear()
-            merged = self._headers[key] = httpx2.Headers(client.headers)
+            merged = self._headers[key] = httpx2.Headers(
+                sender.headers if isinstance(sender, httpx2.AsyncClient) else _DEFAULT_HEADERS
+            )
             merged.update(headers)
         request = httpx2.Request(
             "POST", parsed, content=content, headers=merged, extensions=self._extensions
         )
-        return client, request
+        return sender, request
+
+    @staticmethod
+    async def _send(
+        sender: httpx2.AsyncClient | httpx2.AsyncHTTPTransport, request: httpx2.Request
+    ) -> httpx2.Response:
+        """Send; the response's body is still to be read (and the response closed)."""
+        if isinstance(sender, httpx2.AsyncClient):
+            return await sender.send(request, stream=True)
+        return await sender.handle_async_request(request)
 
     async def post(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> tuple[int, Any, bytes]:
-        client, request = self._request(url, headers, body)
-        response = await client.send(request)
-        raw = response.content
+        sender, request = self._request(url, headers, body)
+        response = await self._send(sender, request)
+        try:
+            raw = await response.aread()
+        finally:
+            await response.aclose()
         status = response.status_code
         if not 200 <= status < 300:
             raise _failure(status, raw, headers, response.headers)
@@ -191,8 +236,8 @@ class HttpTransport:
     async def open_stream(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> StreamBody:
-        client, request = self._request(url, headers, body)
-        response = await client.send(request, stream=True)
+        sender, request = self._request(url, headers, body)
+        response = await self._send(sender, request)
         status = response.status_code
         if not 200 <= status < 300:
             try:
@@ -203,6 +248,10 @@ class HttpTransport:
         return _HttpStream(response)
 
     async def aclose(self) -> None:
-        if self._owned is not None and not self._owned.is_closed:
-            await self._owned.aclose()
-        self._owned = None
+        pool, client = self._pool, self._owned_client
+        self._pool = self._owned_client = None
+        self._owned_loop = None
+        if pool is not None:
+            await pool.aclose()
+        if client is not None and not client.is_closed:
+            await client.aclose()
