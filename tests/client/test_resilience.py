@@ -268,6 +268,23 @@ async def test_deadline_returns_while_a_sync_tool_thread_finishes(llm, make_clie
     assert state["signal_seen"] is True  # the tool could see the run was over
 
 
+async def test_tools_get_a_signal_only_when_the_run_can_be_aborted(llm, make_client):
+    seen = []
+
+    async def probe(args, ctx):
+        seen.append(ctx.signal)
+        return "ok"
+
+    toolkit = kit(Tool("probe", "", None, "native", probe))
+    for options in ({}, {"timeout_ms": 60000}, {"cancel": asyncio.Event()}):
+        llm.push(tools(call("probe")), text("done"))
+        cancel = options.pop("cancel", None)
+        await make_client("openai", **options).run("x", toolkit, cancel=cancel)
+    # Nothing could set a signal for a run with neither a deadline nor a cancel event.
+    assert seen[0] is None
+    assert all(isinstance(s, asyncio.Event) and not s.is_set() for s in seen[1:])
+
+
 # -- cancellation ---------------------------------------------------------------------------------
 
 

@@ -23,8 +23,10 @@ _UNWIND_S = 1.0
 class RunScope:
     """The `timeout_ms` deadline and `cancel` event of one run.
 
-    `signal` is set when either fires; tools get it through their `Context`. `race()` runs an
-    awaitable and aborts it (cancelling its task, hence its HTTP request) when either fires.
+    `signal` is set when either fires; tools get it through their `Context` (a run with neither
+    gives tools no signal: nothing could set it, and a tool that watches one would pay for a
+    watcher on every call). `race()` runs an awaitable and aborts it (cancelling its task, hence
+    its HTTP request) when either fires.
     """
 
     __slots__ = (
@@ -94,7 +96,8 @@ class RunScope:
         return max(0.0, self.deadline - asyncio.get_running_loop().time())
 
     def tool_context(self, answer: Any = None) -> ToolContext:
-        return ToolContext(signal=self.signal, timeout=self.time_left(), answer=answer)
+        signal = self.signal if self._abort is not None else None
+        return ToolContext(signal=signal, timeout=self.time_left(), answer=answer)
 
     async def race(self, awaitable: Awaitable[T]) -> T:
         """Await `awaitable`, aborting it when the deadline passes or `cancel` is set."""
