@@ -83,6 +83,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--no-scale", action="store_true", help="per-request runners only")
     parser.add_argument("--list", action="store_true", help="print the runner names and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="show runners' stderr")
+    parser.add_argument(
+        "--src",
+        type=Path,
+        help="measure this source tree's toolnexus (e.g. a `git archive` export of a commit) "
+        "instead of the installed one; peers are unaffected",
+    )
     return parser.parse_args()
 
 
@@ -109,14 +115,16 @@ def log(msg: str) -> None:
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
-def child_env() -> dict[str, str]:
+def child_env(src: Path | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    if src is not None:
+        env["PYTHONPATH"] = str(src.resolve())
     env["BENCH_SERVER_PYTHON"] = c.repo_python()
     env["OPENAI_AGENTS_DISABLE_TRACING"] = "1"  # nothing leaves the machine
     return env
 
 
-def run_one(spec: Spec, extra: list[str], verbose: bool) -> dict[str, Any]:
+def run_one(spec: Spec, extra: list[str], verbose: bool, src: Path | None = None) -> dict[str, Any]:
     """Run one runner process and return its row (a failed row when it printed none)."""
     python = str(spec.peer.python) if spec.peer is not None else c.repo_python()
     command = [python, str(RUNNERS_DIR / spec.script), *spec.args, *extra]
@@ -126,7 +134,7 @@ def run_one(spec: Spec, extra: list[str], verbose: bool) -> dict[str, Any]:
             capture_output=True,
             text=True,
             timeout=RUNNER_TIMEOUT_S,
-            env=child_env(),
+            env=child_env(src if spec.peer is None else None),
             cwd=c.REPO_DIR,
             check=False,
         )
@@ -293,12 +301,12 @@ def main() -> int:
         for r in range(rounds):
             shift = r % len(request_specs) if request_specs else 0
             for spec in request_specs[shift:] + request_specs[:shift]:
-                row = run_one(spec, request_args, args.verbose)
+                row = run_one(spec, request_args, args.verbose, args.src)
                 rounds_of[spec.name].append(row)
                 log(f"round {r + 1}/{rounds} {spec.name}: " + _brief(row))
         scale_args = ["--base-url", base_url, *(["--quick"] if args.quick else [])]
         for spec in scale_specs:
-            row = run_one(spec, scale_args, args.verbose)
+            row = run_one(spec, scale_args, args.verbose, args.src)
             scale_rows.append(row)
             log(f"{spec.name}: " + _brief(row))
 
@@ -316,7 +324,13 @@ def main() -> int:
 
     report = {
         "machine": machine(),
-        "settings": {"quick": args.quick, "rounds": rounds, "n": n, "warmup": c.WARMUP},
+        "settings": {
+            "quick": args.quick,
+            "rounds": rounds,
+            "n": n,
+            "warmup": c.WARMUP,
+            "src": str(args.src) if args.src else None,
+        },
         "elapsed_s": round(time.perf_counter() - started, 1),
         "rows": request_rows + scale_rows,
     }

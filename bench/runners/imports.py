@@ -25,14 +25,16 @@ import {module}
 ms = (time.perf_counter() - t) * 1000
 heavy = sorted(m for m in ("mcp", "httpx", "httpx2", "pydantic", "jsonschema", "starlette",
                            "uvicorn", "openai") if m in sys.modules)
+first = sys.modules["{first}"]
 print(json.dumps({{"ms": ms, "modules": len(sys.modules), "heavy": heavy,
+                  "file": getattr(first, "__file__", None),
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
 """
 
 
 def sample(module: str) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(module=module)],
+        [sys.executable, "-c", PROBE.format(module=module, first=module.split(",")[0].strip())],
         capture_output=True,
         text=True,
         check=True,
@@ -56,6 +58,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "samples": len(ms),
         "min_ms": min(ms),
         "max_ms": max(ms),
+        "file": runs[-1]["file"],
         "modules_loaded": runs[-1]["modules"],
         "heavy_loaded": runs[-1]["heavy"],
         "headline": (
