@@ -17,7 +17,9 @@ Every request is recorded (`method`, `path`, lower-cased `headers`, decoded JSON
 Transport behaviour per reply: `status`/`headers`/`body` for error answers, `delay` seconds
 before answering, `hang` (never answer; wait for the client to go away), `stall_after` (stream N
 events, then hang). `disconnects` counts connections the client closed while the server waited.
-A request with nothing queued gets a 500 error body saying so.
+A request with nothing queued gets a 500 error body saying so. `close_after` closes the
+connection after a (non-streamed) answer without announcing it, as a server dropping an idle
+keep-alive connection does (`server_closes` counts them). `FakeLLM(ssl=context)` serves HTTPS.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import contextlib
 import http
 import itertools
 import json
+import ssl as ssl_module
 import threading
 import time
 from collections import deque
@@ -77,6 +80,7 @@ class Reply:
     hang: bool = False  # never answer; wait until the client disconnects
     stall_after: int | None = None  # streaming: send this many events, then hang
     ignore_stream: bool = False  # answer a streaming request with one JSON document anyway
+    close_after: bool = False  # close the connection after answering (no `Connection: close`)
 
 
 def text(content: str, **kw: Any) -> Reply:
@@ -331,7 +335,8 @@ class _Renderer:
 class FakeLLM:
     """The server. Start with `start()` or `with FakeLLM() as llm:`; stop with `stop()`."""
 
-    def __init__(self) -> None:
+    def __init__(self, ssl: ssl_module.SSLContext | None = None) -> None:
+        self._ssl = ssl
         self._lock = threading.Lock()
         self._queue: deque[Reply | Handler] = deque()
         self._requests: list[RecordedRequest] = []
@@ -343,13 +348,15 @@ class FakeLLM:
         self.port = 0
         self.connections = 0  # TCP connections accepted (keep-alive reuse keeps this low)
         self.disconnects = 0  # clients that went away while the server was waiting/stalled
+        self.server_closes = 0  # connections closed after a `close_after` reply
 
     # -- life cycle ----------------------------------------------------------------------------
 
     @property
     def url(self) -> str:
-        """`http://127.0.0.1:<port>` (append `/v1` for an OpenAI-style base URL)."""
-        return f"http://127.0.0.1:{self.port}"
+        """`http://127.0.0.1:<port>` (`https` with `ssl`); add `/v1` for an OpenAI base URL."""
+        scheme = "https" if self._ssl is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def start(self) -> FakeLLM:
         ready = threading.Event()
@@ -361,7 +368,7 @@ class FakeLLM:
             asyncio.set_event_loop(loop)
             try:
                 self._server = loop.run_until_complete(
-                    asyncio.start_server(self._on_connect, "127.0.0.1", 0)
+                    asyncio.start_server(self._on_connect, "127.0.0.1", 0, ssl=self._ssl)
                 )
                 self.port = self._server.sockets[0].getsockname()[1]
             except BaseException as exc:  # surface bind errors to start()
@@ -417,6 +424,7 @@ class FakeLLM:
             self._requests.clear()
             self.disconnects = 0
             self.connections = 0
+            self.server_closes = 0
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -556,6 +564,12 @@ class FakeLLM:
             head = self._head(reply, "application/json", {"Content-Length": str(len(data))})
             writer.write(head + data)
             await writer.drain()
+            if reply.close_after:
+                writer.close()
+                await writer.wait_closed()
+                with self._lock:
+                    self.server_closes += 1
+                return False
             return True
         events = (
             reply.sse

@@ -13,6 +13,7 @@ import httpx2
 
 from toolnexus._json import compact_json
 from toolnexus.client._errors import ProviderError
+from toolnexus.client._pool import PoolTransport
 from toolnexus.client._wire import CREDENTIAL_HEADERS
 
 __all__ = ["HttpTransport", "StreamBody", "Transport"]
@@ -145,7 +146,7 @@ class HttpTransport:
         # What we own, bound to the loop it was made on: a client's connections belong to one
         # event loop, so a new loop gets a new pool.
         self._owned_client: httpx2.AsyncClient | None = None
-        self._pool: httpx2.AsyncHTTPTransport | None = None
+        self._pool: PoolTransport | None = None
         self._owned_loop: asyncio.AbstractEventLoop | None = None
         self._timeout: httpx2.Timeout | None = None
         self._urls: dict[str, httpx2.URL] = {}
@@ -158,7 +159,7 @@ class HttpTransport:
                 connect=base.connect, read=read_timeout_s, write=base.write, pool=base.pool
             )
 
-    def _sender(self) -> httpx2.AsyncClient | httpx2.AsyncHTTPTransport:
+    def _sender(self) -> httpx2.AsyncClient | PoolTransport:
         """The caller's client, else our pool (or our own client when a proxy is configured)."""
         if self._given is not None:
             return self._given
@@ -177,12 +178,12 @@ class HttpTransport:
             )
             return self._owned_client
         self._owned_client = None
-        self._pool = httpx2.AsyncHTTPTransport(verify=_ssl_context(), limits=_LIMITS)
+        self._pool = PoolTransport(_ssl_context(), _LIMITS)
         return self._pool
 
     def _request(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
-    ) -> tuple[httpx2.AsyncClient | httpx2.AsyncHTTPTransport, httpx2.Request]:
+    ) -> tuple[httpx2.AsyncClient | PoolTransport, httpx2.Request]:
         sender = self._sender()
         content = compact_json(body).encode()
         parsed = self._urls.get(url)
@@ -212,7 +213,7 @@ class HttpTransport:
 
     @staticmethod
     async def _send(
-        sender: httpx2.AsyncClient | httpx2.AsyncHTTPTransport, request: httpx2.Request
+        sender: httpx2.AsyncClient | PoolTransport, request: httpx2.Request
     ) -> httpx2.Response:
         """Send; the response's body is still to be read (and the response closed)."""
         if isinstance(sender, httpx2.AsyncClient):

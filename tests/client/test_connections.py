@@ -1,0 +1,96 @@
+"""The client's own connections: keep-alive, idle connections dropped, large bodies, TLS."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from support.client_helpers import STYLES
+from support.fake_llm import FakeLLM, text
+from support.tls import make_certificates
+from toolnexus.client import create_client
+
+TLS_CLIENT = Path(__file__).resolve().parents[1] / "support" / "tls_client_run.py"
+
+
+async def test_requests_share_one_kept_alive_connection(llm, make_client):
+    llm.push(text("one"), text("two"), text("three"))
+    client = make_client("openai")
+    for prompt in ("a", "b", "c"):
+        await client.run(prompt)
+    assert llm.connections == 1
+
+
+async def test_a_connection_the_server_dropped_while_idle_is_replaced(llm, make_client):
+    llm.push(text("one", close_after=True), text("two"))
+    client = make_client("openai", retries=0)  # a failed request would raise, not retry
+    assert (await client.run("a")).text == "one"
+    await llm.until(lambda: llm.server_closes == 1)
+    assert (await client.run("b")).text == "two"
+    assert llm.connections == 2
+
+
+@pytest.mark.parametrize("style", STYLES)
+async def test_a_large_answer_arrives_whole(llm, make_client, style):
+    big = "".join(chr(ord("a") + i % 26) for i in range(3_000_000))
+    llm.push(text(big))
+    assert (await make_client(style).run("x")).text == big
+
+
+async def test_a_large_stream_read_slowly_loses_nothing(llm, make_client):
+    big = "".join(chr(ord("a") + i % 26) for i in range(2_000_000))
+    llm.push(text(big, chunk_size=4096))
+    deltas = []
+    async for event in make_client("openai").stream("x"):
+        if event["type"] == "text":
+            if not deltas:
+                await asyncio.sleep(0.1)  # a consumer far behind the producer for a while
+            deltas.append(event["delta"])
+    assert "".join(deltas) == big
+
+
+async def test_a_self_signed_certificate_is_refused(tmp_path):
+    certs = make_certificates(tmp_path)
+    with FakeLLM(ssl=certs.server_context()) as llm:
+        llm.push(text("never"))
+        client = create_client(
+            base_url=llm.url + "/v1", style="openai", model="m", api_key="k", retries=0
+        )
+        async with client:
+            with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                await client.run("x")
+        assert llm.requests == []
+
+
+async def test_https_with_a_trusted_certificate(tmp_path):
+    make_certificates(tmp_path)
+    env = {**os.environ, "SSL_CERT_FILE": str(tmp_path / "ca.pem")}
+    env.pop("SSL_CERT_DIR", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(TLS_CLIENT),
+        str(tmp_path),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, err.decode(errors="replace")
+    seen = json.loads(out)
+    assert seen["url"].startswith("https://")
+    assert seen["text"] == "3"
+    assert seen["tool_output"] == "3"
+    assert seen["streamed"] == "streamed over TLS"
+    assert seen["requests"] == 3
+    assert seen["connections"] == 1  # kept alive across runs, streamed or not
