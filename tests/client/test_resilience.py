@@ -214,6 +214,46 @@ async def test_deadline_during_a_slow_response_aborts_the_request(llm, make_clie
     assert events[-2]["event"] == "llm" and events[-2]["status"] == "error"
 
 
+async def test_an_aborted_run_leaves_its_task_uncancelled(llm, make_client):
+    llm.push(text("never", hang=True))
+    with pytest.raises(RunTimeout):
+        await make_client("openai", timeout_ms=100).run("x")
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+    await asyncio.sleep(0)  # a leftover cancellation request would be raised here
+
+
+async def test_a_callers_own_cancellation_is_not_turned_into_a_run_error(llm, make_client):
+    llm.push(text("never", hang=True))
+    client = make_client("openai", timeout_ms=60000)
+    with pytest.raises(TimeoutError) as info:
+        async with asyncio.timeout(0.1):  # the caller's deadline, shorter than the run's
+            await client.run("x")
+    assert not isinstance(info.value, RunTimeout)
+    await llm.until(lambda: llm.disconnects >= 1)  # the request was aborted all the same
+
+
+@pytest.mark.parametrize("owned", [True, False])
+async def test_deadline_ends_a_stalled_stream_with_either_http_client(llm, owned):
+    llm.push(text("abcdef", chunk_size=1, stall_after=2))
+    async with httpx2.AsyncClient() as http:
+        client = create_client(
+            base_url=base_url(llm, "openai"),
+            style="openai",
+            model="m",
+            api_key="k",
+            timeout_ms=300,
+            http_client=None if owned else http,
+        )
+        seen = []
+        with pytest.raises(RunTimeout):
+            async for event in client.stream("x"):
+                seen.append(event["type"])
+        await client.aclose()
+    assert seen and set(seen) == {"text"}
+    await llm.until(lambda: llm.disconnects >= 1)
+
+
 async def test_deadline_cuts_a_long_retry_after_and_is_never_classified(llm, make_client):
     infos = []
     llm.push(error(429, headers={"Retry-After": "3600"}), text("never"))

@@ -143,6 +143,7 @@ class Client:
             extra_statuses=retryable_statuses,
             on_error=_require_callable("on_error", on_error),
             transport_errors=self._transport.transport_errors,
+            inline=self._transport.unwinds_promptly,
         )
         self._params = _filtered_params(request_params)
         self._api_key = api_key
@@ -172,6 +173,7 @@ class Client:
         """Answer from a model in this process instead of an HTTP endpoint: no URL, no key."""
         self._transport = transport
         self._policy.transport_errors = transport.transport_errors
+        self._policy.inline = transport.unwinds_promptly
         self.base_url = None
         self._url = ""
         self._static_headers = dict(self._extra_headers or {})

@@ -94,6 +94,7 @@ class InProcessTransport:
 
     transport_errors: tuple[type[BaseException], ...] = (Exception,)
     can_stream = False
+    unwinds_promptly = False  # `generate` is the caller's code
 
     def __init__(self, generate: Callable[[dict[str, Any]], Any]) -> None:
         self._generate = generate

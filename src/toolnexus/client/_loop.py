@@ -280,8 +280,9 @@ class RunLoop:
                     assembler = c._wire.stream(response.status)
                     decoder = SSEDecoder()
                     chunks = response.chunks()
+                    read = scope.inline if c._transport.unwinds_promptly else scope.race
                     while not assembler.done:
-                        chunk = await scope.race(_next_chunk(chunks))
+                        chunk = await read(_next_chunk(chunks))
                         events = decoder.feed(chunk) if chunk is not None else decoder.flush()
                         for event, data in events:
                             delta = assembler.feed(event, data)
@@ -312,7 +313,8 @@ class RunLoop:
         """A provider that answered a streaming request with one JSON document."""
         parts: list[bytes] = []
         chunks = response.chunks()
-        while (chunk := await scope.race(_next_chunk(chunks))) is not None:
+        read = scope.inline if self.c._transport.unwinds_promptly else scope.race
+        while (chunk := await read(_next_chunk(chunks))) is not None:
             parts.append(chunk)
         raw = b"".join(parts)
         try:

@@ -45,7 +45,7 @@ def _retry_after_header(headers: Mapping[str, str] | None) -> str | None:
 class RetryPolicy:
     """How one client retries: `retries` extra attempts, backoff base, statuses, classifier."""
 
-    __slots__ = ("base_ms", "on_error", "retries", "statuses", "transport_errors")
+    __slots__ = ("base_ms", "inline", "on_error", "retries", "statuses", "transport_errors")
 
     def __init__(
         self,
@@ -55,12 +55,15 @@ class RetryPolicy:
         extra_statuses: Iterable[int] | None,
         on_error: Callable[[dict[str, Any]], Any] | None,
         transport_errors: tuple[type[BaseException], ...],
+        inline: bool = False,
     ) -> None:
         self.retries = retries
         self.base_ms = base_ms
         self.statuses = RETRYABLE_STATUSES | frozenset(int(s) for s in extra_statuses or ())
         self.on_error = on_error
         self.transport_errors = transport_errors
+        # Attempts run in the caller's task (`RunScope.inline`): the transport unwinds at once.
+        self.inline = inline
 
     def backoff_s(self, attempt: int) -> float:
         return float(self.base_ms * (2.0**attempt) + random.uniform(0, 100)) / 1000
@@ -75,6 +78,8 @@ class RetryPolicy:
         a = 0
         while True:
             try:
+                if self.inline:
+                    return await scope.inline(attempt())
                 return await scope.race(attempt())
             except (RunTimeout, RunCancelled):
                 raise  # aborts are never retried nor classified
@@ -94,7 +99,7 @@ class RetryPolicy:
                     raise
                 delay = self.backoff_s(a)
             if delay > 0:
-                await scope.race(asyncio.sleep(delay))
+                await scope.inline(asyncio.sleep(delay))
             else:
                 scope.check()
             a += 1

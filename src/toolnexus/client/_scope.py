@@ -25,8 +25,9 @@ class RunScope:
 
     `signal` is set when either fires; tools get it through their `Context` (a run with neither
     gives tools no signal: nothing could set it, and a tool that watches one would pay for a
-    watcher on every call). `race()` runs an awaitable and aborts it (cancelling its task, hence
-    its HTTP request) when either fires.
+    watcher on every call). `race()` runs an awaitable in a task of its own and aborts it
+    (cancelling that task, hence its HTTP request or tool) when either fires; `inline()` does the
+    same in the caller's task, for work that unwinds at once.
     """
 
     __slots__ = (
@@ -122,6 +123,45 @@ class RunScope:
         if not task.done():
             task.add_done_callback(_consume)
         raise self.error()
+
+    async def inline(self, awaitable: Awaitable[T]) -> T:
+        """`race` without a task: `awaitable` runs in the caller's task, which the abort cancels.
+
+        For work that unwinds as soon as it is cancelled (the client's own HTTP I/O, a sleep):
+        it saves a task and a wait per call, but nothing bounds an awaitable that ignores its
+        cancellation, so user code (tools, `wait_for`, a caller's HTTP client) goes to `race`.
+        """
+        if self.aborted:
+            if inspect.iscoroutine(awaitable):
+                awaitable.close()
+            raise self.error()
+        abort = self._abort
+        if abort is None:
+            return await awaitable
+        task = asyncio.current_task()
+        assert task is not None
+        state = [True, False]  # [still awaiting, abort delivered]
+
+        def on_abort(_: asyncio.Future[None]) -> None:
+            # A callback already scheduled when the await ends must not cancel what follows.
+            if state[0]:
+                state[1] = True
+                task.cancel()
+
+        abort.add_done_callback(on_abort)
+        try:
+            result = await awaitable
+        except asyncio.CancelledError:
+            if state[1] and task.uncancel() == 0:  # ours alone, not the caller's cancellation
+                raise self.error() from None
+            raise
+        finally:
+            state[0] = False
+            abort.remove_done_callback(on_abort)
+        if state[1]:  # the awaitable absorbed the cancellation: the run is aborted all the same
+            task.uncancel()
+            raise self.error()
+        return result
 
     def close(self) -> None:
         if self._timer is not None:

@@ -39,6 +39,9 @@ class Transport(Protocol):
 
     transport_errors: tuple[type[BaseException], ...]
     can_stream: bool
+    # Cancelling a request ends it at once (no caller-supplied code runs inside it), so a run's
+    # deadline may cancel it in the run's own task (`RunScope.inline`).
+    unwinds_promptly: bool
 
     async def post(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
@@ -143,6 +146,7 @@ class HttpTransport:
 
     def __init__(self, client: httpx2.AsyncClient | None, read_timeout_s: float) -> None:
         self._given = client
+        self.unwinds_promptly = client is None  # a caller's client may carry hooks of its own
         # What we own, bound to the loop it was made on: a client's connections belong to one
         # event loop, so a new loop gets a new pool.
         self._owned_client: httpx2.AsyncClient | None = None
