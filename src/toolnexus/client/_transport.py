@@ -7,14 +7,16 @@ import functools
 import json
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx2
 
 from toolnexus._json import compact_json
 from toolnexus.client._errors import ProviderError
-from toolnexus.client._pool import PoolTransport
 from toolnexus.client._wire import CREDENTIAL_HEADERS
+
+if TYPE_CHECKING:
+    from toolnexus.client._pool import PoolTransport
 
 __all__ = ["HttpTransport", "StreamBody", "Transport"]
 
@@ -181,6 +183,8 @@ class HttpTransport:
                 verify=_ssl_context(), timeout=self._own_timeout, limits=_LIMITS
             )
             return self._owned_client
+        from toolnexus.client._pool import PoolTransport  # httpcore2: on the first request
+
         self._owned_client = None
         self._pool = PoolTransport(_ssl_context(), _LIMITS)
         return self._pool
