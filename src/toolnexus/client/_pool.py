@@ -14,8 +14,7 @@ from __future__ import annotations
 import asyncio
 import select
 import ssl
-from collections.abc import AsyncIterator, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import httpcore2
@@ -265,17 +264,13 @@ _ERRORS: dict[type[Exception], type[httpx2.HTTPError]] = {
 }
 
 
-@contextmanager
-def _httpx_errors() -> Iterator[None]:
-    """Raise httpcore2's errors as the httpx2 exception of the same name."""
-    try:
-        yield
-    except Exception as exc:
-        for kind in type(exc).__mro__:
-            mapped = _ERRORS.get(kind)
-            if mapped is not None:
-                raise mapped(str(exc)) from exc
-        raise
+def _httpx_error(exc: Exception) -> Exception | None:
+    """The httpx2 exception for one of httpcore2's; `None` for any other exception."""
+    for kind in type(exc).__mro__:
+        mapped = _ERRORS.get(kind)
+        if mapped is not None:
+            return mapped(str(exc))
+    return None
 
 
 class _ResponseBody(httpx2.AsyncByteStream):
@@ -283,13 +278,23 @@ class _ResponseBody(httpx2.AsyncByteStream):
         self._stream = stream
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        with _httpx_errors():
+        try:
             async for part in self._stream:
                 yield part
+        except Exception as exc:
+            error = _httpx_error(exc)
+            if error is None:
+                raise
+            raise error from exc
 
     async def aclose(self) -> None:
-        with _httpx_errors():
+        try:
             await self._stream.aclose()
+        except Exception as exc:
+            error = _httpx_error(exc)
+            if error is None:
+                raise
+            raise error from exc
 
 
 class PoolTransport(httpx2.AsyncBaseTransport):
@@ -315,8 +320,13 @@ class PoolTransport(httpx2.AsyncBaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
-        with _httpx_errors():
+        try:
             response = await self._pool.handle_async_request(core_request)
+        except Exception as exc:
+            error = _httpx_error(exc)
+            if error is None:
+                raise
+            raise error from exc
         return httpx2.Response(
             status_code=response.status,
             headers=response.headers,
