@@ -23,11 +23,14 @@ import _common as c
 
 
 def package_of(filename: str) -> str:
-    """`httpx2` for .../site-packages/httpx2/_client.py, `stdlib:asyncio` for the stdlib's."""
+    """`httpx2` for .../site-packages/httpx2/_client.py, `stdlib:asyncio` for the stdlib's;
+    this repo's subpackages apart (`toolnexus.client`; its top-level modules are `toolnexus`)."""
     parts = Path(filename).parts
     for anchor in ("site-packages", "src"):
         if anchor in parts:
             rest = parts[parts.index(anchor) + 1 :]
+            if len(rest) > 2 and rest[0] == "toolnexus":  # toolnexus.client, toolnexus.mcp_source
+                return f"toolnexus.{rest[1]}"
             return rest[0].removesuffix(".py") if rest else filename
     for i, part in enumerate(parts):
         if part.startswith("python3") and i + 1 < len(parts):
