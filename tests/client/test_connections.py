@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import sys
+import zlib
 from pathlib import Path
 
 import httpx2
 import pytest
 
 from support.client_helpers import STYLES
-from support.fake_llm import FakeLLM, text
+from support.fake_llm import FakeLLM, Reply, text
 from support.tls import make_certificates
-from toolnexus.client import create_client
+from toolnexus.client import ProviderError, create_client
 
 TLS_CLIENT = Path(__file__).resolve().parents[1] / "support" / "tls_client_run.py"
 
@@ -34,6 +36,37 @@ async def test_a_connection_the_server_dropped_while_idle_is_replaced(llm, make_
     await llm.until(lambda: llm.server_closes == 1)
     assert (await client.run("b")).text == "two"
     assert llm.connections == 2
+
+
+def _completion(content: str) -> bytes:
+    return json.dumps(
+        {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+    ).encode()
+
+
+async def test_answers_are_asked_for_uncompressed(llm, make_client):
+    llm.push(text("plain"))
+    await make_client("openai").run("x")
+    sent = llm.requests[0].headers
+    assert sent["accept-encoding"] == "identity"
+    assert sent["host"] == llm.url.removeprefix("http://")
+    assert int(sent["content-length"]) == len(llm.requests[0].raw)
+
+
+@pytest.mark.parametrize(
+    ("coding", "compress"), [("gzip", gzip.compress), ("deflate", zlib.compress)]
+)
+async def test_an_answer_compressed_anyway_is_decoded(llm, make_client, coding, compress):
+    headers = {"Content-Encoding": coding}
+    llm.push(Reply(body=compress(_completion("unpacked")), headers=headers))
+    llm.push(Reply(body=compress(_completion("streamed")), headers=headers, ignore_stream=True))
+    llm.push(Reply(status=400, body=compress(b'{"error": {"message": "bad"}}'), headers=headers))
+    client = make_client("openai", retries=0)
+    assert (await client.run("x")).text == "unpacked"
+    deltas = [e["delta"] async for e in client.stream("y") if e["type"] == "text"]
+    assert deltas == ["streamed"]
+    with pytest.raises(ProviderError, match="LLM 400: bad"):
+        await client.run("z")
 
 
 @pytest.mark.parametrize("style", STYLES)

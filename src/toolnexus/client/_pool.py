@@ -1,12 +1,12 @@
 """The connection pool of a client's own LLM requests: httpcore2 over asyncio's sockets.
 
 HTTP itself stays with the httpx2 stack: httpcore2 pools connections and keeps them alive, h11
-reads and writes HTTP/1.1, httpx2's `Request`/`Response` carry each exchange. What this module
-replaces is only the socket layer under it. httpcore2's default network backend wraps every
-read and write in anyio (a cancel scope with a deadline per call, stream wrappers, attribute
-tables): about a quarter of the CPU an LLM request costs here. `AsyncioBackend` does the same
-job with one asyncio protocol per connection and a timer per wait. Both are public extension
-points: `httpcore2.AsyncConnectionPool(network_backend=...)` and `httpx2.AsyncBaseTransport`.
+reads and writes HTTP/1.1, and callers see httpx2's exceptions (and its decoders, when a server
+compresses an answer). What this module replaces is the socket layer under it. httpcore2's
+default network backend wraps every read and write in anyio (a cancel scope with a deadline
+per call, stream wrappers, attribute tables): about a quarter of the CPU an LLM request cost.
+`AsyncioBackend` does the same job with one asyncio protocol per connection and a timer per
+wait, through httpcore2's public extension point `AsyncConnectionPool(network_backend=...)`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 import httpcore2
 import httpx2
 
-__all__ = ["AsyncioBackend", "PoolTransport"]
+__all__ = ["AsyncioBackend", "OwnedPool"]
 
 # Unread bytes a connection buffers before it stops reading from the socket: the consumer of a
 # stream sets the pace (back-pressure), and memory stays bounded.
@@ -297,8 +297,12 @@ class _ResponseBody(httpx2.AsyncByteStream):
             raise error from exc
 
 
-class PoolTransport(httpx2.AsyncBaseTransport):
-    """An httpx2 transport: HTTP/1.1 keep-alive connections from an httpcore2 pool on asyncio."""
+class OwnedPool:
+    """The client's own keep-alive connections: httpcore2's pool on `AsyncioBackend`.
+
+    Takes httpcore2 requests (the caller prepares URL and headers once per endpoint); every
+    failure raises the httpx2 exception of the same name.
+    """
 
     def __init__(self, ssl_context: ssl.SSLContext, limits: httpx2.Limits) -> None:
         self._pool = httpcore2.AsyncConnectionPool(
@@ -309,24 +313,32 @@ class PoolTransport(httpx2.AsyncBaseTransport):
             network_backend=AsyncioBackend(),
         )
 
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        url = request.url
-        core_request = httpcore2.Request(
-            method=request.method,
-            url=httpcore2.URL(
-                scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
-            ),
-            headers=request.headers.raw,
-            content=request.stream,
-            extensions=request.extensions,
-        )
+    async def send(self, request: httpcore2.Request) -> httpcore2.Response:
+        """Send `request`; its body is still to be read (`read`) or streamed (`as_httpx`)."""
         try:
-            response = await self._pool.handle_async_request(core_request)
+            return await self._pool.handle_async_request(request)
         except Exception as exc:
             error = _httpx_error(exc)
             if error is None:
                 raise
             raise error from exc
+
+    @staticmethod
+    async def read(response: httpcore2.Response) -> bytes:
+        """The whole body as sent (content codings not undone); the connection goes back."""
+        try:
+            return await response.aread()
+        except Exception as exc:
+            error = _httpx_error(exc)
+            if error is None:
+                raise
+            raise error from exc
+        finally:
+            await response.aclose()
+
+    @staticmethod
+    def as_httpx(response: httpcore2.Response) -> httpx2.Response:
+        """An httpx2 response over the unread body (it decodes what the server compressed)."""
         return httpx2.Response(
             status_code=response.status,
             headers=response.headers,

@@ -16,7 +16,9 @@ from toolnexus.client._errors import ProviderError
 from toolnexus.client._wire import CREDENTIAL_HEADERS
 
 if TYPE_CHECKING:
-    from toolnexus.client._pool import PoolTransport
+    import httpcore2
+
+    from toolnexus.client._pool import OwnedPool
 
 __all__ = ["HttpTransport", "StreamBody", "Transport"]
 
@@ -95,13 +97,16 @@ def _ssl_context() -> Any:
 
 
 _LIMITS = httpx2.Limits(max_connections=100, max_keepalive_connections=20)
-# What `httpx2.AsyncClient` sends by default, so going past it changes nothing on the wire.
+# `httpx2.AsyncClient`'s default headers, but answers are asked for uncompressed: they are small,
+# and undoing a coding costs more CPU than it saves (one a server applies anyway is undone).
 _DEFAULT_HEADERS = {
     "Accept": "*/*",
-    "Accept-Encoding": "gzip, deflate",
+    "Accept-Encoding": "identity",
     "Connection": "keep-alive",
     "User-Agent": f"python-httpx2/{httpx2.__version__}",
 }
+# Framing headers the pool path sets itself (Content-Length of the body it sends).
+_FRAMING = frozenset({b"content-length", b"transfer-encoding"})
 
 
 def _failure(
@@ -125,6 +130,14 @@ def _decode(status: int, raw: bytes) -> Any:
         raise ProviderError(status, text, f"response is not JSON ({exc})") from None
 
 
+def _content_coded(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a response body carries a content coding (gzip, ...) to undo."""
+    for name, value in headers:
+        if name.lower() == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
+            return True
+    return False
+
+
 def _env_proxy_set() -> bool:
     """Whether the environment names an HTTP proxy (what `httpx2.AsyncClient` would use)."""
     proxies = urllib.request.getproxies()
@@ -134,10 +147,11 @@ def _env_proxy_set() -> bool:
 class HttpTransport:
     """HTTP/1.1 keep-alive to the provider; every request of every run reuses the pool.
 
-    Our own requests go straight to a pooled `httpx2.AsyncHTTPTransport`: `AsyncClient.send`
-    would add auth and redirect flows, cookie extraction and a log record per request, none of
-    which an LLM call uses. A caller-given client, or an environment that names a proxy, goes
-    through `httpx2.AsyncClient` so its settings (auth, proxies, `NO_PROXY`) apply as usual.
+    Our own requests go straight to httpcore2's pool (`OwnedPool`), with URL and headers
+    prepared once per endpoint: `AsyncClient.send` would add auth and redirect flows, cookie
+    extraction, a log record and three header copies per request, none of which an LLM call
+    uses. A caller-given client, or an environment that names a proxy, goes through
+    `httpx2.AsyncClient` so its settings (auth, proxies, `NO_PROXY`) apply as usual.
 
     `read_timeout_s` is an idle read timeout: a long generation that keeps sending is never cut,
     a connection that goes silent ends with `httpx2.ReadTimeout`.
@@ -152,11 +166,13 @@ class HttpTransport:
         # What we own, bound to the loop it was made on: a client's connections belong to one
         # event loop, so a new loop gets a new pool.
         self._owned_client: httpx2.AsyncClient | None = None
-        self._pool: PoolTransport | None = None
+        self._pool: OwnedPool | None = None
         self._owned_loop: asyncio.AbstractEventLoop | None = None
         self._timeout: httpx2.Timeout | None = None
         self._urls: dict[str, httpx2.URL] = {}
         self._headers: dict[tuple[tuple[str, str], ...], httpx2.Headers] = {}
+        # (url, headers) → the pool's URL and raw headers (Host first, no Content-Length)
+        self._prepared: dict[tuple[str, tuple[tuple[str, str], ...]], _Prepared] = {}
         self._own_timeout = httpx2.Timeout(30.0, read=read_timeout_s)
         self._extensions: dict[str, Any] = {"timeout": self._own_timeout.as_dict()}
         if client is not None:
@@ -165,7 +181,7 @@ class HttpTransport:
                 connect=base.connect, read=read_timeout_s, write=base.write, pool=base.pool
             )
 
-    def _sender(self) -> httpx2.AsyncClient | PoolTransport:
+    def _sender(self) -> httpx2.AsyncClient | OwnedPool:
         """The caller's client, else our pool (or our own client when a proxy is configured)."""
         if self._given is not None:
             return self._given
@@ -183,56 +199,76 @@ class HttpTransport:
                 verify=_ssl_context(), timeout=self._own_timeout, limits=_LIMITS
             )
             return self._owned_client
-        from toolnexus.client._pool import PoolTransport  # httpcore2: on the first request
+        from toolnexus.client._pool import OwnedPool  # httpcore2: on the first request
 
         self._owned_client = None
-        self._pool = PoolTransport(_ssl_context(), _LIMITS)
+        self._prepared.clear()
+        self._pool = OwnedPool(_ssl_context(), _LIMITS)
         return self._pool
 
-    def _request(
+    def _pool_request(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
-    ) -> tuple[httpx2.AsyncClient | PoolTransport, httpx2.Request]:
-        sender = self._sender()
+    ) -> httpcore2.Request:
+        """The pool's request: URL and headers prepared once per endpoint, then the body."""
+        import httpcore2
+
+        key = (url, tuple(headers.items()))
+        prepared = self._prepared.get(key)
+        if prepared is None:
+            if len(self._prepared) > 32:
+                self._prepared.clear()
+            prepared = self._prepared[key] = _prepare(url, headers)
+        content = compact_json(body).encode()
+        return httpcore2.Request(
+            b"POST",
+            prepared.url,
+            headers=[*prepared.headers, (b"Content-Length", b"%d" % len(content))],
+            content=content,
+            extensions=self._extensions,
+        )
+
+    def _client_request(
+        self, client: httpx2.AsyncClient, url: str, headers: Mapping[str, str], body: Any
+    ) -> httpx2.Request:
         content = compact_json(body).encode()
         parsed = self._urls.get(url)
         if parsed is None:
             parsed = self._urls[url] = httpx2.URL(url)
-        if sender is self._given:
+        if client is self._given:
             # The caller's client may carry its own headers, cookies or auth: let it merge them.
-            request = sender.build_request(
+            return client.build_request(
                 "POST", parsed, content=content, headers=headers, timeout=self._timeout
             )
-            return sender, request
-        # Nothing to merge but the default headers, done once per header set: `build_request`
-        # would re-parse and re-merge everything on every call.
+        # Our proxy client has nothing to merge but its default headers, done once per header
+        # set: `build_request` would re-parse and re-merge everything on every call.
         key = tuple(headers.items())
         merged = self._headers.get(key)
         if merged is None:
             if len(self._headers) > 32:
                 self._headers.clear()
-            merged = self._headers[key] = httpx2.Headers(
-                sender.headers if isinstance(sender, httpx2.AsyncClient) else _DEFAULT_HEADERS
-            )
+            merged = self._headers[key] = httpx2.Headers(client.headers)
             merged.update(headers)
-        request = httpx2.Request(
+        return httpx2.Request(
             "POST", parsed, content=content, headers=merged, extensions=self._extensions
         )
-        return sender, request
-
-    @staticmethod
-    async def _send(
-        sender: httpx2.AsyncClient | PoolTransport, request: httpx2.Request
-    ) -> httpx2.Response:
-        """Send; the response's body is still to be read (and the response closed)."""
-        if isinstance(sender, httpx2.AsyncClient):
-            return await sender.send(request, stream=True)
-        return await sender.handle_async_request(request)
 
     async def post(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> tuple[int, Any, bytes]:
-        sender, request = self._request(url, headers, body)
-        response = await self._send(sender, request)
+        sender = self._sender()
+        if not isinstance(sender, httpx2.AsyncClient):
+            answer = await sender.send(self._pool_request(url, headers, body))
+            raw = await sender.read(answer)
+            status = answer.status
+            if _content_coded(answer.headers):  # compressed although we asked it not to be
+                coded = httpx2.Response(
+                    status, headers=answer.headers, stream=httpx2.ByteStream(raw)
+                )
+                raw = await coded.aread()  # httpx2's decoders undo it
+            if not 200 <= status < 300:
+                raise _failure(status, raw, headers, httpx2.Headers(answer.headers))
+            return status, _decode(status, raw), raw
+        response = await sender.send(self._client_request(sender, url, headers, body), stream=True)
         try:
             raw = await response.aread()
         finally:
@@ -245,8 +281,12 @@ class HttpTransport:
     async def open_stream(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> StreamBody:
-        sender, request = self._request(url, headers, body)
-        response = await self._send(sender, request)
+        sender = self._sender()
+        if isinstance(sender, httpx2.AsyncClient):
+            request = self._client_request(sender, url, headers, body)
+            response = await sender.send(request, stream=True)
+        else:
+            response = sender.as_httpx(await sender.send(self._pool_request(url, headers, body)))
         status = response.status_code
         if not 200 <= status < 300:
             try:
@@ -264,3 +304,32 @@ class HttpTransport:
             await pool.aclose()
         if client is not None and not client.is_closed:
             await client.aclose()
+
+
+class _Prepared:
+    """What every request to one endpoint with one header set shares."""
+
+    __slots__ = ("headers", "url")
+
+    def __init__(self, url: httpcore2.URL, headers: list[tuple[bytes, bytes]]) -> None:
+        self.url = url
+        self.headers = headers
+
+
+def _prepare(url: str, headers: Mapping[str, str]) -> _Prepared:
+    """The pool's URL and headers: `Host` (unless given), the defaults, then `headers`.
+
+    httpx2 parses and normalises them, as for any request it sends.
+    """
+    import httpcore2
+
+    parsed = httpx2.URL(url)
+    merged = httpx2.Headers(_DEFAULT_HEADERS)
+    merged.update(headers)
+    raw = [(name, value) for name, value in merged.raw if name.lower() not in _FRAMING]
+    if "host" not in merged:
+        raw.insert(0, (b"Host", parsed.netloc))
+    target = httpcore2.URL(
+        scheme=parsed.raw_scheme, host=parsed.raw_host, port=parsed.port, target=parsed.raw_path
+    )
+    return _Prepared(target, raw)
