@@ -69,6 +69,42 @@ async def test_an_answer_compressed_anyway_is_decoded(llm, make_client, coding, 
         await client.run("z")
 
 
+async def test_a_compressed_event_stream_is_decoded():
+    events = [
+        {"choices": [{"index": 0, "delta": {"content": "zip"}}]},
+        {"choices": [{"index": 0, "delta": {"content": "ped"}, "finish_reason": "stop"}]},
+    ]
+    sse = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+    body = gzip.compress(sse.encode())
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        await reader.readexactly(length)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Content-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with create_client(
+            base_url=f"http://127.0.0.1:{port}/v1", style="openai", model="m", api_key="k"
+        ) as client:
+            deltas = [e["delta"] async for e in client.stream("x") if e["type"] == "text"]
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert deltas == ["zip", "ped"]
+
+
 @pytest.mark.parametrize("style", STYLES)
 async def test_a_large_answer_arrives_whole(llm, make_client, style):
     big = "".join(chr(ord("a") + i % 26) for i in range(3_000_000))

@@ -337,6 +337,11 @@ class OwnedPool:
             await response.aclose()
 
     @staticmethod
+    def body(response: httpcore2.Response) -> httpx2.AsyncByteStream:
+        """The unread body as a byte stream (httpx2 errors; `aclose` gives the connection back)."""
+        return _ResponseBody(response.stream)
+
+    @staticmethod
     def as_httpx(response: httpcore2.Response) -> httpx2.Response:
         """An httpx2 response over the unread body (it decodes what the server compressed)."""
         return httpx2.Response(

@@ -63,13 +63,22 @@ _DRAIN_S = 0.25
 
 
 class _HttpStream:
+    """A streaming body: an httpx2 response's, or the pool's own (`body` of `OwnedPool`)."""
+
     __slots__ = ("_chunks", "_response", "is_json", "status")
 
-    def __init__(self, response: httpx2.Response) -> None:
+    def __init__(
+        self, response: httpx2.Response | httpx2.AsyncByteStream, status: int, content_type: str
+    ) -> None:
         self._response = response
-        self._chunks = response.aiter_bytes()  # a response body can be iterated only once
-        self.status = response.status_code
-        self.is_json = "json" in response.headers.get("content-type", "")
+        # A body can be iterated only once.
+        self._chunks = (
+            response.aiter_bytes()
+            if isinstance(response, httpx2.Response)
+            else aiter(response)  # the pool's body, sent without a content coding
+        )
+        self.status = status
+        self.is_json = "json" in content_type
 
     def chunks(self) -> AsyncIterator[bytes]:
         return self._chunks
@@ -128,6 +137,14 @@ def _decode(status: int, raw: bytes) -> Any:
     except ValueError as exc:
         text = raw.decode("utf-8", "replace")
         raise ProviderError(status, text, f"response is not JSON ({exc})") from None
+
+
+def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> str:
+    """The first value of header `name` (lower-case) in a raw header list, `""` without one."""
+    for key, value in headers:
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return ""
 
 
 def _content_coded(headers: list[tuple[bytes, bytes]]) -> bool:
@@ -286,7 +303,11 @@ class HttpTransport:
             request = self._client_request(sender, url, headers, body)
             response = await sender.send(request, stream=True)
         else:
-            response = sender.as_httpx(await sender.send(self._pool_request(url, headers, body)))
+            answer = await sender.send(self._pool_request(url, headers, body))
+            if 200 <= answer.status < 300 and not _content_coded(answer.headers):
+                content_type = _header(answer.headers, b"content-type")
+                return _HttpStream(sender.body(answer), answer.status, content_type)
+            response = sender.as_httpx(answer)
         status = response.status_code
         if not 200 <= status < 300:
             try:
@@ -294,7 +315,7 @@ class HttpTransport:
             finally:
                 await response.aclose()
             raise _failure(status, raw, headers, response.headers)
-        return _HttpStream(response)
+        return _HttpStream(response, status, response.headers.get("content-type", ""))
 
     async def aclose(self) -> None:
         pool, client = self._pool, self._owned_client
