@@ -140,3 +140,50 @@ def test_resolve_file_store(tmp_path: Path):
     store = resolve_store(f"file:{tmp_path / 'tasks'}")
     assert isinstance(store, FileTaskStore)
     assert (tmp_path / "tasks").is_dir()
+
+
+def stamped(id: str, stamp: str, state: str = "TASK_STATE_COMPLETED", ctx: str = "c1") -> dict:
+    return {"id": id, "contextId": ctx, "status": {"state": state, "timestamp": stamp}}
+
+
+@pytest.fixture(params=["memory", "file"])
+def listing_store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    return InMemoryTaskStore() if request.param == "memory" else FileTaskStore(tmp_path)
+
+
+async def test_list_orders_newest_first_and_pages_by_cursor(listing_store: Any):
+    stamps = [f"2026-01-01T00:00:0{i}.000Z" for i in range(5)]
+    for i, stamp in enumerate(stamps):
+        await listing_store.save(stamped(f"t{i}", stamp))
+    await listing_store.save(stamped("tie", stamps[4]))  # same time as t4: ids descending
+    seen: list[str] = []
+    token: str | None = None
+    pages = 0
+    while True:
+        page, token, total = await listing_store.list(page_size=2, page_token=token)
+        pages += 1
+        assert total == 6
+        seen.extend(t["id"] for t in page)
+        if not token:
+            break
+    assert pages == 3
+    assert seen == ["tie", "t4", "t3", "t2", "t1", "t0"]
+
+
+async def test_list_cursor_survives_changes_and_filters(listing_store: Any):
+    for i in range(4):
+        await listing_store.save(stamped(f"t{i}", f"2026-01-01T00:00:0{i}.000Z"))
+    page, token, _ = await listing_store.list(page_size=2)
+    assert [t["id"] for t in page] == ["t3", "t2"]
+    await listing_store.save(stamped("new", "2026-01-02T00:00:00.000Z"))
+    page, token, total = await listing_store.list(page_size=2, page_token=token)
+    assert [t["id"] for t in page] == ["t1", "t0"] and token == "" and total == 5
+    await listing_store.save(stamped("w", "2026-01-03T00:00:00.000Z", "working", ctx="c2"))
+    page, _, total = await listing_store.list(state="working")
+    assert [t["id"] for t in page] == ["w"] and total == 1
+    page, _, total = await listing_store.list(context_id="c2")
+    assert total == 1
+    page, _, total = await listing_store.list(updated_after="2026-01-01T00:00:02.000Z")
+    assert [t["id"] for t in page] == ["w", "new", "t3"]
+    with pytest.raises(ValueError):
+        await listing_store.list(page_token="not a token!")
