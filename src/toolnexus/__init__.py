@@ -30,6 +30,21 @@ _EXPORTS: dict[str, str] = {
     "answer_output": "toolnexus.types",
     "answer_declined": "toolnexus.types",
     "sanitize": "toolnexus.types",
+    # content parts
+    "ContentPart": "toolnexus.content",
+    "ContentPartError": "toolnexus.content",
+    "UnsupportedPartError": "toolnexus.content",
+    "MEDIA_TYPES": "toolnexus.content",
+    "text": "toolnexus.content",
+    "image": "toolnexus.content",
+    "file": "toolnexus.content",
+    "audio": "toolnexus.content",
+    "part": "toolnexus.content",
+    "encode_part": "toolnexus.content",
+    "estimate_tokens": "toolnexus.content",
+    "summarize": "toolnexus.content",
+    "get_max_part_bytes": "toolnexus.content",
+    "set_max_part_bytes": "toolnexus.content",
     # toolkit
     "Toolkit": "toolnexus.toolkit",
     "create_toolkit": "toolnexus.toolkit",
@@ -133,6 +148,22 @@ if TYPE_CHECKING:  # static view of the lazy exports, for type checkers and IDEs
         TranslateResult,
         create_client,
         create_in_process_client,
+    )
+    from toolnexus.content import (
+        MEDIA_TYPES,
+        ContentPart,
+        ContentPartError,
+        UnsupportedPartError,
+        audio,
+        encode_part,
+        estimate_tokens,
+        file,
+        get_max_part_bytes,
+        image,
+        part,
+        set_max_part_bytes,
+        summarize,
+        text,
     )
     from toolnexus.http_tools import http_tool
     from toolnexus.mcp_source import (

@@ -7,9 +7,12 @@ import inspect
 import itertools
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+
+if TYPE_CHECKING:
+    from toolnexus.content import ContentPart
 
 __all__ = [
     "TOOL_SOURCES",
@@ -39,13 +42,36 @@ class Signal(Protocol):
     def is_set(self) -> bool: ...
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ToolResult:
-    """What a tool hands back to the model."""
+    """What a tool hands back to the model.
+
+    `output` is the text every reader sees; `parts` (images, documents, audio) travel to the
+    model beside it. `parts` accepts `ContentPart`s, part dicts and `str`s and holds validated
+    canonical part dicts (`None` when there are none); an invalid item raises `ContentPartError`.
+    """
 
     output: str
-    is_error: bool = False
-    metadata: dict[str, Any] | None = None
+    is_error: bool
+    metadata: dict[str, Any] | None
+    parts: list[dict[str, Any]] | None
+
+    def __init__(
+        self,
+        output: str,
+        is_error: bool = False,
+        metadata: dict[str, Any] | None = None,
+        parts: Sequence[ContentPart | Mapping[str, Any] | str] | None = None,
+    ) -> None:
+        self.output = output
+        self.is_error = is_error
+        self.metadata = metadata
+        if parts:
+            from toolnexus.content import normalize_parts
+
+            self.parts = normalize_parts(parts) or None
+        else:
+            self.parts = None
 
 
 @dataclass(slots=True)
