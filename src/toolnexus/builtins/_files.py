@@ -18,7 +18,7 @@ from toolnexus.builtins._common import (
     tool_schema,
 )
 from toolnexus.builtins._output import HINT_READ, CappedBuffer
-from toolnexus.builtins._paths import os_reason, resolve
+from toolnexus.builtins._paths import open_file, os_reason, resolve
 from toolnexus.types import Tool, ToolContext, ToolResult
 
 READ_DESCRIPTION = (
@@ -61,16 +61,31 @@ EDIT_SCHEMA = tool_schema(
 )
 
 
-def _split_lines(fh: IO[bytes]) -> Iterator[bytes]:
-    """The pieces of `content.split(b"\\n")`, streamed."""
+# How much of one line `read` with offset/limit holds at once: the rest of a longer line is
+# counted, not kept (the output cap cuts it anyway).
+_LINE_HOLD = 1 << 20
+
+
+def _split_lines(fh: IO[bytes], hold: int = _LINE_HOLD) -> Iterator[tuple[bytes, int]]:
+    """The pieces of `content.split(b"\\n")`, streamed, each cut to `hold` bytes, with the
+    number of bytes cut from it."""
     last = b""
-    for line in fh:
-        if line.endswith(b"\n"):
-            yield line[:-1]
-            last = b""
+    dropped = 0
+    while True:
+        piece = fh.readline(hold)
+        if not piece:
+            break
+        if not last and not dropped:
+            last = piece
         else:
-            last = line
-    yield last
+            dropped += len(piece)
+        if piece.endswith(b"\n"):
+            if dropped:
+                yield last, dropped - 1
+            else:
+                yield last[:-1], 0
+            last, dropped = b"", 0
+    yield last, dropped
 
 
 def _read(settings: Settings, raw: str, offset: float | None, limit: float | None) -> str:
@@ -78,7 +93,7 @@ def _read(settings: Settings, raw: str, offset: float | None, limit: float | Non
     cap = settings.max_output_bytes
     out = CappedBuffer(cap)
     try:
-        with open(path, "rb") as fh:
+        with open_file(settings, path, raw) as fh:
             if offset is None and limit is None:
                 if cap <= 0:
                     return fh.read().decode("utf-8", "replace")
@@ -94,12 +109,13 @@ def _read(settings: Settings, raw: str, offset: float | None, limit: float | Non
             first = max(1, int(offset)) if offset is not None else 1
             count = max(0, int(limit)) if limit is not None else None
             taken = 0
-            for number, line in enumerate(_split_lines(fh), start=1):
+            for number, (line, cut) in enumerate(_split_lines(fh), start=1):
                 if number < first:
                     continue
                 if count is not None and taken >= count:
                     break
                 out.add(b"\n" + line if taken else line)
+                out.total += cut
                 taken += 1
             return out.text(HINT_READ)
     except OSError as exc:
@@ -113,17 +129,17 @@ def _write(settings: Settings, raw: str, content: str) -> int:
         parent = os.path.dirname(path)
         if parent:
             os.makedirs(parent, exist_ok=True)
-        with open(path, "wb") as fh:
+        with open_file(settings, path, raw, write=True) as fh:
             fh.write(data)
     except OSError as exc:
         raise ToolError(os_reason(exc, raw)) from None
     return len(data)
 
 
-def read_text(path: str, raw: str) -> str:
+def read_text(settings: Settings, path: str, raw: str) -> str:
     """A whole file as strict UTF-8 (files about to be rewritten must not lose bytes)."""
     try:
-        with open(path, "rb") as fh:
+        with open_file(settings, path, raw) as fh:
             data = fh.read()
     except OSError as exc:
         raise ToolError(os_reason(exc, raw)) from None
@@ -135,7 +151,7 @@ def read_text(path: str, raw: str) -> str:
 
 def _edit(settings: Settings, raw: str, old: str, new: str, replace_all: bool) -> int:
     path = resolve(settings, raw)
-    content = read_text(path, raw)
+    content = read_text(settings, path, raw)
     found = content.count(old)
     if found == 0:
         raise ToolError(f"oldString not found in {raw}")
@@ -143,7 +159,7 @@ def _edit(settings: Settings, raw: str, old: str, new: str, replace_all: bool) -
         raise ToolError(f"oldString is not unique in {raw} ({found} occurrences); use replaceAll")
     updated = content.replace(old, new) if replace_all else content.replace(old, new, 1)
     try:
-        with open(path, "wb") as fh:
+        with open_file(settings, path, raw, write=True) as fh:
             fh.write(updated.encode("utf-8"))
     except OSError as exc:
         raise ToolError(os_reason(exc, raw)) from None

@@ -148,7 +148,7 @@ def _plan(settings: Settings, sections: list[Section]) -> dict[str, str | None]:
             continue
         current = state.get(path)
         if current is None:
-            current = read_text(path, section.path)
+            current = read_text(settings, path, section.path)
         state[path] = _apply_hunks(current, section.lines)
     return state
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import stat
+from typing import BinaryIO
 
 from toolnexus.builtins._common import Settings, ToolError
 
@@ -21,6 +23,37 @@ def resolve(settings: Settings, raw: str) -> str:
     if real != workspace and not real.startswith(workspace.rstrip(os.sep) + os.sep):
         raise ToolError(f"path outside the workspace: {raw}")
     return real
+
+
+def open_file(settings: Settings, path: str, raw: str, *, write: bool = False) -> BinaryIO:
+    """Open `path` (from `resolve`) for reading, or for writing (created, then truncated).
+
+    Only regular files: a FIFO, a device or a socket is refused before anything waits on it.
+    With a workspace, a file with more than one hard link is refused too: another of its
+    names may lie outside the workspace, which the path check cannot see.
+    Raises `OSError` (for `os_reason`) or `ToolError`.
+    """
+    flags = (os.O_WRONLY | os.O_CREAT) if write else os.O_RDONLY
+    # Non-blocking, so opening a FIFO never waits for a writer; cleared once it is known regular.
+    fd = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError(f"not a regular file: {raw}")
+        if settings.workspace is not None and info.st_nlink > 1:
+            raise ToolError(
+                f"refused: {raw} has {info.st_nlink} hard links (another may lie outside the "
+                "workspace)"
+            )
+        os.set_blocking(fd, True)
+        if write:
+            os.ftruncate(fd, 0)
+        return os.fdopen(fd, "wb" if write else "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def base_dir(settings: Settings) -> str:

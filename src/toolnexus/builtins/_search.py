@@ -1,18 +1,25 @@
-"""`grep` and `glob`: directory walks in a worker thread that stops when the call is abandoned."""
+"""`grep` (in a child process it can kill) and `glob` (a walk in a worker thread that stops when
+the call is abandoned)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
+import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar
 
+from toolnexus._aio import Signalled, until_signalled
+from toolnexus._proctree import ProcessTree, start_uncancelled
 from toolnexus.builtins._common import (
     Settings,
     ToolError,
+    budget,
     builtin_tool,
+    format_number,
     optional_number,
     optional_str,
     prop,
@@ -25,10 +32,9 @@ from toolnexus.builtins._paths import start_dir
 from toolnexus.types import Tool, ToolContext, ToolResult
 
 DEFAULT_LIMIT = 100
-# Files whose first bytes hold a NUL are binary: grep skips them.
-_SNIFF = 8192
-# Files up to this size are decoded at once; bigger ones are streamed line by line.
-_WHOLE_FILE = 16 * 1024 * 1024
+# A search ends after this long unless the caller's `ctx.timeout` is shorter.
+DEFAULT_TIMEOUT_MS = 60000.0
+_SCANNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_grep_scan.py")
 
 T = TypeVar("T")
 
@@ -75,13 +81,6 @@ def _root(settings: Settings, raw: str | None) -> str:
     return path
 
 
-def _display(raw: str | None, rel: str) -> str:
-    """`path` joined with the relative path, as the model wrote `path`."""
-    if raw is None or raw in ("", ".", "./"):
-        return rel
-    return os.path.join(raw, rel) if rel else raw
-
-
 async def _in_thread(ctx: ToolContext, work: Callable[[Callable[[], bool]], T]) -> T:
     """Run `work(stop)` in a worker thread; `stop()` turns true once the call is cancelled."""
     abandoned = threading.Event()
@@ -96,102 +95,63 @@ async def _in_thread(ctx: ToolContext, work: Callable[[Callable[[], bool]], T]) 
         abandoned.set()
 
 
-# Constructs whose meaning changes when a line is searched inside the whole text.
-_LINE_SENSITIVE = ("\\A", "\\Z", "\\z", "(?<", "(?=", "(?!")
+async def _scan(job: dict[str, Any], ctx: ToolContext, limit_ms: float) -> list[str]:
+    """Run the search in a child process (see `_grep_scan`); kill it on the limit or cancel."""
+    tree = ProcessTree()
 
+    async def discard(proc: asyncio.subprocess.Process) -> None:
+        await tree.kill(proc.pid)
+        await proc.communicate()
 
-def whole_text_filter(pattern: str) -> re.Pattern[str] | None:
-    """A regex that matches a file's whole text whenever `pattern` matches one of its lines
-    (so files without a match are skipped in one search), or `None` when none can be built."""
-    if any(token in pattern for token in _LINE_SENSITIVE):
-        return None
+    proc = await start_uncancelled(
+        asyncio.create_subprocess_exec(
+            sys.executable,
+            "-E",
+            "-s",
+            "-S",
+            _SCANNER,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=tree.env(),
+            start_new_session=True,
+        ),
+        discard,
+    )
+    talk = asyncio.ensure_future(proc.communicate(json.dumps(job).encode("utf-8")))
     try:
-        return re.compile(pattern, re.MULTILINE)
-    except re.error:
-        return None
-
-
-def _lines(pieces: Iterable[str]) -> Iterator[str]:
-    """Lines from the pieces of a `\n` split: a final `\r` dropped, no line after a final `\n`."""
-    previous: str | None = None
-    for piece in pieces:
-        if previous is not None:
-            yield previous.removesuffix("\r")
-        previous = piece
-    if previous:
-        yield previous.removesuffix("\r")
-
-
-def _grep_file(
-    path: str,
-    regex: re.Pattern[str],
-    prefilter: re.Pattern[str] | None,
-    display: str,
-    out: list[str],
-    limit: int,
-    stop: Callable[[], bool],
-) -> None:
-    try:
-        with open(path, "rb") as fh:
-            if b"\0" in fh.read(_SNIFF):
-                return  # binary
-            fh.seek(0)
-            pieces: Iterable[str]
-            if os.fstat(fh.fileno()).st_size <= _WHOLE_FILE:
-                text = fh.read().decode("utf-8", "replace")
-                if "\r" in text:  # lines lose a final "\r": so must the text the filter sees
-                    text = text.replace("\r\n", "\n")
-                if prefilter is not None and prefilter.search(text) is None:
-                    return
-                pieces = text.split("\n")
-            else:  # stream big files
-                pieces = (raw.decode("utf-8", "replace").removesuffix("\n") for raw in fh)
-            for number, line in enumerate(_lines(pieces), start=1):
-                if regex.search(line):
-                    out.append(f"{display}:{number}:{line}")
-                    if len(out) >= limit:
-                        return
-                if number % 65536 == 0 and stop():
-                    return
-    except (OSError, ValueError):
-        return  # unreadable files are skipped
+        await until_signalled(asyncio.wait_for(asyncio.shield(talk), limit_ms / 1000.0), ctx.signal)
+    except TimeoutError:
+        raise ToolError(f"search timed out after {format_number(limit_ms)}ms") from None
+    except Signalled:
+        raise ToolError("cancelled") from None
+    finally:
+        if not talk.done():
+            await asyncio.shield(tree.kill(proc.pid))
+            await asyncio.shield(talk)
+    out, err = talk.result()
+    if proc.returncode != 0:
+        reason = err.decode("utf-8", "replace").strip().splitlines()
+        raise ToolError(f"search failed: {reason[-1] if reason else proc.returncode}")
+    return [json.loads(line) for line in out.splitlines()]
 
 
 def grep_tool(settings: Settings) -> Tool:
     async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         pattern = required_str(args, "pattern")
         try:
-            regex = re.compile(pattern)
+            re.compile(pattern)
         except re.error as exc:
             raise ToolError(f"invalid regex: {exc}") from None
-        prefilter = whole_text_filter(pattern)
         raw = optional_str(args, "path")
         include = optional_str(args, "include")
-        matches_include = compile_glob(include) if include else None
+        if include:
+            compile_glob(include)
         limit = _limit(args)
-
-        def search(stop: Callable[[], bool]) -> list[str]:
-            root = _root(settings, raw)
-            out: list[str] = []
-            if not os.path.isdir(root):  # a single file
-                name = os.path.basename(root)
-                if matches_include is None or matches_include(name):
-                    _grep_file(root, regex, prefilter, raw or name, out, limit, stop)
-                return out
-            for entry, rel in walk(root, stop):
-                if matches_include is not None and not matches_include(rel):
-                    continue
-                try:
-                    if not entry.is_file(follow_symlinks=False):
-                        continue  # symlinks, sockets, fifos...
-                except OSError:
-                    continue
-                _grep_file(entry.path, regex, prefilter, _display(raw, rel), out, limit, stop)
-                if len(out) >= limit or stop():
-                    break
-            return out
-
-        lines = await _in_thread(ctx, search)
+        limit_ms = budget(None, ctx, DEFAULT_TIMEOUT_MS, 1000.0)
+        root = await asyncio.to_thread(_root, settings, raw)
+        job = {"root": root, "pattern": pattern, "raw": raw, "include": include, "limit": limit}
+        lines = await _scan(job, ctx, limit_ms)
         text = cap_text("\n".join(lines), settings.max_output_bytes, HINT_SEARCH)
         return ToolResult(text, False, {"count": len(lines)})
 

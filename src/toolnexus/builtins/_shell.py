@@ -1,15 +1,15 @@
-"""`bash`: one shell command in its own process group, output merged, killed whole on a limit."""
+"""`bash`: one shell command in a process tree of its own, output merged, killed whole on a
+limit."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import os
-import signal
 from typing import Any
 
 from toolnexus._aio import wait_signal
+from toolnexus._proctree import ProcessTree, start_uncancelled
 from toolnexus.builtins._common import (
     Settings,
     ToolError,
@@ -28,8 +28,8 @@ from toolnexus.types import Tool, ToolContext, ToolResult
 
 DEFAULT_TIMEOUT_MS = 60000.0
 _CHUNK = 65536
-# After the group is killed, how long to keep reading output still buffered in the pipe (a
-# process that escaped the group with its own `setsid` could hold the pipe open forever).
+# After the tree is killed, how long to keep reading output still buffered in the pipe (a
+# process that escaped the tree, see `_proctree`, could hold the pipe open forever).
 _DRAIN_SECONDS = 1.0
 
 DESCRIPTION = (
@@ -64,26 +64,22 @@ def _workdir(settings: Settings, workdir: str | None) -> str:
     return path
 
 
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    # start_new_session=True made the shell a group leader: its pid is the group id.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+async def _stop(
+    proc: asyncio.subprocess.Process, tree: ProcessTree, reader: asyncio.Future[Any]
+) -> None:
+    """Kill the whole tree (descendants that left the group included) and stop reading.
 
-
-async def _stop(proc: asyncio.subprocess.Process, reader: asyncio.Future[Any]) -> None:
-    """Kill the whole process group, reap the shell and stop reading its output."""
-    _kill_group(proc)
-    try:
-        await proc.wait()
-        await asyncio.wait({reader}, timeout=_DRAIN_SECONDS)
-    finally:
-        if not reader.done():
-            # Something outside the group still holds the pipe open: stop reading and close
-            # the pipes ourselves (asyncio offers no public call), so no descriptor leaks.
-            reader.cancel()
-            transport = getattr(proc, "_transport", None)
-            if transport is not None:
-                transport.close()
+    Never waits on `proc.wait()`: asyncio's wait also waits for the pipes to close, which a
+    process outside the tree could delay forever."""
+    await tree.kill(proc.pid)
+    await asyncio.wait({reader}, timeout=_DRAIN_SECONDS)
+    if not reader.done():
+        # Something still holds the pipe open: stop reading and close the pipes ourselves
+        # (asyncio offers no public call), so no descriptor leaks.
+        reader.cancel()
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()
 
 
 def bash_tool(settings: Settings) -> Tool:
@@ -94,7 +90,15 @@ def bash_tool(settings: Settings) -> Tool:
         limit_ms = budget(optional_number(args, "timeout"), ctx, DEFAULT_TIMEOUT_MS, 1000.0)
         cwd = await asyncio.to_thread(_workdir, settings, optional_str(args, "workdir"))
         output = CappedBuffer(settings.max_output_bytes)
-        proc = await asyncio.create_subprocess_exec(
+        tree = ProcessTree()
+
+        async def discard(proc: asyncio.subprocess.Process) -> None:
+            await tree.kill(proc.pid)
+            transport = getattr(proc, "_transport", None)
+            if transport is not None:
+                transport.close()
+
+        spawning = asyncio.create_subprocess_exec(
             _shell(),
             "-c",
             command,
@@ -102,8 +106,10 @@ def bash_tool(settings: Settings) -> Tool:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             cwd=cwd,
+            env=tree.env(),
             start_new_session=True,
         )
+        proc = await start_uncancelled(spawning, discard)
 
         async def read_all() -> int:
             assert proc.stdout is not None
@@ -122,7 +128,7 @@ def bash_tool(settings: Settings) -> Tool:
                 waiting, timeout=limit_ms / 1000.0, return_when=asyncio.FIRST_COMPLETED
             )
         except asyncio.CancelledError:
-            await _stop(proc, reader)
+            await asyncio.shield(_stop(proc, tree, reader))
             raise
         finally:
             if cancelled is not None:
@@ -139,7 +145,7 @@ def bash_tool(settings: Settings) -> Tool:
                 f"{text}\nbash: command exited with code {code}", True, {"exitCode": code}
             )
 
-        await _stop(proc, reader)
+        await _stop(proc, tree, reader)
         if cancelled is not None and cancelled in done:
             return ToolResult("bash: command cancelled\n" + output.text(HINT_BASH), True)
         return ToolResult(

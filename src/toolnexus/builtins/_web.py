@@ -25,7 +25,10 @@ from toolnexus.types import Tool, ToolContext, ToolResult, error_message
 DEFAULT_TIMEOUT_SECONDS = 30.0
 FORMATS = ("text", "markdown", "html")
 # A body larger than this is cut while downloading (the output cap is usually far smaller).
-MAX_DOWNLOAD_BYTES = 10 * 1024 * 1024
+MAX_DOWNLOAD_BYTES = 5 * 1024 * 1024
+# HTML beyond this many characters is not converted to markdown: the conversion's time and
+# memory grow with its input (about 4 s and 120 MB per MiB), and the output cap is far smaller.
+MAX_MARKDOWN_INPUT = 1024 * 1024
 _HEADERS = {
     "Accept": "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.8,*/*;q=0.5",
     "User-Agent": "toolnexus-webfetch",
@@ -74,7 +77,12 @@ def _convert(body: str, html: bool, fmt: str) -> str:
         return body
     from toolnexus.builtins._html import html_to_markdown, html_to_text
 
-    return html_to_markdown(body) if fmt == "markdown" else html_to_text(body)
+    if fmt == "markdown":
+        try:
+            return html_to_markdown(body[:MAX_MARKDOWN_INPUT])
+        except RecursionError:  # nested deeper than the converter can follow: plain text
+            pass
+    return html_to_text(body)
 
 
 async def _fetch(url: str, fmt: str, timeout: float, settings: Settings) -> ToolResult:
@@ -82,9 +90,11 @@ async def _fetch(url: str, fmt: str, timeout: float, settings: Settings) -> Tool
 
     from toolnexus._http import shared_client
 
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
     try:
         async with (
-            asyncio.timeout(timeout),
+            asyncio.timeout_at(deadline),
             shared_client().stream("GET", url, headers=_HEADERS, timeout=timeout) as response,
         ):
             status = response.status_code
@@ -107,10 +117,17 @@ async def _fetch(url: str, fmt: str, timeout: float, settings: Settings) -> Tool
 
     data = b"".join(chunks)[:MAX_DOWNLOAD_BYTES]
     body = data.decode(_charset(content_type, data), "replace")
-    text = await asyncio.to_thread(_convert, body, _is_html(content_type, body), fmt)
+    html = _is_html(content_type, body)
+    try:
+        async with asyncio.timeout_at(deadline):  # the time limit covers the conversion too
+            text = await asyncio.to_thread(_convert, body, html, fmt)
+    except TimeoutError:
+        raise ToolError(f"converting the page timed out after {format_number(timeout)}s") from None
     text = cap_text(text, settings.max_output_bytes, HINT_WEB)
     if cut:
         text += f"\n[truncated: download stopped at {human_size(MAX_DOWNLOAD_BYTES)}]"
+    elif html and fmt == "markdown" and len(body) > MAX_MARKDOWN_INPUT:
+        text += f"\n[truncated: converted the first {human_size(MAX_MARKDOWN_INPUT)} of the page]"
     return ToolResult(text, False, {"status": status, "format": fmt})
 
 

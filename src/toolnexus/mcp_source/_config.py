@@ -12,6 +12,8 @@ from toolnexus._config import RESERVED_KEYS, read_config
 
 DEFAULT_TIMEOUT = 30.0
 """Default per-phase and per-call timeout in seconds (the config's `timeout` is milliseconds)."""
+DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+"""Default cap on one message (one line) from a stdio server: key `maxMessageBytes`."""
 
 _WRAPPERS = ("mcpServers", "servers", "mcp")
 # `type` values other desktop clients write; each maps onto the contract's two kinds.
@@ -37,6 +39,7 @@ class ServerSpec:
     command: tuple[str, ...] = ()
     env: dict[str, str] | None = None
     cwd: str | None = None
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     # remote
     url: str = ""
     headers: dict[str, str] | None = None
@@ -119,7 +122,20 @@ def check_server(name: str, cfg: Any) -> ServerSpec:
     cwd = cfg.get("cwd")
     if cwd is not None and (not isinstance(cwd, str) or not cwd):
         raise ServerConfigError(f'"cwd" must be a non-empty string, not {_show(cwd)}')
-    return ServerSpec(remote=False, command=_command(cfg), env=env, cwd=cwd, **common)
+    max_message = cfg.get("maxMessageBytes", DEFAULT_MAX_MESSAGE_BYTES)
+    if isinstance(max_message, bool) or not isinstance(max_message, int) or max_message < 1024:
+        raise ServerConfigError(
+            f'"maxMessageBytes" must be a whole number of bytes, at least 1024, '
+            f"not {_show(max_message)}"
+        )
+    return ServerSpec(
+        remote=False,
+        command=_command(cfg),
+        env=env,
+        cwd=cwd,
+        max_message_bytes=max_message,
+        **common,
+    )
 
 
 def _command(cfg: Mapping[str, Any]) -> tuple[str, ...]:

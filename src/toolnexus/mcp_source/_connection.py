@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import signal
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -36,7 +35,7 @@ from toolnexus._log import logger, warn
 from toolnexus.mcp_source._config import ServerSpec
 from toolnexus.mcp_source._elicitation import answer_to_elicit_result, elicitation_to_request
 from toolnexus.mcp_source._listing import ListingRepair
-from toolnexus.mcp_source._process import SpawnError, kill_group
+from toolnexus.mcp_source._process import SpawnError, kill_tree_now
 from toolnexus.mcp_source._source import wait_signal
 from toolnexus.mcp_source._state import Transport
 from toolnexus.mcp_source._stdio import ChildState, TransportStreams, stdio_transport
@@ -133,7 +132,7 @@ class Connection:
         """A task cancelled before it ran (e.g. at loop shutdown) never reached the transport's
         teardown: kill the child it was given."""
         if self._process is not None and self._process.returncode is None:
-            kill_group(self._process.pid, signal.SIGKILL)
+            kill_tree_now(self._process)
 
     async def wait_ready(self) -> None:
         """Wait until the tools are listed; raise `LoadError` (the reason) when loading failed."""
@@ -328,7 +327,11 @@ class Connection:
         assert process is not None, "a stdio connection is given its spawned child"
         self.child = ChildState()
         return stdio_transport(
-            process, state=self.child, on_exit=self._wake.set, label=f'"{self.spec.name}"'
+            process,
+            state=self.child,
+            on_exit=self._wake.set,
+            label=f'"{self.spec.name}"',
+            max_message=self.spec.max_message_bytes,
         )
 
     @asynccontextmanager

@@ -1,4 +1,4 @@
-"""A stdio server's child process: spawning it, and killing its whole tree.
+"""A stdio server's child process: spawning it, and killing its whole tree (`_proctree`).
 
 Light on purpose (no MCP SDK): the source spawns each child *before* the SDK finishes importing,
 so the server's own start-up overlaps the import instead of following it.
@@ -6,23 +6,25 @@ so the server's own start-up overlaps the import instead of following it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import os
 import signal
 import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
+
+from toolnexus._proctree import ProcessTree, kill_now, start_uncancelled
 
 if TYPE_CHECKING:
     from anyio.abc import Process
 
 # After stdin closes, an orderly server exits by itself; give it this long.
 EXIT_GRACE = 0.5
-# After SIGTERM to the process group, wait this long before SIGKILL.
+# After SIGTERM to the whole tree, wait this long before SIGKILL.
 TERM_GRACE = 1.0
 POLL = 0.01
+
+# The tree of each live child, by pid, until the child is stopped.
+_trees: dict[int, ProcessTree] = {}
 
 
 class SpawnError(OSError):
@@ -37,14 +39,7 @@ async def spawn(
 
     Cancelling the caller never leaks the child: the spawn finishes, then the child is killed.
     """
-    starting = asyncio.ensure_future(_open(command, env=env, cwd=cwd))
-    try:
-        return await asyncio.shield(starting)
-    except asyncio.CancelledError:
-        await asyncio.wait({starting})
-        if not starting.cancelled() and starting.exception() is None:
-            await discard(starting.result())
-        raise
+    return await start_uncancelled(_open(command, env=env, cwd=cwd), discard)
 
 
 async def _open(
@@ -52,13 +47,14 @@ async def _open(
 ) -> Process:
     import anyio
 
+    tree = ProcessTree()
     try:
-        return await anyio.open_process(
+        process = await anyio.open_process(
             list(command),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**os.environ, **(env or {})},
+            env=tree.env(env),
             cwd=cwd,
             start_new_session=True,
         )
@@ -68,6 +64,8 @@ async def _open(
         if cwd is not None and exc.filename == cwd:
             raise SpawnError(f'"cwd" {cwd} is not a directory') from None
         raise SpawnError(f'cannot start "{command[0]}": {exc.strerror or exc}') from None
+    _trees[process.pid] = tree
+    return process
 
 
 async def discard(process: Process) -> None:
@@ -82,33 +80,32 @@ async def discard(process: Process) -> None:
 
 async def stop_tree(process: Process, *, graceful: bool) -> None:
     """Close stdin, let the child exit by itself (`graceful` only), then TERM/KILL its whole
-    tree, including descendants that moved to a session of their own. Returns once none of
-    them runs."""
+    tree, including descendants that moved to a session of their own or outlived their parent.
+    Returns once none of them runs."""
     import anyio
 
     with anyio.CancelScope(shield=True):
         pid = process.pid
-        alive = process.returncode is None
-        descendants = await anyio.to_thread.run_sync(_descendants, pid) if alive else []
+        tree = _trees.pop(pid, None)
         if process.stdin is not None:
             with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await process.stdin.aclose()
-        if alive and not (graceful and await exited(process, EXIT_GRACE)):
-            kill_group(pid, signal.SIGTERM)
-            if not await exited(process, TERM_GRACE):
-                kill_group(pid, signal.SIGKILL)
-                await exited(process, TERM_GRACE)
-        # Whatever is left of the tree: group members that outlived the leader, and descendants
-        # that moved to a group of their own.
-        kill_group(pid, signal.SIGKILL)
-        survivors = [(p, started) for p, started in descendants if _start_time(p) == started]
-        for child_pid, _ in survivors:
-            with contextlib.suppress(OSError):
-                os.kill(child_pid, signal.SIGKILL)
-        # A killed process takes a moment to die; return once none is running.
-        with anyio.move_on_after(TERM_GRACE):
-            while any(_running(p, started) for p, started in survivors):  # noqa: ASYNC110
-                await anyio.sleep(POLL)
+        alive = process.returncode is None
+        if alive and graceful and await exited(process, EXIT_GRACE):
+            alive = False
+        if tree is None:  # pragma: no cover - every child is spawned with a tree
+            kill_now(pid, signal.SIGKILL)
+            return
+        await tree.kill(pid, term_grace=TERM_GRACE if alive else 0.0)
+
+
+def kill_tree_now(process: Process) -> None:
+    """Last resort, synchronous: SIGKILL the child's group and every member of its tree."""
+    tree = _trees.pop(process.pid, None)
+    if tree is None:
+        kill_now(process.pid, signal.SIGKILL)
+    else:
+        tree.signal(process.pid, signal.SIGKILL)
 
 
 async def exited(process: Process, within: float) -> bool:
@@ -122,58 +119,3 @@ async def exited(process: Process, within: float) -> bool:
         while process.returncode is None:  # noqa: ASYNC110
             await anyio.sleep(POLL)
     return process.returncode is not None
-
-
-def kill_group(pgid: int, sig: int) -> None:
-    if sys.platform == "win32":  # pragma: no cover - POSIX process groups only
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    """Fields of /proc/<pid>/stat after the command name (state is [0], ppid [1])."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            data = fh.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    return data.rpartition(")")[2].split()
-
-
-def _running(pid: int, started: str) -> bool:
-    """Still the same process, and not a zombie waiting to be reaped."""
-    fields = _stat_fields(pid)
-    if fields is None or len(fields) <= 19:
-        return False
-    return fields[19] == started and fields[0] not in ("Z", "X")
-
-
-def _start_time(pid: int) -> str | None:
-    fields = _stat_fields(pid)
-    return fields[19] if fields and len(fields) > 19 else None
-
-
-def _descendants(root: int) -> list[tuple[int, str]]:
-    """Every live descendant of `root` with its start time (to recognise it later)."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    children: dict[int, list[int]] = {}
-    started: dict[int, str] = {}
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        fields = _stat_fields(int(entry))
-        if not fields or len(fields) <= 19:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
-        started[int(entry)] = fields[19]
-    found: list[tuple[int, str]] = []
-    stack = list(children.get(root, ()))
-    while stack:
-        pid = stack.pop()
-        found.append((pid, started[pid]))
-        stack.extend(children.get(pid, ()))
-    return found

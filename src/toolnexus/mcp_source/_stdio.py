@@ -8,7 +8,6 @@ child is spawned beforehand (`_process.spawn`), so its start-up overlaps the SDK
 
 from __future__ import annotations
 
-import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -20,7 +19,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from toolnexus._log import logger
-from toolnexus.mcp_source._process import TERM_GRACE, exited, kill_group, stop_tree
+from toolnexus.mcp_source._config import DEFAULT_MAX_MESSAGE_BYTES
+from toolnexus.mcp_source._process import TERM_GRACE, exited, kill_tree_now, stop_tree
 
 # Once stdout ends, how long to wait for the exit code and the last stderr line.
 EXIT_REPORT_WAIT = 1.0
@@ -37,9 +37,13 @@ class ChildState:
     exited: bool = False  # ended on its own, not by our teardown
     closing: bool = False  # our teardown has started
     graceful: bool = False  # an orderly close: let it exit on stdin EOF first
+    failure: str = ""  # why we ended the child ourselves (e.g. an oversized message)
 
     def exit_text(self) -> str:
-        """`exited (code <n>)` plus `: <last stderr line>` when there is one."""
+        """`exited (code <n>)` plus `: <last stderr line>` when there is one, or the reason we
+        stopped it."""
+        if self.failure:
+            return self.failure
         code = "unknown" if self.returncode is None else str(self.returncode)
         tail = f": {self.last_stderr_line}" if self.last_stderr_line else ""
         return f"exited (code {code}){tail}"
@@ -57,12 +61,14 @@ async def stdio_transport(
     state: ChildState,
     on_exit: Callable[[], None],
     label: str,
+    max_message: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> AsyncIterator[TransportStreams]:
     """Bridge a spawned child's stdio to message streams; on exit, kill its whole tree.
 
     The transport owns `process` from the call on. `on_exit` is called once if the child ends
     by itself (before the read stream closes, so the exit code and last stderr line are
-    already in `state`).
+    already in `state`). A message (line) longer than `max_message` bytes ends the child: the
+    server fails with that reason instead of making the host hold the line.
     """
     state.pid = process.pid
     # No await between here and the task group's try/finally, so nothing can leak the child.
@@ -82,21 +88,35 @@ async def stdio_transport(
     async def read_stdout() -> None:
         assert process.stdout is not None
         buffer = bytearray()
+        scanned = 0  # bytes of `buffer` known to hold no newline
         delivering = True
         try:
             async for chunk in process.stdout:
                 if not delivering:
                     continue  # the session is gone: drain so the child never blocks on a pipe
                 buffer += chunk
-                while delivering and (end := buffer.find(b"\n")) >= 0:
+                while delivering and (end := buffer.find(b"\n", scanned)) >= 0:
+                    if end > max_message:
+                        break
                     line = bytes(buffer[:end]).strip()
                     del buffer[: end + 1]
+                    scanned = 0
                     if not line:
                         continue
                     try:
                         await read_send.send(_parse(line))
                     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                         delivering = False
+                else:
+                    scanned = len(buffer)
+                if delivering and (scanned > max_message or end > max_message):
+                    state.failure = (
+                        f"sent a message over the {max_message}-byte limit "
+                        '(raise "maxMessageBytes" if it is legitimate)'
+                    )
+                    buffer.clear()
+                    delivering = False
+                    kill_tree_now(process)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
         finally:
@@ -155,7 +175,7 @@ async def stdio_transport(
     finally:
         # Last resort when the teardown above was interrupted (e.g. the loop is shutting down).
         if process.returncode is None:
-            kill_group(process.pid, signal.SIGKILL)
+            kill_tree_now(process)
         with anyio.CancelScope(shield=True), anyio.move_on_after(TERM_GRACE):
             await process.aclose()
 
