@@ -454,19 +454,27 @@ def parse_gemini_tool_calls(parts: Sequence[Mapping[str, Any]]) -> list[ToolCall
 # -- outbound: a tool result in each provider's shape -------------------------------------------
 
 
-def openai_tool_result(call_id: str, result: ToolResult) -> dict[str, Any]:
-    """An OpenAI `tool` message answering one call."""
-    return {"role": "tool", "tool_call_id": call_id, "content": result.output}
+def openai_tool_result(call_id: str, result: ToolResult, name: str = "") -> dict[str, Any]:
+    """An OpenAI `tool` message answering one call; a result with parts keeps them (and the
+    tool's `name`) in the transcript, to be laid out per request."""
+    message: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": result.output}
+    if result.parts:
+        message["parts"] = result.parts
+        message["name"] = name
+    return message
 
 
 def anthropic_tool_result(call_id: str, result: ToolResult) -> dict[str, Any]:
     """An Anthropic `tool_result` block (one per call, all in one user message per turn)."""
-    return {
+    block: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": call_id,
         "content": result.output,
         "is_error": result.is_error,
     }
+    if result.parts:
+        block["parts"] = result.parts
+    return block
 
 
 def gemini_tool_result(name: str, result: ToolResult) -> dict[str, Any]:

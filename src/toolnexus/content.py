@@ -43,6 +43,7 @@ __all__ = [
     "incoming_part",
     "is_part_dict",
     "kind_for_mime",
+    "media_part",
     "mime_for_name",
     "normalize_parts",
     "part",
@@ -346,6 +347,18 @@ def audio(
     return _build("audio", source, mime_type, name, max_part_bytes)
 
 
+def media_part(
+    source: PartSource,
+    *,
+    mime_type: str | None = None,
+    name: str | None = None,
+    max_part_bytes: int | None = None,
+) -> ContentPart:
+    """A part from the same sources as `image`, typed by its mime (`kind_for_mime`): a `.pdf`
+    is a file, a `.mp3` audio, an `image/*` mime an image."""
+    return _build("", source, mime_type, name, max_part_bytes)
+
+
 def mime_for_name(name: str) -> str | None:
     """The `MEDIA_TYPES` mime for a file name's extension (any case), or `None`."""
     ext = _extension(name)
@@ -388,11 +401,11 @@ def _build(
         if head.startswith("data:"):
             mime, payload = _parse_data_url(source)
             _enforce_cap(decoded_len(payload), max_part_bytes)
-            return part(type=kind, mimeType=mime_type or mime, data=payload, name=name)
+            mime = mime_type or mime
+            return part(type=kind or kind_for_mime(mime), mimeType=mime, data=payload, name=name)
         if head.startswith(("http://", "https://")):
-            return part(
-                type=kind, mimeType=mime_type or _mime_for_url(source), url=source, name=name
-            )
+            mime = mime_type or _mime_for_url(source)
+            return part(type=kind or kind_for_mime(mime), mimeType=mime, url=source, name=name)
     if (isinstance(source, str) and source) or isinstance(source, os.PathLike):
         path = os.fsdecode(os.fspath(source))
         base = os.path.basename(path)
@@ -433,7 +446,7 @@ def _from_bytes(
 ) -> ContentPart:
     _enforce_cap(memoryview(raw).nbytes, cap)
     data = base64.b64encode(raw).decode("ascii")
-    return part(type=kind, mimeType=mime, data=data, name=name)
+    return part(type=kind or kind_for_mime(mime), mimeType=mime, data=data, name=name)
 
 
 def _parse_data_url(url: str) -> tuple[str, str]:

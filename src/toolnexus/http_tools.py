@@ -8,6 +8,7 @@ Requests go through the toolkit's pooled `httpx2.AsyncClient`.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from toolnexus._aio import Signalled, until_signalled
 from toolnexus._env import _VAR as _ENV_VAR
 from toolnexus._env import EnvVarError, expand_env
 from toolnexus._json import compact_json, to_compact_json
+from toolnexus.content import ContentPart, describe_part, kind_for_mime, part
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message
 
 if TYPE_CHECKING:
@@ -236,8 +238,14 @@ class HttpEndpoint:
 
     def _result(self, response: httpx2.Response) -> ToolResult:
         status = response.status_code
-        text = response.text
         metadata = {"status": status}
+        if 200 <= status <= 299:
+            media = _media_part(response)
+            if media is not None:  # an image, audio or PDF body reaches the model as a part
+                line = describe_part(media)
+                output = f"{status}\n{line}" if self.result_mode == "status+text" else line
+                return ToolResult(output, False, metadata, [media])
+        text = response.text
         if not 200 <= status <= 299:
             return ToolResult(f"HTTP {status}: {text}", True, metadata)
         if self.result_mode == "json":
@@ -248,6 +256,16 @@ class HttpEndpoint:
         if self.result_mode == "status+text":
             return ToolResult(f"{status}\n{text}", False, metadata)
         return ToolResult(text, False, metadata)
+
+
+def _media_part(response: httpx2.Response) -> ContentPart | None:
+    """The body as a part when its media type is `image/*`, `audio/*` or `application/pdf`."""
+    media_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    major = media_type.split("/", 1)[0]
+    if major not in ("image", "audio") and media_type != "application/pdf":
+        return None
+    data = base64.b64encode(response.content).decode("ascii")
+    return part(type=kind_for_mime(media_type), mimeType=media_type, data=data)
 
 
 def _check_url(template: str) -> None:

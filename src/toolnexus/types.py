@@ -237,13 +237,7 @@ class Tool:
             raise
         except Exception as exc:  # a tool failure is data for the model
             return ToolResult(output=error_message(exc), is_error=True)
-        if isinstance(result, ToolResult):
-            return result
-        if isinstance(result, str):
-            return ToolResult(output=result)
-        from toolnexus._json import to_compact_json
-
-        return ToolResult(output=to_compact_json(result))
+        return result_of(result)
 
     def renamed(self, name: str) -> Tool:
         """A copy of this tool under another exposed name (same execute, same schema)."""
@@ -261,6 +255,46 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r}, source={self.source!r})"
+
+
+def result_of(value: Any) -> ToolResult:
+    """The `ToolResult` for what a tool's function returned.
+
+    A `ToolResult` passes through and a `str` is the output. A `ContentPart`, or a list holding
+    at least one, gives parts: its strings and text parts (joined by newlines) are the output,
+    its other parts the `parts` (no text: their one-line descriptions are the output). Any other
+    value is sent as compact JSON.
+    """
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult(output=value)
+    from toolnexus.content import ContentPart
+
+    if isinstance(value, ContentPart) or (
+        isinstance(value, list) and any(isinstance(item, ContentPart) for item in value)
+    ):
+        return _parts_result(value if isinstance(value, list) else [value])
+    from toolnexus._json import to_compact_json
+
+    return ToolResult(output=to_compact_json(value))
+
+
+def _parts_result(items: list[Any]) -> ToolResult:
+    from toolnexus.content import ContentPartError, describe_parts, normalize_parts
+
+    texts: list[str] = []
+    media: list[dict[str, Any]] = []
+    try:
+        for part in normalize_parts(items):
+            if part["type"] == "text":
+                texts.append(part["text"])
+            else:
+                media.append(part)
+    except ContentPartError as exc:
+        return ToolResult(f"the tool returned an unusable content part: {exc}", True)
+    output = "\n".join(texts) if texts else describe_parts(media)
+    return ToolResult(output, parts=media)
 
 
 def error_message(exc: BaseException) -> str:

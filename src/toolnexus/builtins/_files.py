@@ -19,6 +19,7 @@ from toolnexus.builtins._common import (
 )
 from toolnexus.builtins._output import HINT_READ, CappedBuffer
 from toolnexus.builtins._paths import open_file, os_reason, resolve
+from toolnexus.content import decoded_len, media_part, mime_for_name
 from toolnexus.types import Tool, ToolContext, ToolResult
 
 READ_DESCRIPTION = (
@@ -122,6 +123,18 @@ def _read(settings: Settings, raw: str, offset: float | None, limit: float | Non
         raise ToolError(os_reason(exc, raw)) from None
 
 
+def _read_media(settings: Settings, raw: str) -> ToolResult:
+    """A media file (by its extension in `MEDIA_TYPES`) as one part, whole: no paging, no cap."""
+    path = resolve(settings, raw)
+    try:
+        with open_file(settings, path, raw) as fh:
+            media = media_part(fh, mime_type=mime_for_name(raw), name=os.path.basename(raw))
+    except OSError as exc:
+        raise ToolError(os_reason(exc, raw)) from None
+    output = f"{raw} ({media.mimeType}, {decoded_len(media.data)} bytes)"
+    return ToolResult(output, parts=[media])
+
+
 def _write(settings: Settings, raw: str, content: str) -> int:
     path = resolve(settings, raw)
     data = content.encode("utf-8")
@@ -171,6 +184,10 @@ def read_tool(settings: Settings) -> Tool:
         raw = required_str(args, "path")
         offset = optional_number(args, "offset")
         limit = optional_number(args, "limit")
+        if (
+            mime_for_name(raw) is not None
+        ):  # an image, PDF or audio file reaches the model as a part
+            return await asyncio.to_thread(_read_media, settings, raw)
         return ToolResult(await asyncio.to_thread(_read, settings, raw, offset, limit))
 
     return builtin_tool("read", READ_DESCRIPTION, READ_SCHEMA, run)

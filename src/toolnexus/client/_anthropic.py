@@ -13,6 +13,7 @@ from toolnexus.adapters import (
     parse_arguments,
 )
 from toolnexus.client._errors import is_error_payload
+from toolnexus.client._parts import PartPolicy, anthropic_request_messages
 from toolnexus.client._wire import (
     StreamAssembler,
     Turn,
@@ -97,10 +98,23 @@ class AnthropicWire(Wire):
     def stream(self, status: int) -> AnthropicStream:
         return AnthropicStream(status)
 
-    def tool_results(self, pairs: list[tuple[str, ToolResult]]) -> list[dict[str, Any]]:
-        if not pairs:
+    def request_messages(
+        self,
+        system: str,
+        messages: list[dict[str, Any]],
+        parts: PartPolicy,
+        seen: list[dict[str, Any]],
+    ) -> tuple[str, list[dict[str, Any]]]:
+        # System-role messages (an OpenAI-shaped history, a hook) belong in the body's `system`.
+        sent, moved = anthropic_request_messages(messages, parts, seen)
+        if moved:
+            system = "\n\n".join(t for t in (system, *moved) if t)
+        return system, sent
+
+    def tool_results(self, answered: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
+        if not answered:
             return []
-        blocks = [anthropic_tool_result(call_id, result) for call_id, result in pairs]
+        blocks = [anthropic_tool_result(call.id, result) for call, result in answered]
         return [{"role": "user", "content": blocks}]
 
 

@@ -19,6 +19,7 @@ from toolnexus.client._inprocess import STREAM_UNSUPPORTED, InProcessTransport
 from toolnexus.client._loop import RunLoop
 from toolnexus.client._metrics import Metrics, llm_event
 from toolnexus.client._openai import OPENAI, OpenAIWire
+from toolnexus.client._parts import PartPolicy, Prompt
 from toolnexus.client._results import RunResult, TranslateResult
 from toolnexus.client._retry import RetryPolicy
 from toolnexus.client._scope import RunScope
@@ -99,6 +100,8 @@ class Client:
         http_client: httpx2.AsyncClient | None = None,
         read_timeout_ms: float = 600000,
         tool_concurrency: int = 16,
+        on_unsupported_part: Literal["error", "text"] | None = None,
+        max_part_bytes: int | None = None,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.strip():
             raise ValueError("base_url is required, e.g. https://api.openai.com/v1")
@@ -145,6 +148,7 @@ class Client:
             transport_errors=self._transport.transport_errors,
             inline=self._transport.unwinds_promptly,
         )
+        self._parts = PartPolicy(on_unsupported_part, max_part_bytes)
         self._params = _filtered_params(request_params)
         self._api_key = api_key
         self._extra_headers = dict(headers) if headers else None
@@ -229,7 +233,13 @@ class Client:
                 body = changed
         return body
 
-    async def _complete(self, model: str, body: dict[str, Any], scope: RunScope) -> Turn:
+    async def _complete(
+        self,
+        model: str,
+        body: dict[str, Any],
+        scope: RunScope,
+        parts: list[dict[str, Any]] | None = None,
+    ) -> Turn:
         """One non-streamed LLM call with its retries; emits the call's `llm` event."""
         started = time.perf_counter()
         url, headers = self._url, self._request_headers()
@@ -241,9 +251,9 @@ class Client:
         try:
             turn = await self._policy.call(attempt, scope)
         except BaseException:
-            self._emit(llm_event(model, started, None, ok=False))
+            self._emit(llm_event(model, started, None, ok=False, parts=parts))
             raise
-        self._emit(llm_event(model, started, turn.usage, ok=True))
+        self._emit(llm_event(model, started, turn.usage, ok=True, parts=parts))
         return turn
 
     def _emit(self, event: Event) -> None:
@@ -270,7 +280,7 @@ class Client:
 
     async def run(
         self,
-        prompt: str,
+        prompt: Prompt,
         toolkit: Toolkit | None = None,
         history: Sequence[dict[str, Any]] | None = None,
         cancel: asyncio.Event | None = None,
@@ -280,7 +290,7 @@ class Client:
 
     async def ask(
         self,
-        prompt: str,
+        prompt: Prompt,
         toolkit: Toolkit | None = None,
         *,
         id: str | None = None,
@@ -313,7 +323,7 @@ class Client:
 
     def stream(
         self,
-        prompt: str,
+        prompt: Prompt,
         toolkit: Toolkit | None = None,
         *,
         id: str | None = None,
@@ -401,7 +411,7 @@ class Conversation:
         """The transcript so far."""
         return self._messages
 
-    async def send(self, prompt: str) -> RunResult:
+    async def send(self, prompt: Prompt) -> RunResult:
         """Run `prompt` with the retained history and keep the new transcript."""
         async with self._lock:
             result = await self._client.run(

@@ -21,6 +21,7 @@ from toolnexus.adapters import ToolCall
 from toolnexus.client._errors import ProviderError
 from toolnexus.client._hooks import before_llm, call_hook
 from toolnexus.client._metrics import elapsed_ms, llm_event
+from toolnexus.client._parts import Prompt, prompt_content
 from toolnexus.client._results import RunResult, add_usage, empty_usage
 from toolnexus.client._scope import RunScope
 from toolnexus.client._sse import SSEDecoder
@@ -70,7 +71,7 @@ class RunLoop:
     def __init__(
         self,
         client: Client,
-        prompt: str,
+        prompt: Prompt,
         toolkit: Toolkit | None,
         history: Sequence[dict[str, Any]] | None,
         cancel: asyncio.Event | None,
@@ -79,7 +80,7 @@ class RunLoop:
         conversation_id: str | None = None,
     ) -> None:
         self.c = client
-        self.prompt = prompt
+        self.prompt = prompt_content(prompt)  # a bad part raises here, before any request
         self.toolkit = toolkit
         self.history = history
         self.cancel = cancel
@@ -127,12 +128,21 @@ class RunLoop:
                     messages, tools, model = await before_llm(
                         c.hooks, messages, tools, c.model, turn_index
                     )
+                    seen: list[dict[str, Any]] = []  # the summaries of the parts sent
                     body = await c._shape_body(
-                        wire.body(model, system, messages, tools, self.streaming)
+                        wire.body(
+                            model,
+                            system,
+                            messages,
+                            tools,
+                            self.streaming,
+                            parts=c._parts,
+                            seen=seen,
+                        )
                     )
                     if self.streaming:
                         turn: Turn | None = None
-                        deltas = self._stream_call(model, body, scope)
+                        deltas = self._stream_call(model, body, scope, seen)
                         try:
                             async for item in deltas:
                                 if isinstance(item, str):
@@ -143,7 +153,7 @@ class RunLoop:
                             await deltas.aclose()  # a consumer that stops early closes the body
                         assert turn is not None
                     else:
-                        turn = await c._complete(model, body, scope)
+                        turn = await c._complete(model, body, scope, seen)
                     self.turns += 1
                     self._add_usage(turn.usage)
                     await self._after_llm(turn, model, turn_index)
@@ -161,7 +171,7 @@ class RunLoop:
                                 "args": call.args,
                             }
                     outcomes = await self._execute_all(turn.calls, turn_index, scope)
-                    answered: list[tuple[str, ToolResult]] = []
+                    answered: list[tuple[ToolCall, ToolResult]] = []
                     for outcome in outcomes:  # in call order
                         result = outcome.result
                         request = pending_of(result) if outcome.suspended else None
@@ -173,19 +183,22 @@ class RunLoop:
                                 pending = request
                                 result = ToolResult(request.prompt, True)
                                 self._record(outcome, result)
-                                answered.append((outcome.call.id, result))
+                                answered.append((outcome.call, result))
                                 break
                             result = await self._resolve(outcome, request, turn_index, scope)
                         self._record(outcome, result)
-                        answered.append((outcome.call.id, result))
+                        answered.append((outcome.call, result))
                         if self.streaming:
-                            yield {
+                            event: Event = {
                                 "type": "tool_result",
                                 "id": outcome.call.id,
                                 "name": outcome.call.name,
                                 "output": result.output,
                                 "is_error": result.is_error,
                             }
+                            if result.parts:
+                                event["parts"] = result.parts
+                            yield event
                     messages.extend(wire.tool_results(answered))
                     if pending is not None:
                         status, limit, text = "pending", None, pending.prompt
@@ -235,15 +248,16 @@ class RunLoop:
         self.c._emit(event)
 
     def _record(self, outcome: _Outcome, result: ToolResult) -> None:
-        self.records.append(
-            {
-                "name": outcome.call.name,
-                "args": outcome.args,
-                "output": result.output,
-                "is_error": result.is_error,
-                "metadata": result.metadata,
-            }
-        )
+        record = {
+            "name": outcome.call.name,
+            "args": outcome.args,
+            "output": result.output,
+            "is_error": result.is_error,
+            "metadata": result.metadata,
+        }
+        if result.parts:
+            record["parts"] = result.parts
+        self.records.append(record)
 
     # -- the LLM call ---------------------------------------------------------------------------
 
@@ -260,7 +274,7 @@ class RunLoop:
         await call_hook(hooks.after_llm, {"response": response, "model": model, "turn": turn_index})
 
     async def _stream_call(
-        self, model: str, body: dict[str, Any], scope: RunScope
+        self, model: str, body: dict[str, Any], scope: RunScope, parts: list[dict[str, Any]]
     ) -> AsyncGenerator[str | Turn, None]:
         """Yield the text deltas of one streamed LLM call, then its assembled `Turn`."""
         c = self.c
@@ -304,9 +318,9 @@ class RunLoop:
             finally:
                 await response.aclose()  # a no-op after `finish`; an abort closes it here
         except BaseException:
-            c._emit(llm_event(model, started, None, ok=False))
+            c._emit(llm_event(model, started, None, ok=False, parts=parts))
             raise
-        c._emit(llm_event(model, started, turn.usage, ok=True))
+        c._emit(llm_event(model, started, turn.usage, ok=True, parts=parts))
         yield turn
 
     async def _whole_body(self, response: StreamBody, scope: RunScope) -> Turn:

@@ -22,9 +22,17 @@ def elapsed_ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 3)
 
 
-def llm_event(model: str, started: float, usage: dict[str, int] | None, ok: bool) -> dict[str, Any]:
-    """The `llm` metric event of one LLM call (its retries included); tokens are 0 on error."""
-    return {
+def llm_event(
+    model: str,
+    started: float,
+    usage: dict[str, int] | None,
+    ok: bool,
+    parts: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The `llm` metric event of one LLM call (its retries included); tokens are 0 on error.
+
+    `parts`: the summaries of the non-text parts the request carried (listed when any)."""
+    event: dict[str, Any] = {
         "event": "llm",
         "model": model,
         "status": "ok" if ok else "error",
@@ -32,6 +40,9 @@ def llm_event(model: str, started: float, usage: dict[str, int] | None, ok: bool
         "prompt_tokens": usage["prompt_tokens"] if usage and ok else 0,
         "completion_tokens": usage["completion_tokens"] if usage and ok else 0,
     }
+    if parts:
+        event["parts"] = parts
+    return event
 
 
 _BOUNDS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)

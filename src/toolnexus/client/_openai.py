@@ -12,6 +12,7 @@ from toolnexus.adapters import (
     parse_openai_tool_calls,
 )
 from toolnexus.client._errors import is_error_payload
+from toolnexus.client._parts import PartPolicy, openai_request_messages
 from toolnexus.client._wire import (
     StreamAssembler,
     Turn,
@@ -97,8 +98,17 @@ class OpenAIWire(Wire):
     def stream(self, status: int) -> OpenAIStream:
         return OpenAIStream(status)
 
-    def tool_results(self, pairs: list[tuple[str, ToolResult]]) -> list[dict[str, Any]]:
-        return [openai_tool_result(call_id, result) for call_id, result in pairs]
+    def request_messages(
+        self,
+        system: str,
+        messages: list[dict[str, Any]],
+        parts: PartPolicy,
+        seen: list[dict[str, Any]],
+    ) -> tuple[str, list[dict[str, Any]]]:
+        return system, openai_request_messages(messages, parts, seen)
+
+    def tool_results(self, answered: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
+        return [openai_tool_result(call.id, result, call.name) for call, result in answered]
 
 
 class _PartialCall:

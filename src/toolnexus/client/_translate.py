@@ -11,6 +11,12 @@ from toolnexus.adapters import parse_arguments
 from toolnexus.client._anthropic import DEFAULT_MAX_TOKENS
 from toolnexus.client._hooks import before_llm, call_hook
 from toolnexus.client._openai import content_text
+from toolnexus.client._parts import (
+    PartPolicy,
+    anthropic_translated_content,
+    anthropic_translated_result,
+    openai_request_messages,
+)
 from toolnexus.client._results import TranslatedToolCall, TranslateResult, empty_usage
 from toolnexus.client._scope import RunScope
 
@@ -45,18 +51,26 @@ def _as_text(content: Any) -> str:
 
 def to_anthropic_messages(
     messages: Sequence[dict[str, Any]],
+    parts: PartPolicy | None = None,
+    seen: list[dict[str, Any]] | None = None,
 ) -> tuple[list[dict[str, Any]], str]:
-    """OpenAI messages → Anthropic messages, plus the joined text of system/developer messages."""
+    """OpenAI messages → Anthropic messages, plus the joined text of system/developer messages.
+
+    Images, documents and audio (part dicts or OpenAI's own blocks) become Anthropic blocks in
+    place; what Anthropic cannot take becomes a placeholder under `parts`' rules."""
+    policy = parts if parts is not None else PartPolicy()
+    seen = seen if seen is not None else []
     out: list[dict[str, Any]] = []
     system_parts: list[str] = []
     results: list[dict[str, Any]] | None = None  # the open run of consecutive tool results
     for message in messages:
         role = message.get("role")
         if role in ("tool", "function"):
+            text = _as_text(message.get("content"))
             block = {
                 "type": "tool_result",
                 "tool_use_id": message.get("tool_call_id", ""),
-                "content": _as_text(message.get("content")),
+                "content": anthropic_translated_result(message, text, policy, seen),
             }
             if results is None:
                 results = []
@@ -86,7 +100,15 @@ def to_anthropic_messages(
             if blocks:
                 out.append({"role": "assistant", "content": blocks})
         else:
-            out.append({"role": "user", "content": _as_text(message.get("content"))})
+            content = message.get("content")
+            if isinstance(content, list):
+                content = anthropic_translated_content(content, policy, seen)
+            out.append(
+                {
+                    "role": "user",
+                    "content": content if isinstance(content, list) else _as_text(content),
+                }
+            )
     return out, "\n\n".join(system_parts)
 
 
@@ -162,8 +184,9 @@ async def translate(
 ) -> TranslateResult:
     anthropic = client.style == "anthropic"
     declared = client._wire.declarations(toolkit) if toolkit is not None else []
+    seen: list[dict[str, Any]] = []  # the summaries of the parts sent, for the `llm` event
     if anthropic:
-        wire_messages, joined = to_anthropic_messages(messages)
+        wire_messages, joined = to_anthropic_messages(messages, client._parts, seen)
         system_text = system or client.system_prompt or joined
         wire_tools = declared + to_anthropic_tools(tools or ())
     else:
@@ -179,13 +202,15 @@ async def translate(
         wire_messages, wire_tools, model = await before_llm(
             client.hooks, wire_messages, wire_tools, client.model, 0
         )
+        if not anthropic:  # part dicts become blocks; tool media move to one user message
+            wire_messages = openai_request_messages(wire_messages, client._parts, seen)
         if anthropic:
             body = _anthropic_body(
                 model, wire_messages, system_text, wire_tools, tool_choice, max_tokens
             )
         else:
             body = _openai_body(model, wire_messages, wire_tools, tool_choice, max_tokens)
-        turn = await client._complete(model, await client._shape_body(body), scope)
+        turn = await client._complete(model, await client._shape_body(body), scope, seen)
     finally:
         scope.close()
     hooks = client.hooks

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from toolnexus.adapters import ToolCall
 from toolnexus.client._errors import ProviderError, is_error_payload
 from toolnexus.client._results import add_usage
+
+if TYPE_CHECKING:
+    from toolnexus.client._parts import PartPolicy
 
 __all__ = [
     "CREDENTIAL_HEADERS",
@@ -56,12 +59,25 @@ class Wire:
         """The library's headers for a request authenticated with `key`."""
         return {self.credential_header: self.credential_prefix + key, **self.base_headers}
 
+    def request_messages(
+        self,
+        system: str,
+        messages: list[dict[str, Any]],
+        parts: PartPolicy,
+        seen: list[dict[str, Any]],
+    ) -> tuple[str, list[dict[str, Any]]]:
+        """The system text and request messages for a canonical transcript."""
+        return system, messages
+
     def preamble(self, system: str) -> dict[str, Any]:
         """Body keys between `model` and `messages`."""
         return {}
 
     def start_messages(
-        self, system: str, history: Sequence[dict[str, Any]] | None, prompt: str
+        self,
+        system: str,
+        history: Sequence[dict[str, Any]] | None,
+        prompt: str | list[dict[str, Any]],
     ) -> list[dict[str, Any]]:
         """The first request's transcript: `history` (or the system message) and the prompt."""
         messages = list(history) if history else []
@@ -77,8 +93,19 @@ class Wire:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         stream: bool,
+        *,
+        parts: PartPolicy | None = None,
+        seen: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """The base body of client.md §3, keys in the contract's order."""
+        """The base body of client.md §3, keys in the contract's order.
+
+        With `parts`, the canonical transcript is encoded for this wire (content parts become
+        provider blocks, under the policy's rules) and the summaries of its parts go to `seen`.
+        """
+        if parts is not None:
+            system, messages = self.request_messages(
+                system, messages, parts, seen if seen is not None else []
+            )
         body: dict[str, Any] = {"model": model, **self.preamble(system), "messages": messages}
         if tools:  # an empty tool list leaves every tool key out
             body["tools"] = tools
