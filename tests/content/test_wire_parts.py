@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -444,6 +445,13 @@ async def test_read_builtin_on_a_media_file(tmp_path: Path) -> None:
     assert pdf.parts is not None and pdf.parts[0]["type"] == "file"
     outside = await tools_["read"].execute({"path": str(FIXTURE_PNG)})
     assert outside.is_error and outside.parts is None
+    # the media branch keeps the read rules: no FIFOs, no hard-linked files in a workspace
+    os.mkfifo(tmp_path / "pipe.png")
+    fifo = await tools_["read"].execute({"path": "pipe.png"})
+    assert fifo.is_error and "not a regular file" in fifo.output
+    os.link(tmp_path / "r.pdf", tmp_path / "linked.pdf")
+    linked = await tools_["read"].execute({"path": "linked.pdf"})
+    assert linked.is_error and "hard links" in linked.output
 
 
 # -- stores, streaming, in-process, metrics --------------------------------------------------
