@@ -267,3 +267,18 @@ def test_import_loads_no_heavy_dependency(code: str) -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "[]", done.stdout
+
+
+@pytest.mark.parametrize(
+    ("code", "absent"),
+    [
+        ("import toolnexus", ("toolnexus.agents",)),
+        ("import toolnexus.agents", ("mcp", "starlette", "uvicorn", "toolnexus.cli")),
+    ],
+)
+def test_the_agents_layer_loads_only_when_imported(code: str, absent: tuple[str, ...]) -> None:
+    probe = f"import sys\n{code}\nprint(sorted(m for m in sys.modules if m in {absent!r}))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]", done.stdout

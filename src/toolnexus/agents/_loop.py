@@ -1,0 +1,127 @@
+"""`Loop`: one agent's soul, guardrails and completion gate on a client, without a runtime."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from toolnexus.agents._constants import LIMIT_COMPLETION, TASK_STATUS_DONE
+from toolnexus.agents._harness import guarded_hooks, run_gated
+from toolnexus.client import Client, create_client
+from toolnexus.client._hooks import resolve_hooks
+
+if TYPE_CHECKING:
+    from toolnexus.agents._agent import Agent
+    from toolnexus.client import RunResult
+    from toolnexus.toolkit import Toolkit
+
+__all__ = ["Loop", "Outcome"]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one `Loop.run` ended with; `stopped_by` is empty when done."""
+
+    text: str = ""
+    status: str = "done"
+    stopped_by: str = ""
+    attempts: int = 0
+    turns: int = 0
+    result: Any = None
+
+
+class Loop:
+    """Runs one agent on a client loop (built once): a fresh transcript per `run`."""
+
+    def __init__(
+        self, agent: Agent, options: Mapping[str, Any] | Client, toolkit: Toolkit | None
+    ) -> None:
+        self.agent = agent
+        self.toolkit = toolkit
+        self.status = "idle"
+        self.turns = 0
+        soul = agent.session_soul()
+        max_turns = agent.budget.max_turns if agent.budget is not None else None
+        if isinstance(options, Client):
+            client = copy.copy(options)
+            if soul:
+                client.system_prompt = soul
+            if agent.model and agent.model != "inherit":
+                client.model = agent.model
+            if max_turns is not None:
+                client.max_turns = max_turns
+            if agent.wait_for is not None:
+                client.wait_for = agent.wait_for
+            if agent.on_metric is not None:
+                client._on_metric = agent.on_metric
+            client.hooks = resolve_hooks(
+                guarded_hooks(agent.guardrails, agent.hooks or options.hooks)
+            )
+            self._owned = False
+        elif isinstance(options, Mapping):
+            opts = dict(options)
+            if soul:
+                opts.setdefault("system_prompt", soul)
+            if opts.get("model") in (None, "", "inherit") and agent.model:
+                opts["model"] = agent.model
+            if max_turns is not None:
+                opts.setdefault("max_turns", max_turns)
+            if agent.wait_for is not None:
+                opts.setdefault("wait_for", agent.wait_for)
+            if agent.on_metric is not None:
+                opts.setdefault("on_metric", agent.on_metric)
+            opts["hooks"] = guarded_hooks(agent.guardrails, agent.hooks or opts.get("hooks"))
+            client = create_client(**opts)
+            self._owned = True
+        else:
+            raise TypeError("Agent.loop() needs a dict of create_client options or a Client")
+        self.client = client
+
+    async def run(self, prompt: str, model: str = "") -> Outcome:
+        """Run `prompt` on a fresh transcript through the agent's completion gate.
+
+        `model` overrides the configured model for this call only. Client errors propagate.
+        """
+        client = self.client
+        if model:
+            client = copy.copy(client)
+            client.model = model
+        attempts = 0
+        history: list[dict[str, Any]] | None = None
+
+        async def ask(text: str) -> RunResult:
+            nonlocal attempts, history
+            attempts += 1
+            result = await client.run(text, self.toolkit, history=history)
+            history = result.messages
+            return result
+
+        try:
+            result = await run_gated(ask, prompt, self.agent.completion)
+        except BaseException:
+            self.status = "error"
+            raise
+        self.turns += result.turns
+        status = result.status
+        self.status = "idle" if status == TASK_STATUS_DONE else status
+        if status == TASK_STATUS_DONE:
+            stopped_by = ""
+        elif result.limit == LIMIT_COMPLETION:
+            stopped_by = result.text
+        else:
+            stopped_by = f"run reported {status}" + (f" ({result.limit})" if result.limit else "")
+        return Outcome(
+            text=result.text,
+            status=status,
+            stopped_by=stopped_by,
+            attempts=attempts,
+            turns=result.turns,
+            result=result,
+        )
+
+    async def aclose(self) -> None:
+        """Close the client this loop built (a given `Client` stays open)."""
+        if self._owned:
+            await self.client.aclose()

@@ -1,0 +1,226 @@
+"""Where an agent's model comes from, and the per-turn client derived from it.
+
+A runtime takes exactly one model source (a `Client`, `create_client` options, an in-process
+`generate`, or a published-style synchronous transport) and runs every handle turn on a copy
+of that client that shares its connections, retry policy and metric registry but carries the
+agent's own model, soul, turn limit, escalator, hooks and store. The runtime-wide turn gate
+sits between that copy and the shared transport, around each request attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolnexus.client import Client, create_client, create_in_process_client
+from toolnexus.client._errors import ProviderError
+from toolnexus.client._hooks import resolve_hooks
+from toolnexus.client._transport import StreamBody, Transport
+from toolnexus.client.memory import ConversationStore, KeyedLock
+
+__all__ = [
+    "MODEL_OPTIONS",
+    "ModelSource",
+    "TurnGate",
+    "client_over_transport",
+    "derive_client",
+    "resolve_model_source",
+]
+
+MODEL_OPTIONS = ("client", "llm", "in_process", "transport")
+_NEEDS_MODEL = (
+    "toolnexus.agents: AgentRuntime needs a model: pass client=, llm=, in_process= or transport="
+)
+_TRANSPORT_URL = "http://transport.invalid/v1"  # validated, never contacted by us
+
+
+@dataclass(slots=True)
+class ModelSource:
+    client: Client
+    owned: bool  # built by the runtime, closed with its root
+
+
+def resolve_model_source(
+    *,
+    client: Client | None = None,
+    llm: Mapping[str, Any] | None = None,
+    in_process: Callable[[dict[str, Any]], Any] | None = None,
+    transport: Any = None,
+) -> ModelSource:
+    """The one model source given, as a client (and whether the runtime owns it)."""
+    given = [
+        name
+        for name, value in (
+            ("client", client),
+            ("llm", llm),
+            ("in_process", in_process),
+            ("transport", transport),
+        )
+        if value is not None
+    ]
+    if len(given) > 1:
+        raise ValueError(
+            f"toolnexus.agents: {' and '.join(f'{n}=' for n in given)} are mutually exclusive"
+        )
+    if not given:
+        raise ValueError(_NEEDS_MODEL)
+    if client is not None:
+        if not isinstance(client, Client):
+            raise TypeError(f"client= must be a toolnexus Client, not {type(client).__name__}")
+        return ModelSource(client, owned=False)
+    if llm is not None:
+        if not isinstance(llm, Mapping):
+            raise TypeError(
+                f"llm= must be a dict of create_client options, not {type(llm).__name__}"
+            )
+        return ModelSource(create_client(**dict(llm)), owned=True)
+    if in_process is not None:
+        if not callable(in_process):
+            raise TypeError("in_process= must be a callable generate(request)")
+        return ModelSource(create_in_process_client(model="inherit", generate=in_process), True)
+    return ModelSource(client_over_transport(transport), owned=True)
+
+
+# -- the published synchronous transport -------------------------------------------------------
+
+
+class _SyncTransport:
+    """A published-style blocking `post(url, headers, payload, timeout) -> dict`, in a thread.
+
+    Cancelling the await ends the turn at once; the thread's late reply is discarded.
+    """
+
+    transport_errors: tuple[type[BaseException], ...] = (OSError, ConnectionError)
+    can_stream = False
+    unwinds_promptly = False
+
+    def __init__(self, target: Any, timeout_s: float) -> None:
+        self._target = target
+        self._timeout = timeout_s
+
+    async def post(
+        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> tuple[int, Any, bytes]:
+        try:
+            data = await asyncio.to_thread(
+                self._target.post, url, dict(headers), body, self._timeout
+            )
+        except Exception as exc:
+            status = getattr(exc, "status", None) or getattr(exc, "code", None)
+            if isinstance(status, int):
+                text = _error_body(exc)
+                raise ProviderError(status, text, text or str(exc)) from None
+            raise
+        return 200, data, b""
+
+    async def open_stream(
+        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> StreamBody:
+        raise RuntimeError("toolnexus.agents: agent turns never stream")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _error_body(exc: BaseException) -> str:
+    read = getattr(exc, "read", None)
+    if callable(read):
+        try:
+            raw = read()
+            return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        except Exception:
+            return ""
+    for name in ("text", "body"):
+        value = getattr(exc, name, None)
+        if isinstance(value, bytes):
+            return value.decode("utf-8", "replace")
+        if isinstance(value, str):
+            return value
+    return ""
+
+
+def client_over_transport(transport: Any) -> Client:
+    """An OpenAI-style client whose requests go to a published synchronous transport."""
+    if not callable(getattr(transport, "post", None)):
+        raise TypeError("transport= must have a post(url, headers, payload, timeout) method")
+    client = create_client(base_url=_TRANSPORT_URL, style="openai", model="inherit", api_key="")
+    client._use_in_process(_SyncTransport(transport, 600.0))
+    return client
+
+
+# -- the turn gate and derived clients -----------------------------------------------------------
+
+
+class TurnGate:
+    """At most `limit` LLM request attempts in flight across a runtime (released in `finally`)."""
+
+    def __init__(self, limit: int) -> None:
+        self._semaphore = asyncio.Semaphore(limit)
+        self.in_flight = 0
+        self.max_observed = 0
+
+    def wrap(self, transport: Transport) -> Transport:
+        return _GatedTransport(transport, self)
+
+
+class _GatedTransport:
+    __slots__ = ("_gate", "_inner", "can_stream", "transport_errors", "unwinds_promptly")
+
+    def __init__(self, inner: Transport, gate: TurnGate) -> None:
+        self._inner = inner
+        self._gate = gate
+        self.transport_errors = inner.transport_errors
+        self.can_stream = inner.can_stream
+        self.unwinds_promptly = inner.unwinds_promptly
+
+    async def post(
+        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> tuple[int, Any, bytes]:
+        gate = self._gate
+        async with gate._semaphore:
+            gate.in_flight += 1
+            gate.max_observed = max(gate.max_observed, gate.in_flight)
+            try:
+                return await self._inner.post(url, headers, body)
+            finally:
+                gate.in_flight -= 1
+
+    async def open_stream(
+        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> StreamBody:
+        raise RuntimeError("toolnexus.agents: agent turns never stream")
+
+    async def aclose(self) -> None:
+        return None  # the shared transport belongs to the base client
+
+
+def derive_client(
+    base: Client,
+    *,
+    transport: Transport,
+    model: str,
+    system_prompt: str,
+    max_turns: int,
+    wait_for: Callable[..., Any] | None,
+    hooks: Any,
+    on_metric: Callable[[dict[str, Any]], Any] | None,
+    store: ConversationStore,
+    locks: KeyedLock,
+) -> Client:
+    """A copy of `base` for one handle turn: shared pool, policy and metric registry; the
+    agent's own model (unless `"inherit"`), soul, turn limit, escalator, hooks and store."""
+    derived = copy.copy(base)
+    if model != "inherit":
+        derived.model = model
+    derived.system_prompt = system_prompt or None
+    derived.max_turns = max_turns
+    derived.wait_for = wait_for
+    derived.hooks = resolve_hooks(hooks)
+    derived._on_metric = on_metric
+    derived._store = store
+    derived._locks = locks
+    derived._transport = transport
+    return derived
