@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 
-from support.mcp_fixtures import TOKEN, TOKEN_VAR, Asker, Shared
-from support.mcp_servers import BASIC, PAGED, ThreadedHttpServer, command
+from support.mcp_fixtures import TOKEN, TOKEN_VAR, Asker, ErasShared, Shared
+from support.mcp_servers import BASIC, ERAS, PAGED, ThreadedHttpServer, command
 from support.mcp_servers.basic_server import http_app
+from support.mcp_servers.sdk_eras import app as eras_app
 from toolnexus.mcp_source import load_mcp_with_context
 
 
@@ -48,9 +50,11 @@ async def shared(
                 "environment": {"TN_A": "from-environment"},
                 "cwd": str(cwd),
                 "timeout": 20000,
+                # push elicitation and clientInfo exist only in the handshake era
+                "protocol": "legacy",
             },
             "paged": {"command": command(PAGED, "--pages", "3", "--per-page", "2")},
-            "remote": {"url": http_servers["http"].url(), "timeout": 20000},
+            "remote": {"url": http_servers["http"].url(), "timeout": 20000, "protocol": "legacy"},
             "legacy": {"url": http_servers["sse"].url("/sse"), "timeout": 20000},
             "secure": {
                 "type": "remote",
@@ -62,4 +66,30 @@ async def shared(
     }
     source = await load_mcp_with_context(config, asker)
     yield Shared(source, asker, cwd, {t.name: t for t in source.tools}, http_servers)
+    await source.close()
+
+
+ERA_NAMES = ("dual", "legacy", "modern")
+
+
+@pytest.fixture(scope="session")
+def era_http() -> Iterator[dict[str, ThreadedHttpServer]]:
+    """The SDK era server over streamable HTTP, one per era (dual, legacy-only, modern-only)."""
+    servers = {era: ThreadedHttpServer(eras_app("--era", era)) for era in ERA_NAMES}
+    yield servers
+    for server in servers.values():
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+async def eras(era_http: dict[str, ThreadedHttpServer]) -> AsyncIterator[ErasShared]:
+    """One source over the era server in every era and transport: `s_<era>` (stdio child) and
+    `h_<era>` (HTTP), all in `auto`, with a recording `wait_for`."""
+    asker = Asker()
+    config: dict[str, Any] = {}
+    for era in ERA_NAMES:
+        config[f"s_{era}"] = {"command": command(ERAS, "--era", era), "timeout": 20000}
+        config[f"h_{era}"] = {"url": era_http[era].url(), "timeout": 20000}
+    source = await load_mcp_with_context(config, asker)
+    yield ErasShared(source, asker, era_http)
     await source.close()

@@ -21,7 +21,7 @@ import pytest
 from support.mcp_fixtures import TOKEN_VAR
 from support.mcp_servers import BASIC, SLOW_START, ThreadedHttpServer, command
 from support.mcp_servers.basic_server import http_app
-from toolnexus.mcp_source import McpServerState, McpSource, load_mcp_with_context
+from toolnexus.mcp_source import McpSource, load_mcp_with_context
 from toolnexus.types import Tool, ToolContext
 
 UNSET_VAR = "TN_SURELY_UNSET_VARIABLE"
@@ -135,8 +135,12 @@ async def test_each_failure_has_a_readable_reason(
 async def test_servers_are_connected_concurrently(special: Special) -> None:
     # Each `together` server answers initialize only once all four have been started.
     for i in range(4):
-        assert special.source.servers[f"together{i}"] == McpServerState(
-            "connected", None, "stdio", 1
+        state = special.source.servers[f"together{i}"]
+        assert (state.status, state.error, state.transport, state.tool_count) == (
+            "connected",
+            None,
+            "stdio",
+            1,
         )
 
 

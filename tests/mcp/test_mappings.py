@@ -24,18 +24,47 @@ def text(value: str) -> types.TextContent:
 
 def test_texts_are_joined_with_newlines() -> None:
     mapped = map_call_result(result(text("a"), text(""), text("b")), "srv")
-    assert (mapped.output, mapped.is_error, mapped.metadata) == ("a\n\nb", False, {"server": "srv"})
+    assert (mapped.output, mapped.is_error) == ("a\n\nb", False)
+    assert mapped.metadata == {
+        "server": "srv",
+        "content": [
+            {"type": "text", "text": "a"},
+            {"type": "text", "text": ""},
+            {"type": "text", "text": "b"},
+        ],
+    }
 
 
 def test_no_content_is_an_empty_output() -> None:
     assert map_call_result(result(), "srv").output == ""
 
 
-def test_structured_content_wins_over_text() -> None:
+def test_text_is_what_the_model_sees_and_structure_goes_to_metadata() -> None:
     mapped = map_call_result(
-        result(text("ignored"), structured_content={"b": [1, 2], "a": "ü"}), "srv"
+        result(text("human readable"), structured_content={"b": [1, 2], "a": "ü"}), "srv"
     )
+    assert mapped.output == "human readable"
+    assert mapped.metadata is not None
+    assert mapped.metadata["structured"] == {"b": [1, 2], "a": "ü"}
+
+
+def test_structured_content_alone_is_compact_json() -> None:
+    mapped = map_call_result(result(structured_content={"b": [1, 2], "a": "ü"}), "srv")
     assert mapped.output == '{"b":[1,2],"a":"ü"}'
+    blank = map_call_result(result(text("  "), structured_content={"result": 5}), "srv")
+    assert blank.output == '{"result":5}'
+
+
+def test_rendered_structure_never_carries_base64() -> None:
+    raw = base64.b64encode(bytes(range(256)) * 2).decode()
+    structured = {"png": raw, "url": "data:image/png;base64," + raw, "short": "QUJD", "n": [raw]}
+    mapped = map_call_result(result(structured_content=structured), "srv")
+    assert mapped.output == (
+        '{"png":"[base64: 512 bytes]","url":"[base64: 512 bytes]","short":"QUJD",'
+        '"n":["[base64: 512 bytes]"]}'
+    )
+    assert mapped.metadata is not None
+    assert mapped.metadata["structured"] == structured  # the original is kept
 
 
 def test_an_error_keeps_only_non_blank_texts() -> None:
@@ -52,16 +81,19 @@ def test_an_error_without_text_uses_the_fallback_and_keeps_parts() -> None:
     image = types.ImageContent(data=base64.b64encode(b"1234").decode(), mime_type="image/gif")
     mapped = map_call_result(result(image, is_error=True), "s")
     assert mapped.output == "MCP tool returned an error\n[image: image/gif, 4 bytes]"
-    assert mapped.metadata == {
-        "server": "s",
-        "parts": [{"type": "image", "mimeType": "image/gif", "data": "MTIzNA=="}],
-    }
+    assert mapped.metadata is not None
+    assert mapped.metadata["parts"] == [
+        {"type": "image", "mimeType": "image/gif", "data": "MTIzNA=="}
+    ]
+    assert mapped.metadata["content"] == [
+        {"type": "image", "mimeType": "image/gif", "data": "MTIzNA=="}
+    ]
 
 
-def test_structured_output_then_part_lines() -> None:
+def test_structure_beside_other_blocks_is_not_rendered() -> None:
     link = types.ResourceLink(uri="https://x/y", name="y")
     mapped = map_call_result(result(link, structured_content={"ok": True}), "s")
-    assert mapped.output == '{"ok":true}\n[resource link: https://x/y]'
+    assert mapped.output == "[resource link: https://x/y]"
 
 
 def test_a_binary_embedded_resource() -> None:
@@ -103,7 +135,7 @@ def test_url_elicitation_from_a_wire_dict() -> None:
         "authorization",
         "Sign in",
         "https://a/b",
-        None,
+        {"elicitationId": "e1"},
     )
 
 

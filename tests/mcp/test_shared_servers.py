@@ -26,11 +26,17 @@ async def test_status_and_state_of_every_server(shared: Shared) -> None:
         "off": "disabled",
     }
     servers = shared.source.servers
-    assert servers["basic"] == McpServerState(
-        "connected", None, "stdio", servers["basic"].tool_count
-    )
+    basic = servers["basic"]
+    assert (basic.status, basic.error, basic.transport) == ("connected", None, "stdio")
+    assert basic.protocol == "2025-11-25"  # pinned to the handshake era in the config
     assert servers["basic"].tool_count > 10
-    assert servers["paged"] == McpServerState("connected", None, "stdio", 6)
+    paged = servers["paged"]
+    assert (paged.status, paged.error, paged.transport, paged.tool_count) == (
+        "connected",
+        None,
+        "stdio",
+        6,
+    )
     assert servers["remote"].transport == "streamable-http"
     assert servers["secure"].transport == "streamable-http"
     assert servers["legacy"].transport == "sse"  # POST answered 405: fell back to SSE
@@ -66,20 +72,21 @@ async def test_text_result(shared: Shared) -> None:
     assert (result.output, result.is_error, result.metadata) == (
         "héllo",
         False,
-        {"server": "basic"},
+        {"server": "basic", "content": [{"type": "text", "text": "héllo"}]},
     )
 
 
-async def test_structured_content_is_compact_json(shared: Shared) -> None:
+async def test_text_beside_structured_content_is_what_the_model_sees(shared: Shared) -> None:
     result = await shared.tools["basic_add"].execute({"a": 2, "b": 40})
-    assert result.output == '{"sum":42,"ok":"é"}'
-    assert result.is_error is False
+    assert (result.output, result.is_error) == ("42", False)
+    assert result.metadata is not None
+    assert result.metadata["structured"] == {"sum": 42, "ok": "é"}
 
 
 async def test_error_result_joins_non_blank_texts(shared: Shared) -> None:
     result = await shared.tools["basic_fail"].execute({"message": "it broke"})
     assert (result.output, result.is_error) == ("it broke\n\nmore", True)
-    assert result.metadata == {"server": "basic"}
+    assert result.metadata is not None and result.metadata["server"] == "basic"
 
 
 async def test_error_result_without_text_uses_the_fallback(shared: Shared) -> None:
@@ -137,7 +144,8 @@ async def test_paginated_tools_are_all_callable(shared: Shared) -> None:
 async def test_same_tools_over_streamable_http_and_sse(shared: Shared) -> None:
     for server in ("remote", "legacy", "secure"):
         result = await shared.tools[f"{server}_echo"].execute({"text": server})
-        assert (result.output, result.metadata) == (server, {"server": server})
+        assert result.output == server
+        assert result.metadata is not None and result.metadata["server"] == server
 
 
 async def test_bearer_header_from_env_reaches_the_server(shared: Shared) -> None:
@@ -204,7 +212,8 @@ async def test_calls_from_other_tasks_and_concurrently(shared: Shared) -> None:
 
 async def test_a_protocol_error_is_an_error_result(shared: Shared) -> None:
     result = await shared.tools["basic_echo"].execute({})  # the server rejects a missing "text"
-    assert result.is_error is True and result.metadata == {"server": "basic"}
+    assert result.is_error is True
+    assert result.metadata is not None and result.metadata["server"] == "basic"
     assert "text" in result.output
 
 
@@ -261,7 +270,7 @@ async def test_url_elicitation_is_an_authorization_request(shared: Shared) -> No
         "Please sign in",
         "https://auth.example/authorize?x=1",
     )
-    assert request.data is None
+    assert request.data == {"elicitationId": "elc-1"}
 
 
 async def test_a_sync_wait_for_runs_off_the_loop(shared: Shared) -> None:
@@ -271,7 +280,9 @@ async def test_a_sync_wait_for_runs_off_the_loop(shared: Shared) -> None:
         threads.append(threading.current_thread().name)
         return Answer(request.id, True, {"name": "Sync"})
 
-    source = await load_mcp({"remote": {"url": shared.http["http"].url()}}, blocking)
+    source = await load_mcp(
+        {"remote": {"url": shared.http["http"].url(), "protocol": "legacy"}}, blocking
+    )
     try:
         ask = next(t for t in source.tools if t.name == "remote_ask")
         assert (await ask.execute()).output == "accept:[('name', 'Sync')]"
@@ -281,7 +292,7 @@ async def test_a_sync_wait_for_runs_off_the_loop(shared: Shared) -> None:
 
 
 async def test_without_wait_for_elicitation_is_not_advertised(shared: Shared) -> None:
-    source = await load_mcp({"remote": {"url": shared.http["http"].url()}})
+    source = await load_mcp({"remote": {"url": shared.http["http"].url(), "protocol": "legacy"}})
     try:
         info = next(t for t in source.tools if t.name == "remote_client_info")
         assert (await info.execute()).output == f"toolnexus {__version__} elicitation=False"

@@ -49,7 +49,14 @@ async def test_status_and_server_states(toolkit: Toolkit) -> None:
         "broken": "failed",
     }
     servers = toolkit.mcp_servers()
-    assert servers["web.search"] == McpServerState("connected", None, "streamable-http", 2)
+    web = servers["web.search"]
+    assert (web.status, web.error, web.transport, web.tool_count) == (
+        "connected",
+        None,
+        "streamable-http",
+        2,
+    )
+    assert web.protocol == "2026-07-28"
     assert servers["broken"] == McpServerState(
         "failed", '"command" must be a list of strings or a string, not 5', None, 0
     )
@@ -71,10 +78,11 @@ async def test_mcp_tools_come_first_in_config_order(toolkit: Toolkit) -> None:
 
 async def test_execute_through_the_toolkit(toolkit: Toolkit) -> None:
     result = await toolkit.execute("web_search_add", {"a": 20, "b": 22})
-    assert (result.output, result.is_error, result.metadata) == (
-        '{"sum":42,"ok":"é"}',
-        False,
-        {"server": "web.search"},
+    assert (result.output, result.is_error) == ("42", False)
+    assert result.metadata is not None
+    assert (result.metadata["server"], result.metadata["structured"]) == (
+        "web.search",
+        {"sum": 42, "ok": "é"},
     )
     image = await toolkit.execute("local_image", {})
     assert image.output.endswith("[image: image/png, 48213 bytes]")

@@ -37,3 +37,14 @@ class Shared:
     cwd: Path
     tools: dict[str, Tool]
     http: dict[str, ThreadedHttpServer]
+
+
+@dataclass
+class ErasShared:
+    source: McpSource
+    asker: Asker
+    http: dict[str, ThreadedHttpServer]
+
+    def tool(self, server: str, name: str) -> Tool:
+        wanted = f"{server}_{name}"
+        return next(t for t in self.source.tools if t.name == wanted)

@@ -19,6 +19,11 @@ _WRAPPERS = ("mcpServers", "servers", "mcp")
 # `type` values other desktop clients write; each maps onto the contract's two kinds.
 _LOCAL_TYPES = frozenset({"local", "stdio"})
 _REMOTE_TYPES = frozenset({"remote", "http", "streamable-http", "streamableHttp", "sse"})
+PROTOCOLS = ("auto", "legacy", "2026-07-28")
+MODERN = "2026-07-28"
+# MCP log levels, lowest first (the order `logLevel` filters by).
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+DEFAULT_LOG_LEVEL = "warning"
 
 
 class ServerConfigError(ValueError):
@@ -43,6 +48,14 @@ class ServerSpec:
     # remote
     url: str = ""
     headers: dict[str, str] | None = None
+    # both eras
+    protocol: str = "auto"
+    max_timeout: float = DEFAULT_TIMEOUT * 10  # seconds
+    log_level: str | None = DEFAULT_LOG_LEVEL
+    log_level_explicit: bool = False
+    instructions: bool = False
+    roots: tuple[str | dict[str, str], ...] | bool | None = None  # None: not configured
+    resources: bool = True
 
 
 def parse_mcp_config(
@@ -92,17 +105,27 @@ def check_server(name: str, cfg: Any) -> ServerSpec:
     kind = cfg.get("type")
     if kind is not None and kind not in _LOCAL_TYPES and kind not in _REMOTE_TYPES:
         raise ServerConfigError(f'"type" must be "local" or "remote", not {_show(kind)}')
-    for key in ("enabled", "disabled", "reconnect"):
+    for key in ("enabled", "disabled", "reconnect", "instructions", "resources"):
         if key in cfg and not isinstance(cfg[key], bool):
             raise ServerConfigError(f'"{key}" must be true or false, not {_show(cfg[key])}')
     timeout = _timeout(cfg)
     tools_filter = _tools_filter(cfg)
+    protocol = cfg.get("protocol", "auto")
+    if protocol not in PROTOCOLS:
+        raise ServerConfigError('protocol must be "auto", "legacy" or "2026-07-28"')
     common: dict[str, Any] = {
         "name": name,
         "enabled": is_enabled(cfg),
         "timeout": timeout,
         "tools_filter": tools_filter,
         "reconnect": cfg.get("reconnect", True),
+        "protocol": protocol,
+        "max_timeout": _max_timeout(cfg, timeout),
+        "log_level": _log_level(cfg),
+        "log_level_explicit": "logLevel" in cfg,
+        "instructions": cfg.get("instructions", False),
+        "roots": _roots(cfg),
+        "resources": cfg.get("resources", True),
     }
     if is_remote(cfg):
         url = cfg.get("url")
@@ -177,6 +200,55 @@ def _timeout(cfg: Mapping[str, Any]) -> float:
             f'"timeout" must be a positive number of milliseconds, not {_show(value)}'
         )
     return float(value) / 1000.0
+
+
+def _max_timeout(cfg: Mapping[str, Any], timeout: float) -> float:
+    value = cfg.get("maxTimeout")
+    if value is None:
+        return timeout * 10
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ServerConfigError(
+            f'"maxTimeout" must be a positive number of milliseconds, not {_show(value)}'
+        )
+    return float(value) / 1000.0
+
+
+def _log_level(cfg: Mapping[str, Any]) -> str | None:
+    if "logLevel" not in cfg:
+        return DEFAULT_LOG_LEVEL
+    value = cfg["logLevel"]
+    if value is None:
+        return None
+    if value not in LOG_LEVELS:
+        raise ServerConfigError(
+            f'"logLevel" must be an MCP log level ({", ".join(LOG_LEVELS)}) or null, not '
+            f"{_show(value)}"
+        )
+    return str(value)
+
+
+def _roots(cfg: Mapping[str, Any]) -> tuple[str | dict[str, str], ...] | bool | None:
+    value = cfg.get("roots")
+    if value is None:
+        return None
+    if value is False:
+        return False
+    if isinstance(value, list) and all(_is_root(r) for r in value):
+        return tuple(dict(r) if isinstance(r, Mapping) else r for r in value)
+    raise ServerConfigError(
+        '"roots" must be false or a list of paths, file:// URIs or {"uri", "name"} objects, not '
+        f"{_show(value)}"
+    )
+
+
+def _is_root(value: Any) -> bool:
+    if isinstance(value, str):
+        return bool(value)
+    return (
+        isinstance(value, Mapping)
+        and isinstance(value.get("uri"), str)
+        and all(isinstance(v, str) for v in value.values())
+    )
 
 
 def _tools_filter(cfg: Mapping[str, Any]) -> dict[str, bool] | None:

@@ -22,20 +22,25 @@ import anyio
 import anyio.abc
 import httpx2
 import mcp_types as types
+from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ToolsListChanged
+from mcp.client.subscriptions import listen as listen_for
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from toolnexus import __version__
 from toolnexus._aio import call_in_thread_maybe_async
 from toolnexus._env import EnvVarError, expand_env_headers
 from toolnexus._log import logger, warn
-from toolnexus.mcp_source._config import ServerSpec
+from toolnexus.mcp_source._config import MODERN, ServerSpec
 from toolnexus.mcp_source._elicitation import answer_to_elicit_result, elicitation_to_request
 from toolnexus.mcp_source._listing import ListingRepair
 from toolnexus.mcp_source._process import SpawnError, kill_tree_now
+from toolnexus.mcp_source._server_log import ServerLog
 from toolnexus.mcp_source._source import wait_signal
 from toolnexus.mcp_source._state import Transport
 from toolnexus.mcp_source._stdio import ChildState, TransportStreams, stdio_transport
@@ -82,6 +87,35 @@ class _NotStreamable(Exception):
     """The endpoint rejected the streamable-HTTP POST with 404/405: try legacy SSE."""
 
 
+_LISTEN_RETRY_FIRST = 1.0
+_LISTEN_RETRY_MAX = 30.0
+
+
+class _Session(ClientSession):
+    """The SDK session with toolnexus's capability rules: push elicitation (handshake era) only
+    when the host can answer at once; roots without `listChanged` (they never change)."""
+
+    push_elicitation = True
+
+    def _build_capabilities(self, version: str) -> types.ClientCapabilities:
+        capabilities = super()._build_capabilities(version)
+        if not self.push_elicitation and version in HANDSHAKE_PROTOCOL_VERSIONS:
+            capabilities.elicitation = None
+        if capabilities.roots is not None:
+            capabilities.roots = types.RootsCapability()
+        return capabilities
+
+
+async def negotiate(session: ClientSession, protocol: str) -> None:
+    """Settle the era: the SDK's `auto` probe, `initialize` only, or `server/discover` only."""
+    if protocol == "legacy":
+        await session.initialize()
+    elif protocol == MODERN:
+        await session.discover()
+    else:
+        await negotiate_auto(session)
+
+
 class Connection:
     """A connection attempt and, once ready, the live session with one server."""
 
@@ -94,9 +128,16 @@ class Connection:
         list_only: bool = False,
         on_tools: Callable[[Connection], None] | None = None,
         on_lost: Callable[[Connection], None] | None = None,
+        roots: list[dict[str, str]] | None = None,
     ) -> None:
         """`process` is the stdio server's child, already spawned; the connection owns it."""
         self.spec = spec
+        self.roots = roots or []
+        self.protocol: str | None = None
+        self.server_info: dict[str, Any] | None = None
+        self.capabilities: dict[str, Any] | None = None
+        self.instructions: str | None = None
+        self._log = ServerLog(spec.name)
         self._process = process
         self.transport: Transport | None = None
         self.session: ClientSession | None = None
@@ -260,23 +301,54 @@ class Connection:
             streams = await stack.enter_async_context(open_transport())
             listing = ListingRepair(self.spec.name)
             read, write = listing.wrap(*streams)
-            session = await stack.enter_async_context(
-                ClientSession(
-                    read,
-                    write,
-                    elicitation_callback=self._elicit if self._wait_for is not None else None,
-                    message_handler=self._on_message,
-                    client_info=CLIENT_INFO,
+            spec = self.spec
+            protocol = "legacy" if self.transport == "sse" else spec.protocol
+            if self.transport == "sse" and spec.protocol == MODERN:
+                raise LoadError(
+                    "the SSE transport speaks only the handshake era (protocol is 2026-07-28)"
                 )
+            session = _Session(
+                read,
+                write,
+                elicitation_callback=self._elicit,
+                list_roots_callback=self._list_roots if self.roots else None,
+                logging_callback=self._on_log,
+                message_handler=self._on_message,
+                client_info=CLIENT_INFO,
+                log_level=spec.log_level,  # type: ignore[arg-type]
             )
-            self._arm("initialize")
+            session.push_elicitation = self._wait_for is not None
+            await stack.enter_async_context(session)
+            self._arm("discover" if protocol == MODERN else "initialize")
             try:
-                await session.initialize()
+                await negotiate(session, protocol)
             except MCPError:
                 status = self._post_status
-                if self.transport == "streamable-http" and status and status[0] in (404, 405):
+                if (
+                    self.transport == "streamable-http"
+                    and protocol != MODERN
+                    and status
+                    and status[0] in (404, 405)
+                    and session.protocol_version is None
+                ):
                     raise _NotStreamable(_status_text(*status)) from None
                 raise
+            except RuntimeError as exc:  # the SDK's "no mutual version" verdicts
+                raise LoadError(str(exc)) from None
+            if (
+                self.era_is_legacy(session)
+                and spec.log_level_explicit
+                and spec.log_level is not None
+                and (session.server_capabilities or types.ServerCapabilities()).logging is not None
+            ):
+                self._arm("logging/setLevel")
+                await session.set_logging_level(spec.log_level)  # type: ignore[arg-type]
+            self.protocol = session.protocol_version
+            info = session.server_info
+            self.server_info = _wire(info) if info is not None else None
+            capabilities = session.server_capabilities
+            self.capabilities = _wire(capabilities) if capabilities is not None else {}
+            self.instructions = session.instructions
             self._arm("tools/list")
             self.tools = await list_all_tools(session, listing)
             self._arm(None)
@@ -285,7 +357,52 @@ class Connection:
                 self.child.graceful = True
             self._ready.set_result(None)
             if not self._list_only:
-                await self._idle(session, listing)
+                async with anyio.create_task_group() as group:
+                    if self.listens(session):
+                        group.start_soon(self._listen, session)
+                    await self._idle(session, listing)
+                    group.cancel_scope.cancel()
+
+    @staticmethod
+    def era_is_legacy(session: ClientSession) -> bool:
+        return session.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+
+    def listens(self, session: ClientSession) -> bool:
+        """At 2026-07-28 tool-list changes arrive only on a `subscriptions/listen` stream."""
+        capabilities = session.server_capabilities
+        return (
+            not self.era_is_legacy(session)
+            and capabilities is not None
+            and capabilities.tools is not None
+            and bool(capabilities.tools.list_changed)
+        )
+
+    async def _listen(self, session: ClientSession) -> None:
+        """Hold one listen stream; re-open a dropped one (1 s doubling to 30 s), then re-list."""
+        delay = _LISTEN_RETRY_FIRST
+        reopened = False
+        while True:
+            try:
+                async with listen_for(session, tools_list_changed=True) as stream:
+                    delay = _LISTEN_RETRY_FIRST
+                    if reopened:
+                        self._ask_relist()  # there is no replay: what changed meanwhile is lost
+                    async for event in stream:
+                        if isinstance(event, ToolsListChanged):
+                            self._ask_relist()
+            except Exception as exc:
+                logger.debug(
+                    '[toolnexus] MCP server "%s" listen stream ended: %s',
+                    self.spec.name,
+                    error_message(exc),
+                )
+            reopened = True
+            await anyio.sleep(delay)
+            delay = min(delay * 2, _LISTEN_RETRY_MAX)
+
+    def _ask_relist(self) -> None:
+        self._relist = True
+        self._wake.set()
 
     async def _idle(self, session: ClientSession, listing: ListingRepair) -> None:
         while True:
@@ -353,8 +470,13 @@ class Connection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
-            self._relist = True
-            self._wake.set()
+            self._ask_relist()
+        elif isinstance(message, types.ElicitCompleteNotification):
+            logger.debug(
+                '[toolnexus] MCP server "%s" completed elicitation %s',
+                self.spec.name,
+                message.params.elicitation_id,
+            )
         elif isinstance(message, Exception):
             logger.debug(
                 "[toolnexus] MCP server %s sent an unreadable message: %s",
@@ -362,9 +484,17 @@ class Connection:
                 error_message(message),
             )
 
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        self._log.emit(params.level, params.data, params.logger)
+
+    async def _list_roots(self, context: ClientRequestContext) -> types.ListRootsResult:
+        return types.ListRootsResult.model_validate({"roots": self.roots})
+
     async def _elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
+        if self._wait_for is None:  # never declared at 2025-11-25 without a wait_for
+            return types.ErrorData(code=types.INVALID_REQUEST, message="elicitation unavailable")
         request = elicitation_to_request(params)
         answer: Any = None
         try:
@@ -419,6 +549,11 @@ class Connection:
         if isinstance(root, httpx2.HTTPError):
             return f"{type(root).__name__}: {error_message(root)}"
         return readable_error(root)
+
+
+def _wire(model: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
 
 
 def connection_went_away(exc: BaseException) -> bool:

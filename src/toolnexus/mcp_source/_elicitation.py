@@ -21,8 +21,13 @@ def elicitation_to_request(params: Any) -> Request:
     message = _field(params, "message") or ""
     request_id = f"elc-{int(time.time() * 1000)}-{next(_seq)}"
     if mode == "url":
+        elicitation_id = _field(params, "elicitation_id", "elicitationId")
         return Request(
-            id=request_id, kind="authorization", prompt=str(message), url=_field(params, "url")
+            id=request_id,
+            kind="authorization",
+            prompt=str(message),
+            url=_field(params, "url"),
+            data={"elicitationId": elicitation_id} if elicitation_id is not None else None,
         )
     schema = _field(params, "requested_schema", "requestedSchema")
     return Request(

@@ -21,6 +21,7 @@ from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_se
 from toolnexus.mcp_source._config import parse_mcp_config as _parse_mcp_config
 from toolnexus.mcp_source._process import SpawnError, discard, spawn
 from toolnexus.mcp_source._results import map_call_result
+from toolnexus.mcp_source._roots import RootInput, server_roots
 from toolnexus.mcp_source._state import (
     McpInventory,
     McpServerState,
@@ -154,8 +155,18 @@ class McpSource:
 class _Server:
     """One configured server: its state, its tools, and its current connection."""
 
-    def __init__(self, name: str, cfg: Any, wait_for: WaitFor | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        cfg: Any,
+        wait_for: WaitFor | None = None,
+        *,
+        roots: Sequence[RootInput] | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.name = name
+        self._roots = roots
+        self._workspace = workspace
         self.source: McpSource | None = None
         self.spec: ServerSpec | None = None
         self.status: ServerStatus = "failed"
@@ -183,11 +194,17 @@ class _Server:
         return self.spec is not None and self.status != "disabled"
 
     def state(self) -> McpServerState:
+        conn = self.conn
+        live = conn is not None and self.status == "connected"
         return McpServerState(
             status=self.status,
             error=self.error if self.status == "failed" else None,
             transport=self.transport,
             tool_count=len(self.tools),
+            protocol=conn.protocol if live and conn is not None else None,
+            server_info=conn.server_info if live and conn is not None else None,
+            capabilities=conn.capabilities if live and conn is not None else None,
+            instructions=conn.instructions if live and conn is not None else None,
         )
 
     # -- connecting -----------------------------------------------------------------------------
@@ -203,6 +220,7 @@ class _Server:
             list_only=list_only,
             on_tools=self._tools_listed,
             on_lost=self._connection_lost,
+            roots=server_roots(self.spec.roots, self._roots, self._workspace),
         )
         conn.start()
         return conn
@@ -376,6 +394,25 @@ def apply_tools_filter(
     return [d for d, n in zip(defs, names, strict=True) if n in kept]
 
 
+def tool_info(tool: Any) -> ToolInfo:
+    """A listed SDK tool as plain data (wire keys inside `annotations`)."""
+    annotations = tool.annotations
+    execution = getattr(tool, "execution", None)
+    return ToolInfo(
+        tool.name,
+        tool.description or "",
+        tool.input_schema,
+        title=tool.title,
+        annotations=(
+            annotations.model_dump(by_alias=True, mode="json", exclude_none=True)
+            if annotations is not None
+            else None
+        ),
+        output_schema=tool.output_schema,
+        task_support=getattr(execution, "task_support", None) if execution is not None else None,
+    )
+
+
 def parse_mcp_config(path_or_dict: ConfigInput) -> dict[str, dict[str, Any]]:
     """The server map of a config (mcp.md §1); see `toolnexus.mcp_source._config`."""
     return _parse_mcp_config(path_or_dict)
@@ -391,15 +428,22 @@ async def load_mcp_with_context(
     wait_for: WaitFor | None = None,
     *,
     cancel: asyncio.Event | None = None,
+    roots: Sequence[RootInput] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
 ) -> McpSource:
     """Connect every enabled server concurrently and list its tools.
 
     A failing server is recorded `failed` with a warning; it never fails the load. Only a config
     file that cannot be read or is not a JSON object raises `ValueError`. Setting `cancel` stops
     the whole load: everything opened is closed and `asyncio.CancelledError` propagates.
+    `roots` (paths, `file://` URIs or `{"uri", "name"}`) and `workspace` are the roots offered
+    to servers whose config has no `roots` key.
     """
     _check_cancel(cancel)
-    servers = [_Server(name, cfg, wait_for) for name, cfg in (await _server_map(config)).items()]
+    servers = [
+        _Server(name, cfg, wait_for, roots=roots, workspace=workspace)
+        for name, cfg in (await _server_map(config)).items()
+    ]
     source = McpSource(servers)
     connecting = [server.connect() for server in servers if server.wants_connection]
     await _run_load(connecting, cancel, source.close)
@@ -413,14 +457,14 @@ async def list_mcp_tools(
     _check_cancel(cancel)
     servers = [_Server(name, cfg) for name, cfg in (await _server_map(config)).items()]
     listed: dict[str, list[ToolInfo]] = {}
+    protocols: dict[str, str | None] = {s.name: None for s in servers}
 
     async def inventory(server: _Server) -> None:
         try:
             if await server.connect(list_only=True):
                 assert server.conn is not None
-                listed[server.name] = [
-                    ToolInfo(t.name, t.description or "", t.input_schema) for t in server.conn.tools
-                ]
+                protocols[server.name] = server.conn.protocol
+                listed[server.name] = [tool_info(t) for t in server.conn.tools]
         finally:
             await server.close()
 
@@ -433,6 +477,7 @@ async def list_mcp_tools(
     return McpInventory(
         tools={s.name: listed[s.name] for s in servers if s.name in listed},
         status={s.name: s.status for s in servers},
+        protocol=protocols,
     )
 
 

@@ -11,12 +11,18 @@ Transport: TypeAlias = Literal["stdio", "streamable-http", "sse"]
 
 @dataclass(frozen=True, slots=True)
 class McpServerState:
-    """One configured server: its status, the readable failure reason, transport, tool count."""
+    """One configured server: its status, the readable failure reason, transport, tool count,
+    and what was negotiated (all `None` until connected): the protocol version, the server's
+    `serverInfo` and capabilities (wire keys), and its instructions."""
 
     status: ServerStatus
     error: str | None = None
     transport: Transport | None = None
     tool_count: int = 0
+    protocol: str | None = None
+    server_info: dict[str, Any] | None = None
+    capabilities: dict[str, Any] | None = None
+    instructions: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,11 +34,17 @@ class ToolInfo:
     input_schema: dict[str, Any] = field(
         default_factory=lambda: {"type": "object", "properties": {}}
     )
+    title: str | None = None
+    annotations: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+    task_support: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class McpInventory:
-    """What `list_mcp_tools` found: tools per connected server and every server's status."""
+    """What `list_mcp_tools` found: tools per connected server, every server's status, and the
+    protocol version each connected server negotiated (`None` for the others)."""
 
     tools: dict[str, list[ToolInfo]]
     status: dict[str, str]
+    protocol: dict[str, str | None] = field(default_factory=dict)

@@ -3,6 +3,8 @@
 - `basic_server.py`: the official SDK's `MCPServer` with a tool for every behaviour under test;
   stdio by default, `--http 0` (streamable HTTP), `--sse 0` (legacy SSE only), `--token T`.
 - `paged_server.py`: the SDK's low-level `Server` with a paginated tool list.
+- `sdk_eras.py`: the SDK's `MCPServer` in either protocol era or both (`--era`), over stdio or
+  `--http 0`, with input-request, progress, logging, resource, prompt and fidelity tools.
 - `slow_start_stdio.py`: stdlib-only, starts in milliseconds: start delays, hangs, odd tool
   listings and process life-cycle tools, for tests that need a process but not the SDK.
 
@@ -24,6 +26,7 @@ HERE = Path(__file__).parent
 BASIC = HERE / "basic_server.py"
 PAGED = HERE / "paged_server.py"
 SLOW_START = HERE / "slow_start_stdio.py"
+ERAS = HERE / "sdk_eras.py"
 
 
 def command(script: Path, *args: str) -> list[str]:

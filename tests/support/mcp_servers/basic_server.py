@@ -191,7 +191,10 @@ def build(args: argparse.Namespace) -> MCPServer:
         mcp.add_tool(
             added, name=name, description=f"Added at runtime: {name}", structured_output=False
         )
-        await ctx.request_context.session.send_tool_list_changed()
+        if (ctx.protocol_version or "") >= "2026-07-28":
+            await ctx.notify_tools_changed()  # reaches `subscriptions/listen` streams
+        else:
+            await ctx.request_context.session.send_tool_list_changed()
         return f"added {name}"
 
     @mcp.tool(

@@ -1,0 +1,175 @@
+"""Both protocol eras: negotiation per `protocol`, what was negotiated, change events, respawn.
+
+Every server here is the SDK's own (`support/mcp_servers/sdk_eras.py`) in one era or both, over
+stdio (a child process) and streamable HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from typing import Any
+
+import pytest
+
+from support.mcp_fixtures import ErasShared
+from support.mcp_servers import ERAS, ThreadedHttpServer, command
+from support.mcp_servers.sdk_eras import INSTRUCTIONS
+from toolnexus.mcp_source import list_mcp_tools, load_mcp_with_context
+
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+
+
+@pytest.mark.parametrize(
+    ("server", "protocol"),
+    [
+        ("s_dual", MODERN),
+        ("h_dual", MODERN),
+        ("s_legacy", LEGACY),
+        ("h_legacy", LEGACY),
+        ("s_modern", MODERN),
+        ("h_modern", MODERN),
+    ],
+)
+async def test_auto_adopts_the_newest_shared_era(
+    eras: ErasShared, server: str, protocol: str
+) -> None:
+    state = eras.source.servers[server]
+    assert (state.status, state.protocol) == ("connected", protocol)
+    result = await eras.tool(server, "echo").execute({"text": f"hi {server}"})
+    assert (result.output, result.is_error) == (f"hi {server}", False)
+
+
+async def test_pinned_eras_never_fall_back(era_http: dict[str, ThreadedHttpServer]) -> None:
+    config = {
+        "legacy_vs_modern_http": {"url": era_http["modern"].url(), "protocol": "legacy"},
+        "modern_vs_legacy_http": {"url": era_http["legacy"].url(), "protocol": MODERN},
+        "modern_vs_legacy_stdio": {
+            "command": command(ERAS, "--era", "legacy"),
+            "protocol": MODERN,
+        },
+        "legacy_vs_dual": {"url": era_http["dual"].url(), "protocol": "legacy"},
+        "modern_vs_dual": {"command": command(ERAS), "protocol": MODERN},
+        "invalid": {"command": command(ERAS), "protocol": "2025-11-25"},
+    }
+    source = await load_mcp_with_context(config)
+    try:
+        servers = source.servers
+        assert servers["legacy_vs_modern_http"].status == "failed"
+        assert servers["legacy_vs_modern_http"].error == "Unsupported protocol version"
+        assert servers["modern_vs_legacy_http"].status == "failed"
+        assert servers["modern_vs_legacy_http"].error == "HTTP 404 Not Found"
+        assert servers["modern_vs_legacy_stdio"].status == "failed"
+        assert servers["modern_vs_legacy_stdio"].error == "Method not found"
+        assert servers["legacy_vs_dual"].protocol == LEGACY
+        assert servers["modern_vs_dual"].protocol == MODERN
+        assert servers["invalid"].status == "failed"
+        assert servers["invalid"].error == 'protocol must be "auto", "legacy" or "2026-07-28"'
+    finally:
+        await source.close()
+
+
+@pytest.mark.parametrize("server", ["s_dual", "h_legacy", "h_modern"])
+async def test_the_negotiated_state_is_reported(eras: ErasShared, server: str) -> None:
+    state = eras.source.servers[server]
+    assert state.server_info == {"name": "eras", "version": "1.2.3"}
+    assert state.instructions == INSTRUCTIONS
+    assert state.capabilities is not None
+    assert {"tools", "resources", "prompts", "completions"} <= set(state.capabilities)
+
+
+async def test_failed_and_disabled_servers_report_nothing_negotiated(
+    era_http: dict[str, ThreadedHttpServer],
+) -> None:
+    source = await load_mcp_with_context(
+        {
+            "down": {"url": era_http["legacy"].url(), "protocol": MODERN},
+            "off": {"command": command(ERAS), "disabled": True},
+        }
+    )
+    try:
+        for state in source.servers.values():
+            assert (state.protocol, state.server_info, state.capabilities, state.instructions) == (
+                None,
+                None,
+                None,
+                None,
+            )
+    finally:
+        await source.close()
+
+
+async def test_the_inventory_shows_each_protocol(era_http: dict[str, ThreadedHttpServer]) -> None:
+    inventory = await list_mcp_tools(
+        {
+            "dual": {"url": era_http["dual"].url()},
+            "legacy": {"url": era_http["legacy"].url()},
+            "down": {"url": era_http["legacy"].url(), "protocol": MODERN},
+        }
+    )
+    assert inventory.protocol == {"dual": MODERN, "legacy": LEGACY, "down": None}
+    weather = next(t for t in inventory.tools["dual"] if t.name == "weather")
+    assert weather.title == "Weather report"
+    assert weather.annotations == {"title": "Weather", "readOnlyHint": True, "openWorldHint": False}
+    assert weather.output_schema is not None
+    assert weather.output_schema["properties"]["degrees"] == {"title": "Degrees", "type": "integer"}
+
+
+async def _wait_for_tool(source: Any, name: str) -> None:
+    deadline = time.monotonic() + 15
+    while not any(t.name == name for t in source.tools):
+        assert time.monotonic() < deadline, f"{name} never appeared"
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize(
+    ("era", "transport"),
+    [("dual", "stdio"), ("dual", "http"), ("legacy", "stdio"), ("legacy", "http")],
+)
+async def test_a_changed_tool_list_reaches_the_toolkit(
+    era_http: dict[str, ThreadedHttpServer], era: str, transport: str
+) -> None:
+    # 2026-07-28: a `subscriptions/listen` event; 2025-11-25: `notifications/tools/list_changed`
+    entry: dict[str, Any] = (
+        {"command": command(ERAS, "--era", era)}
+        if transport == "stdio"
+        else {"url": era_http[era].url()}
+    )
+    source = await load_mcp_with_context({"srv": entry})
+    changed: list[int] = []
+    source.on_tools_changed = lambda: changed.append(1)
+    try:
+        fresh = f"fresh_{era}_{transport}"
+        adder = next(t for t in source.tools if t.name == "srv_add_tool_now")
+        assert (await adder.execute({"name": fresh})).output == f"added {fresh}"
+        await _wait_for_tool(source, f"srv_{fresh}")
+        tool = next(t for t in source.tools if t.name == f"srv_{fresh}")
+        assert (await tool.execute()).output == f"{fresh} works"
+        assert changed
+    finally:
+        await source.close()
+
+
+async def test_a_killed_dual_stdio_server_is_reported_once_and_respawned() -> None:
+    source = await load_mcp_with_context({"d": {"command": command(ERAS)}})
+    try:
+        tools = {t.name: t for t in source.tools}
+        first_pid = int((await tools["d_pid"].execute()).output)
+        os.kill(first_pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while source.status["d"] == "connected":
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        lost = await tools["d_echo"].execute({"text": "x"})
+        assert lost.is_error
+        assert lost.output.startswith('MCP server "d" ')
+        again = await tools["d_pid"].execute()  # one respawn, negotiated afresh
+        assert not again.is_error
+        assert int(again.output) != first_pid
+        assert source.servers["d"].protocol == MODERN
+        assert source.status["d"] == "connected"
+    finally:
+        await source.close()

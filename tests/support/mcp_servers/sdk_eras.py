@@ -1,0 +1,452 @@
+"""An MCP server written with the official SDK, speaking either protocol era or both.
+
+Run it as a script::
+
+    python sdk_eras.py                         # stdio, both eras (the SDK's own era routing)
+    python sdk_eras.py --era legacy            # stdio, 2025-11-25 only (handshake loop)
+    python sdk_eras.py --era modern            # stdio, 2026-07-28 only (initialize ⇒ -32022)
+    python sdk_eras.py --http 0 [--era ...]    # streamable HTTP on 127.0.0.1, first line PORT <n>
+
+HTTP options: `--json` (JSON answers; default SSE), `--stateless` (default stateful),
+`--state-key K` (seal request state with a shared key, for replicas), `--name NAME`.
+
+Legacy over HTTP is an ASGI filter that answers `server/discover` and 2026-07-28 requests with
+404; modern over HTTP answers `initialize` with -32022 naming only 2026-07-28.
+
+`app(*argv)` builds the HTTP app in-process (for a thread-run uvicorn); `build()` the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import socket
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Annotated, Any
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resolve import Elicit, ListRoots, Resolve, Sample
+from mcp.server.request_state import RequestStateSecurity
+from mcp.shared.exceptions import UrlElicitationRequiredError
+from mcp_types import (
+    AudioContent,
+    CallToolResult,
+    ElicitRequest,
+    ElicitRequestURLParams,
+    EmbeddedResource,
+    ImageContent,
+    InputRequiredResult,
+    ListRootsResult,
+    ResourceLink,
+    SamplingMessage,
+    TextContent,
+    TextResourceContents,
+    ToolAnnotations,
+)
+from pydantic import BaseModel
+
+IMAGE_BYTES = bytes(range(256)) * 4  # 1024 bytes
+AUDIO_BYTES = b"RIFF" + b"\x02" * 60  # 64 bytes
+INSTRUCTIONS = "  Call echo first.\nThen the rest.  "
+Scope = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
+
+
+class Name(BaseModel):
+    name: str
+
+
+class Colour(BaseModel):
+    colour: str
+
+
+class Weather(BaseModel):
+    city: str
+    degrees: int
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+def ask_colour() -> Elicit[Colour]:
+    return Elicit("Favourite colour?", Colour)
+
+
+def roots() -> ListRoots:
+    return ListRoots()
+
+
+def sample() -> Sample:
+    return Sample([SamplingMessage(role="user", content=TextContent(text="hi"))], max_tokens=5)
+
+
+def build(name: str = "eras", state_key: str | None = None) -> MCPServer:
+    security = RequestStateSecurity(keys=[state_key]) if state_key else None
+    mcp: MCPServer = MCPServer(
+        name,
+        version="1.2.3",
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        request_state_security=security,
+    )
+    url_calls: dict[str, int] = {}
+
+    @mcp.tool(structured_output=False, description="Echo the text back.")
+    def echo(text: str) -> str:
+        return text
+
+    @mcp.tool(structured_output=False, description="This process's id.")
+    def pid() -> str:
+        return str(os.getpid())
+
+    @mcp.tool(description="Greet someone after asking their name.")
+    def greet(who: Annotated[Name, Resolve(ask_name)], greeting: str = "Hello") -> str:
+        return f"{greeting}, {who.name}!"
+
+    @mcp.tool(description="Two questions in one round.")
+    def profile(
+        who: Annotated[Name, Resolve(ask_name)], colour: Annotated[Colour, Resolve(ask_colour)]
+    ) -> str:
+        return f"{who.name} likes {colour.colour}"
+
+    @mcp.tool(description="Ask the client to visit a URL (URL-mode input request).")
+    async def visit(ctx: Context, topic: str = "x") -> CallToolResult | InputRequiredResult:
+        version = ctx.protocol_version or ""
+        if version >= "2026-07-28":
+            if ctx.input_responses and "visit" in ctx.input_responses:
+                answer = ctx.input_responses["visit"]
+                action = getattr(answer, "action", None)
+                return CallToolResult(content=[TextContent(text=f"visited: {action}")])
+            return InputRequiredResult(
+                input_requests={
+                    "visit": ElicitRequest(
+                        params=ElicitRequestURLParams(
+                            message="Please sign in",
+                            url="https://example.test/login",
+                            elicitation_id="el-visit-1",
+                        )
+                    )
+                },
+                request_state=None,
+            )
+        result = await ctx.elicit_url("Please sign in", "https://example.test/login", "el-visit-1")
+        return CallToolResult(content=[TextContent(text=f"visited: {result.action}")])
+
+    @mcp.tool(description="Show the client's roots.")
+    def show_roots(found: Annotated[ListRootsResult, Resolve(roots)]) -> str:
+        return "\n".join(str(r.uri) for r in found.roots) or "(none)"
+
+    @mcp.tool(description="Sample the client's model.")
+    def sampled(answer: Annotated[Any, Resolve(sample)]) -> str:
+        return str(answer)
+
+    @mcp.tool(description="Needs a URL elicitation completed first (-32042).")
+    def guarded(key: str = "k") -> str:
+        url_calls[key] = url_calls.get(key, 0) + 1
+        if url_calls[key] == 1:
+            raise UrlElicitationRequiredError(
+                [
+                    ElicitRequestURLParams(
+                        message="Authorize the file store",
+                        url="https://example.test/authorize",
+                        elicitation_id=f"el-{key}",
+                    )
+                ]
+            )
+        return f"guarded ok {key}"
+
+    @mcp.tool(description="Report progress every `every` seconds for `seconds` seconds.")
+    async def progress(ctx: Context, seconds: float = 1.0, every: float = 0.3) -> str:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + seconds
+        step = 0
+        while loop.time() < end:
+            await asyncio.sleep(every)
+            step += 1
+            await ctx.report_progress(step, None, f"step {step}")
+        return f"done after {step} steps"
+
+    @mcp.tool(description="Sleep silently.")
+    async def silent(seconds: float = 1.0) -> str:
+        await asyncio.sleep(seconds)
+        return "woke"
+
+    @mcp.tool(description="Log at warning and info, then answer.")
+    async def chatty(ctx: Context) -> str:
+        await ctx.warning("disk almost full", logger_name="disk")
+        await ctx.info("all good")
+        return "logged"
+
+    @mcp.tool(structured_output=False, description="Text and structured content.")
+    def both() -> CallToolResult:
+        return CallToolResult(
+            content=[TextContent(text="human readable summary")],
+            structured_content={"summary": "machine", "n": 2},
+        )
+
+    @mcp.tool(structured_output=False, description="Structured content only.")
+    def structured_only() -> CallToolResult:
+        return CallToolResult(content=[], structured_content={"result": 5})
+
+    @mcp.tool(structured_output=False, description="An image and base64-laden structure.")
+    def picture() -> CallToolResult:
+        data = base64.b64encode(IMAGE_BYTES).decode()
+        return CallToolResult(
+            content=[ImageContent(data=data, mime_type="image/png")],
+            structured_content={"png": data, "note": "small"},
+        )
+
+    @mcp.tool(structured_output=False, description="Every kind of content block.")
+    def media() -> CallToolResult:
+        return CallToolResult(
+            content=[
+                TextContent(text="media follows"),
+                ImageContent(data=base64.b64encode(IMAGE_BYTES).decode(), mime_type="image/png"),
+                AudioContent(data=base64.b64encode(AUDIO_BYTES).decode(), mime_type="audio/wav"),
+                ResourceLink(name="notes", uri="eras://notes", mime_type="text/plain"),
+                EmbeddedResource(
+                    resource=TextResourceContents(
+                        uri="eras://inline", mime_type="text/plain", text="inline text"
+                    )
+                ),
+            ]
+        )
+
+    @mcp.tool(
+        title="Weather report",
+        description="Weather for a city (structured, with an output schema).",
+        annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False, title="Weather"),
+    )
+    def weather(city: str) -> Weather:
+        return Weather(city=city, degrees=21)
+
+    @mcp.tool(
+        description="Deletes everything (in name only).",
+        annotations=ToolAnnotations(destructiveHint=True),
+    )
+    def wipe() -> str:
+        return "wiped"
+
+    @mcp.tool(description="Add a tool named `name` and announce the change.")
+    async def add_tool_now(ctx: Context, name: str = "added") -> str:
+        def added() -> str:
+            return f"{name} works"
+
+        mcp.add_tool(added, name=name, description="Added at run time.")
+        if (ctx.protocol_version or "") >= "2026-07-28":
+            await ctx.notify_tools_changed()
+        else:
+            await ctx.session.send_tool_list_changed()
+        return f"added {name}"
+
+    @mcp.resource("eras://notes", name="notes", title="Notes", mime_type="text/plain")
+    def notes() -> str:
+        return "the notes"
+
+    @mcp.resource("eras://logo", name="logo", mime_type="image/png")
+    def logo() -> bytes:
+        return IMAGE_BYTES
+
+    @mcp.resource("eras://users/{user}", name="user", mime_type="text/plain")
+    def user(user: str) -> str:
+        return f"user {user}"
+
+    @mcp.prompt(name="review", title="Code review", description="Review some code.")
+    def review(code: str, style: str = "terse") -> str:
+        return f"Review this ({style}): {code}"
+
+    @mcp.completion()
+    async def complete(ref: Any, argument: Any, context: Any) -> Any:
+        from mcp_types import Completion
+
+        if argument.name == "style":
+            values = [v for v in ("terse", "thorough", "tender") if v.startswith(argument.value)]
+            return Completion(values=values)
+        return None
+
+    return mcp
+
+
+# -- era filters ------------------------------------------------------------------------------
+
+_HANDSHAKE = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+
+
+async def _read_body(receive: Any) -> bytes:
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
+def _replay(body: bytes, original: Any) -> Callable[[], Awaitable[dict[str, Any]]]:
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        message: dict[str, Any] = await original()
+        return message
+
+    return receive
+
+
+async def _respond(send: Any, status: int, payload: dict[str, Any] | None) -> None:
+    body = json.dumps(payload).encode() if payload is not None else b""
+    headers = [(b"content-type", b"application/json")] if payload is not None else []
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def era_filter(inner: ASGIApp, era: str) -> ASGIApp:
+    """Make a dual-era app legacy-only or modern-only."""
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await inner(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        version = headers.get(b"mcp-protocol-version", b"").decode()
+        body = await _read_body(receive)
+        try:
+            message = json.loads(body)
+        except ValueError:
+            message = {}
+        method = message.get("method") if isinstance(message, dict) else None
+        if era == "legacy" and (
+            method == "server/discover" or (version and version not in _HANDSHAKE)
+        ):
+            await _respond(send, 404, None)
+            return
+        if era == "modern" and method == "initialize":
+            await _respond(send, 200, _unsupported(message))
+            return
+        await inner(scope, _replay(body, receive), send)
+
+    return app
+
+
+def _unsupported(message: dict[str, Any]) -> dict[str, Any]:
+    requested = (message.get("params") or {}).get("protocolVersion")
+    return {
+        "jsonrpc": "2.0",
+        "id": message.get("id"),
+        "error": {
+            "code": -32022,
+            "message": "Unsupported protocol version",
+            "data": {"supported": ["2026-07-28"], "requested": requested},
+        },
+    }
+
+
+def app(*argv: str) -> Any:
+    """The HTTP app for `argv` (the script's options), built in-process."""
+    args = _parser().parse_args(list(argv))
+    server = build(args.name, args.state_key)
+    starlette = server.streamable_http_app(json_response=args.json, stateless_http=args.stateless)
+    if args.era == "dual":
+        return starlette
+    filtered = era_filter(starlette, args.era)
+
+    async def with_lifespan(scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await starlette(scope, receive, send)
+        else:
+            await filtered(scope, receive, send)
+
+    return with_lifespan
+
+
+# -- stdio ------------------------------------------------------------------------------------
+
+
+async def _stdio(args: argparse.Namespace) -> None:
+    from mcp.server.runner import serve_dual_era_loop, serve_loop
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+    from mcp_types import JSONRPCError, JSONRPCRequest
+
+    server = build(args.name, args.state_key)._lowlevel_server
+    async with stdio_server() as (read, write), server.lifespan(server) as state:
+        if args.era == "legacy":
+            await serve_loop(server, read, write, lifespan_state=state)
+            return
+        if args.era == "dual":
+            await serve_dual_era_loop(server, read, write, lifespan_state=state)
+            return
+        # modern only: answer `initialize` with -32022, pass everything else on
+        send_in, receive_in = anyio.create_memory_object_stream[Any](64)
+
+        async def pump() -> None:
+            async with send_in:
+                async for item in read:
+                    message = getattr(item, "message", None)
+                    if isinstance(message, JSONRPCRequest) and message.method == "initialize":
+                        error = _unsupported(message.model_dump(by_alias=True))["error"]
+                        await write.send(
+                            SessionMessage(JSONRPCError(jsonrpc="2.0", id=message.id, error=error))
+                        )
+                        continue
+                    await send_in.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump)
+            await serve_dual_era_loop(server, receive_in, write, lifespan_state=state)
+            tg.cancel_scope.cancel()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--era", choices=("dual", "legacy", "modern"), default="dual")
+    parser.add_argument("--http", type=int, default=None)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--sse", dest="json", action="store_false")
+    parser.add_argument("--stateless", action="store_true")
+    parser.add_argument("--stateful", dest="stateless", action="store_false")
+    parser.add_argument("--state-key", default=None)
+    parser.add_argument("--name", default="eras")
+    return parser
+
+
+def main() -> None:
+    args = _parser().parse_args()
+    if args.http is None:
+        anyio.run(_stdio, args)
+        return
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", args.http))
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    argv = [a for a in sys.argv[1:]]
+    config = uvicorn.Config(app(*_strip_port(argv)), log_level="warning", lifespan="on")
+    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+
+
+def _strip_port(argv: list[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for item in argv:
+        if skip:
+            skip = False
+            continue
+        if item == "--http":
+            skip = True
+            continue
+        out.append(item)
+    return out
+
+
+if __name__ == "__main__":
+    main()
