@@ -23,7 +23,8 @@ def test_demo_shows_every_source_and_leaves_no_process() -> None:
     assert '→ bash [builtin] {"command":"sh ' in out
     assert "← bash: Hello, Ada! (from the hello-world skill)" in out
     assert '→ demo_add [mcp] {"a":19,"b":23}' in out
-    assert '← demo_add: {"sum":42}' in out
+    # the server's own text mirror of its structured result is what the model reads
+    assert '← demo_add: {\n      "sum": 42' in out
     assert "→ word_count [native]" in out
     assert "← word_count: 6" in out
     # The final answer, built from the tools' results.

@@ -69,5 +69,5 @@ def test_wheel_installs_and_runs_the_demo(tmp_path: Path) -> None:
     installed_skill = purelib / "toolnexus" / "_demo" / "skills" / "hello-world"
     assert f'→ read [builtin] {{"path":"{installed_skill}/scripts/greet.sh"}}' in demo.stdout
     assert "← bash: Hello, Ada! (from the hello-world skill)" in demo.stdout
-    assert '← demo_add: {"sum":42}' in demo.stdout
+    assert '← demo_add: {\n      "sum": 42' in demo.stdout
     assert "5 tool calls from 4 sources (builtin, mcp, native, skill)" in demo.stdout
