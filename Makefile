@@ -24,6 +24,8 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+	$(BIN)/mypy --strict tests/typing
+	$(BIN)/pyright tests/typing
 
 check: test lint typecheck
 

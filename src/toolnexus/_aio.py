@@ -7,6 +7,8 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from toolnexus.errors import ToolnexusError
+
 T = TypeVar("T")
 
 
@@ -28,7 +30,7 @@ async def call_in_thread_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
     return result
 
 
-class Signalled(Exception):
+class Signalled(ToolnexusError):
     """The awaited work was abandoned because its cancellation signal was set."""
 
 

@@ -7,6 +7,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from toolnexus.errors import ConfigError
+
 RESERVED_KEYS = ("builtins", "agents", "a2a", "mcpServer")
 
 
@@ -20,14 +22,14 @@ def read_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) -> dic
         with open(path, encoding="utf-8-sig") as fh:  # a leading BOM is not an error
             text = fh.read()
     except OSError as exc:
-        raise ValueError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(
+        raise ConfigError(
             f"config file {path} is not valid JSON: {exc.msg} at line {exc.lineno} "
             f"column {exc.colno}"
         ) from None
     if not isinstance(data, dict):
-        raise ValueError(f"config file {path} must hold a JSON object, not {type(data).__name__}")
+        raise ConfigError(f"config file {path} must hold a JSON object, not {type(data).__name__}")
     return data

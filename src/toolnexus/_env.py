@@ -6,15 +6,9 @@ import os
 import re
 from collections.abc import Mapping
 
+from toolnexus.errors import EnvVarError as EnvVarError  # re-exported: its old home
+
 _VAR = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
-
-
-class EnvVarError(ValueError):
-    """A `${NAME}` names an unset environment variable (the message names it, never a value)."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"environment variable {name} is not set")
-        self.variable = name
 
 
 def expand_env(value: str, environ: Mapping[str, str] | None = None) -> str:

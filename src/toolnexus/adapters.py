@@ -313,7 +313,7 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# Keywords Gemini's function-declaration schema rejects (core.md §7).
+# Keywords Gemini's function-declaration schema rejects.
 _GEMINI_DROPPED = frozenset(
     {
         "$schema",
@@ -329,7 +329,7 @@ _GEMINI_DROPPED = frozenset(
 
 
 def gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` in the subset Gemini accepts (core.md §7); the input is never mutated.
+    """`schema` in the subset Gemini accepts; the input is never mutated.
 
     Local `$ref`s are inlined (a recursive one becomes `{"type": "object"}`), rejected keywords
     dropped, `const` becomes a one-value `enum`, and a `null` alternative (`anyOf` branch or

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias
 
+from toolnexus.errors import ToolnexusError
+
 __all__ = [
     "MEDIA_TYPES",
     "ContentPart",
@@ -75,11 +77,11 @@ _TYPES = ("text", "image", "file", "audio")
 _MEDIA_KINDS = ("image", "file", "audio")
 
 
-class ContentPartError(ValueError):
+class ContentPartError(ToolnexusError, ValueError):
     """A content part could not be built or is invalid (bad fields, source, or size)."""
 
 
-class UnsupportedPartError(ValueError):
+class UnsupportedPartError(ToolnexusError, ValueError):
     """A provider style has no block shape for a part; names the part's type, mime and style."""
 
     def __init__(self, part_type: str, mime_type: str | None, style: str) -> None:

@@ -332,7 +332,7 @@ def http_tool(
     timeout: float | None = None,
     result_mode: ResultMode = "text",
 ) -> Tool:
-    """A tool that calls an HTTP endpoint (core.md §9).
+    """A tool that calls an HTTP endpoint.
 
     `url` may hold `{arg}` placeholders; header values may hold `${ENV_VAR}` (expanded per call,
     never logged). GET/HEAD/DELETE send the other arguments as query; other methods send them

@@ -269,7 +269,7 @@ class Toolkit:
         on_call: Callable[..., Any] | None = None,
         auth_token: str | None = None,
     ) -> ServeHandle:
-        """Serve this toolkit over HTTP as an MCP server and/or an A2A agent (serve.md)."""
+        """Serve this toolkit over HTTP as an MCP server and/or an A2A agent."""
         from toolnexus.serve import serve_toolkit
 
         return await serve_toolkit(

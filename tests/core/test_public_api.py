@@ -282,3 +282,24 @@ def test_the_agents_layer_loads_only_when_imported(code: str, absent: tuple[str,
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_all_is_a_literal_list_equal_to_the_lazy_table() -> None:
+    import ast
+    from pathlib import Path
+
+    source = Path(toolnexus.__file__).read_text()
+    (node,) = [
+        n
+        for n in ast.parse(source).body
+        if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets)
+    ]
+    listed = ast.literal_eval(node.value)  # a type checker can read only a literal
+    assert sorted(listed) == sorted(["__version__", *toolnexus._EXPORTS])
+    assert len(listed) == len(set(listed))
+
+
+def test_the_version_is_one_string() -> None:
+    from importlib.metadata import version
+
+    assert version("toolnexus") == toolnexus.__version__

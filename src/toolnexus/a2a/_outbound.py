@@ -16,6 +16,7 @@ from toolnexus._aio import Signalled, until_signalled
 from toolnexus._env import expand_env_headers
 from toolnexus._json import compact_json
 from toolnexus._log import warn
+from toolnexus.errors import A2AError as A2AError  # re-exported: its old home
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message, sanitize
 
 __all__ = [
@@ -119,10 +120,6 @@ def _fmt_ms(ms: float) -> str:
     return str(int(ms)) if float(ms).is_integer() else str(ms)
 
 
-class A2AError(Exception):
-    """A failed exchange with an A2A agent (HTTP status, JSON-RPC error, malformed reply)."""
-
-
 async def _http_json(
     method: str, url: str, *, headers: dict[str, str], timeout_s: float, body: Any = None
 ) -> Any:
@@ -204,7 +201,7 @@ class _RemoteAgent:
 
 
 class _Call:
-    """One `execute`: submit, poll within the budget, map the outcome (serve.md §2)."""
+    """One `execute`: submit, poll within the budget, map the outcome."""
 
     def __init__(self, remote: _RemoteAgent, ctx: ToolContext) -> None:
         self.remote = remote

@@ -122,7 +122,7 @@ def create_builtin_tools(cfg: Any = None) -> list[Tool]:
 
 
 def select_builtins(cfg: Any) -> list[Tool]:
-    """The built-ins a `builtins` value keeps (core.md §6.3); raises `ValueError` on bad config."""
+    """The built-ins a `builtins` value keeps; raises `ValueError` on bad config."""
     if not builtins_enabled(cfg):
         return []
     tools = create_builtin_tools(cfg)

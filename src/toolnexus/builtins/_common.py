@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from toolnexus.errors import ToolnexusError
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message
 
 DEFAULT_MAX_OUTPUT_BYTES = 51200
@@ -25,7 +26,7 @@ class Settings:
         self.max_output_bytes = max_output_bytes
 
 
-class ToolError(Exception):
+class ToolError(ToolnexusError):
     """A failure reported to the model as `<tool name>: <message>`."""
 
 
@@ -109,7 +110,7 @@ def format_number(value: float) -> str:
     return str(int(rounded)) if rounded.is_integer() else str(rounded)
 
 
-# -- input schemas (builtins.md §2) -------------------------------------------------------------
+# -- input schemas -----------------------------------------------------------------------------
 
 
 def prop(kind: str, description: str, **keywords: Any) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Glob patterns and the directory walk shared by `grep` (its `include`) and `glob`.
 
-Glob rules (builtins.md): `*` any run without `/`, `**` any run including `/` (and `**/` also
+Glob rules: `*` any run without `/`, `**` any run including `/` (and `**/` also
 matches no directory at all, so `**/*.py` finds top-level files too), `?` one non-`/` character;
 a pattern without `/` is matched against the base name (a leading `./` anchors it at the
 top instead). `[abc]`/`[!abc]` classes, `{a,b}`

@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequen
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
+from toolnexus.errors import ToolnexusError
+
 if TYPE_CHECKING:
     from toolnexus.toolkit import Toolkit
     from toolnexus.types import Tool
@@ -35,7 +37,7 @@ __all__ = [
 USAGE_ERROR = 2
 
 
-class CliError(Exception):
+class CliError(ToolnexusError):
     """A failure the user can fix: printed as one `toolnexus: error: ...` line, exit code 2."""
 
     def __init__(self, message: str, code: int = USAGE_ERROR) -> None:

@@ -188,7 +188,7 @@ class AnthropicStream(StreamAssembler):
                 calls.append(ToolCall(id=call_id, name=name, args=args, error=error))
             content.append(block)
         if self.finish_reason != "tool_use":
-            calls = []  # tool-use blocks count only when the model stopped to use them (§8)
+            calls = []  # tool-use blocks count only when the model stopped to use them
         message = {"role": "assistant", "content": content}
         return Turn(
             message, blocks_text(content), calls, self.usage_total(), self.finish_reason, None

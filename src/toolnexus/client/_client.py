@@ -26,6 +26,7 @@ from toolnexus.client._scope import RunScope
 from toolnexus.client._transport import HttpTransport, Transport
 from toolnexus.client._wire import CREDENTIAL_HEADERS, Turn, merge_headers
 from toolnexus.client.memory import ConversationStore, InMemoryConversationStore, KeyedLock
+from toolnexus.errors import ConfigError
 from toolnexus.types import error_message
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ FORBIDDEN_PARAMS = ("messages", "tools", "stream")
 
 def _require_int(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, not {value!r}")
+        raise ConfigError(f"{name} must be an integer >= {minimum}, not {value!r}")
     return value
 
 
@@ -104,13 +105,13 @@ class Client:
         max_part_bytes: int | None = None,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.strip():
-            raise ValueError("base_url is required, e.g. https://api.openai.com/v1")
+            raise ConfigError("base_url is required, e.g. https://api.openai.com/v1")
         if urlsplit(base_url).scheme not in ("http", "https"):
-            raise ValueError(f"base_url must be an http:// or https:// URL, not {base_url!r}")
+            raise ConfigError(f"base_url must be an http:// or https:// URL, not {base_url!r}")
         if style not in ("openai", "anthropic"):
-            raise ValueError(f'style must be "openai" or "anthropic", not {style!r}')
+            raise ConfigError(f'style must be "openai" or "anthropic", not {style!r}')
         if not isinstance(model, str) or not model:
-            raise ValueError("model is required: the provider's model id, sent verbatim")
+            raise ConfigError("model is required: the provider's model id, sent verbatim")
         if api_key is not None and not isinstance(api_key, str):
             raise TypeError(f"api_key must be a string, not {type(api_key).__name__}")
         if system_prompt is not None and not isinstance(system_prompt, str):
@@ -118,11 +119,11 @@ class Client:
         if headers is not None and not isinstance(headers, Mapping):
             raise TypeError(f"headers must be a dict, not {type(headers).__name__}")
         if timeout_ms is not None and (isinstance(timeout_ms, bool) or timeout_ms <= 0):
-            raise ValueError(f"timeout_ms must be > 0 or None, not {timeout_ms!r}")
+            raise ConfigError(f"timeout_ms must be > 0 or None, not {timeout_ms!r}")
         if retry_base_ms is None or retry_base_ms < 0:
-            raise ValueError(f"retry_base_ms must be >= 0, not {retry_base_ms!r}")
+            raise ConfigError(f"retry_base_ms must be >= 0, not {retry_base_ms!r}")
         if read_timeout_ms is None or read_timeout_ms <= 0:
-            raise ValueError(f"read_timeout_ms must be > 0, not {read_timeout_ms!r}")
+            raise ConfigError(f"read_timeout_ms must be > 0, not {read_timeout_ms!r}")
         if store is not None and not (
             callable(getattr(store, "get", None)) and callable(getattr(store, "save", None))
         ):
@@ -217,7 +218,7 @@ class Client:
         return merge_headers(self._wire.auth_headers(self._api_key_now()), self._extra_headers)
 
     async def _shape_body(self, body: dict[str, Any]) -> dict[str, Any]:
-        """`request_params` merged into a base body, then `body_transform` (§13)."""
+        """`request_params` merged into a base body, then `body_transform`."""
         if self._params:
             body.update(self._params)
         if self._body_transform is not None:
@@ -371,7 +372,7 @@ class Client:
         )
 
     def metrics(self) -> str:
-        """Every metric event so far as Prometheus text (client.md §12)."""
+        """Every metric event so far as Prometheus text."""
         return self._metrics.render()
 
     @property

@@ -428,7 +428,7 @@ class RunLoop:
     async def _resolve(
         self, outcome: _Outcome, request: Request, turn: int, scope: RunScope
     ) -> ToolResult:
-        """Settle one suspension through `wait_for` (client.md §14)."""
+        """Settle one suspension through `wait_for`."""
         wait_for = self.c.wait_for
         assert wait_for is not None
         answer = Answer.coerce(await scope.race(call_in_thread_maybe_async(wait_for, request)))

@@ -128,7 +128,7 @@ def _flag(value: Any) -> str:
 
 
 class Metrics:
-    """Cumulative registry fed with the client's `llm`, `tool` and `run` events (client.md §12).
+    """Cumulative registry fed with the client's `llm`, `tool` and `run` events.
 
     Labels carry only model, status, tool, source and flags — never ids — so cardinality stays
     bounded by the number of models and tools.
@@ -181,7 +181,7 @@ class Metrics:
         histogram.observe(_seconds(ms))
 
     def render(self) -> str:
-        """The Prometheus text exposition, BYTE-EXACT per client.md §12, ending with a newline."""
+        """The Prometheus text exposition (byte-exact), ending with a newline."""
         with self._lock:
             llm_requests = dict(self._llm_requests)
             tokens = dict(self._tokens)

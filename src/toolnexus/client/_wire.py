@@ -97,7 +97,7 @@ class Wire:
         parts: PartPolicy | None = None,
         seen: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """The base body of client.md §3, keys in the contract's order.
+        """The base body, keys in the wire order the providers document.
 
         With `parts`, the canonical transcript is encoded for this wire (content parts become
         provider blocks, under the policy's rules) and the summaries of its parts go to `seen`.
@@ -132,7 +132,7 @@ class StreamAssembler:
         self.done = False
 
     def usage_total(self) -> dict[str, int] | None:
-        """The sum of every usage object the stream carried (client.md §6); `None` for none."""
+        """The sum of every usage object the stream carried; `None` for none."""
         if not self.usage:
             return None
         total: dict[str, int] = {}

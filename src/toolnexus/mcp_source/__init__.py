@@ -1,4 +1,4 @@
-"""MCP servers as a tool source (mcp.md): config parsing, loading, execute, inventory.
+"""MCP servers as a tool source: config parsing, loading, execute, inventory.
 
 Importing this package is light; the MCP SDK loads when the first server connects.
 """

@@ -1,4 +1,4 @@
-"""The MCP config format: locating the server map and checking one server entry (mcp.md §1)."""
+"""The MCP config format: locating the server map and checking one server entry."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolnexus._config import RESERVED_KEYS, read_config
+from toolnexus.errors import ServerConfigError as ServerConfigError  # re-exported: its old home
 
 DEFAULT_TIMEOUT = 30.0
 """Default per-phase and per-call timeout in seconds (the config's `timeout` is milliseconds)."""
@@ -24,10 +25,6 @@ MODERN = "2026-07-28"
 # MCP log levels, lowest first (the order `logLevel` filters by).
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 DEFAULT_LOG_LEVEL = "warning"
-
-
-class ServerConfigError(ValueError):
-    """A server entry has a wrong-typed or missing key; the message names the key."""
 
 
 @dataclass(frozen=True, slots=True)

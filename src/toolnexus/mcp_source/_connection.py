@@ -36,6 +36,7 @@ from toolnexus import __version__
 from toolnexus._aio import call_in_thread_maybe_async
 from toolnexus._env import EnvVarError, expand_env_headers
 from toolnexus._log import logger, warn
+from toolnexus.errors import ToolnexusError
 from toolnexus.mcp_source._config import MODERN, ServerSpec
 from toolnexus.mcp_source._elicitation import answer_to_elicit_result, elicitation_to_request
 from toolnexus.mcp_source._listing import ListingRepair
@@ -71,15 +72,15 @@ async def _tls_context() -> ssl.SSLContext:
     return _tls
 
 
-class LoadError(Exception):
+class LoadError(ToolnexusError):
     """A server could not be loaded; the message is the readable reason."""
 
 
-class CallTimedOut(Exception):
+class CallTimedOut(ToolnexusError):
     """A tool call ran past its time budget."""
 
 
-class CallCancelled(Exception):
+class CallCancelled(ToolnexusError):
     """A tool call was cancelled through its signal."""
 
 

@@ -1,4 +1,4 @@
-"""The elicitation bridge: an MCP `elicitation/create` as a `Request`, an `Answer` back (§5)."""
+"""The elicitation bridge: an MCP `elicitation/create` as a `Request`, an `Answer` back."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 The SDK validates a `tools/list` result strictly: a tool listed without `inputSchema`, or with
 one whose root is not `"type": "object"`, fails the whole listing — and so the whole server.
 The contract wants such a tool kept: no `inputSchema` means `{"type": "object",
-"properties": {}}`, and any other schema is passed through unchanged (mcp.md §3).
+"properties": {}}`, and any other schema is passed through unchanged.
 
 `ListingRepair` sits between the transport and the `ClientSession`: it notes the ids of the
 `tools/list` requests the session sends, and in the responses to them gives each tool a schema

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from toolnexus._proctree import ProcessTree, kill_now, start_uncancelled
+from toolnexus.errors import SpawnError as SpawnError  # re-exported: its old home
 
 if TYPE_CHECKING:
     from anyio.abc import Process
@@ -25,10 +26,6 @@ POLL = 0.01
 
 # The tree of each live child, by pid, until the child is stopped.
 _trees: dict[int, ProcessTree] = {}
-
-
-class SpawnError(OSError):
-    """The server's program could not be started (the message says why)."""
 
 
 async def spawn(

@@ -385,7 +385,7 @@ class _Server:
 def apply_tools_filter(
     server: str, defs: Sequence[D], tools_filter: Mapping[str, bool] | None
 ) -> list[D]:
-    """Keep the listed tool definitions the per-server `tools` filter admits (core.md §6.4).
+    """Keep the listed tool definitions the per-server `tools` filter admits.
 
     `defs` are objects with a `name` attribute or dicts with a `"name"` key (original names).
     """
@@ -414,7 +414,7 @@ def tool_info(tool: Any) -> ToolInfo:
 
 
 def parse_mcp_config(path_or_dict: ConfigInput) -> dict[str, dict[str, Any]]:
-    """The server map of a config (mcp.md §1); see `toolnexus.mcp_source._config`."""
+    """The server map of a config; see `toolnexus.mcp_source._config`."""
     return _parse_mcp_config(path_or_dict)
 
 

@@ -87,7 +87,7 @@ async def serve_toolkit(
     on_call: OnCall | None = None,
     auth_token: str | None = None,
 ) -> ServeHandle:
-    """Serve `toolkit` on `addr` (`"host:port"`) with the MCP and/or A2A profile (serve.md §1).
+    """Serve `toolkit` on `addr` (`"host:port"`) with the MCP and/or A2A profile.
 
     Returns once the server accepts connections; `handle.url` carries the real port.
     """

@@ -1,4 +1,4 @@
-"""Split a `SKILL.md` into YAML frontmatter fields and the markdown body (skills.md §2)."""
+"""Split a `SKILL.md` into YAML frontmatter fields and the markdown body."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ import datetime
 from functools import cache
 from typing import Any
 
-
-class MalformedFrontmatter(ValueError):
-    """The frontmatter is not valid YAML (or its closing fence is missing)."""
+from toolnexus.errors import MalformedFrontmatter as MalformedFrontmatter  # re-exported
 
 
 @cache

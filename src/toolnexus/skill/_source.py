@@ -73,7 +73,7 @@ class SkillSource:
         )
 
     def prompt(self) -> str:
-        """The catalog for the system prompt (skills.md §5)."""
+        """The catalog for the system prompt."""
         return self._prompt
 
     async def _execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -103,7 +103,7 @@ class SkillSource:
 
 
 def render_skill(info: SkillInfo, base: str, files: list[str] | None) -> str:
-    """The `<skill_content>` block (skills.md §4); `files=None` leaves out the file block."""
+    """The `<skill_content>` block; `files=None` leaves out the file block."""
     lines = [
         f'<skill_content name="{info.name}">',
         f"# Skill: {info.name}",

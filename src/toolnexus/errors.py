@@ -1,0 +1,187 @@
+"""Every exception toolnexus raises to its host, under one root: `ToolnexusError`.
+
+```python
+try:
+    result = await client.run("hello", toolkit)
+except toolnexus.ProviderConnectionError as exc:  # the endpoint could not be reached
+    ...
+except toolnexus.ToolnexusError:  # anything else the library reports
+    ...
+```
+
+Each class also keeps the built-in base it always had (`ValueError` for bad configuration,
+`TimeoutError` for a run's deadline, `OSError` for a program that cannot start), so existing
+`except` clauses go on working. Failures of a single tool call are not raised: they reach the
+model as an `is_error` result.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # as in `toolnexus/__init__.py`: no `typing` import on the way in
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = [
+    "A2AError",
+    "ConfigError",
+    "EnvVarError",
+    "MalformedFrontmatter",
+    "MissingApiKey",
+    "ProviderConnectionError",
+    "ProviderError",
+    "RunCancelled",
+    "RunTimeout",
+    "ServerConfigError",
+    "SpawnError",
+    "ToolnexusError",
+]
+
+NO_API_KEY_MESSAGE = (
+    "No API key: set api_key or OPENROUTER_API_KEY / OPENAI_API_KEY / ANTHROPIC_API_KEY"
+)
+
+_BODY_CUT = 500
+
+
+class ToolnexusError(Exception):
+    """The root of every exception toolnexus raises to its host."""
+
+
+# --- configuration ---------------------------------------------------------------------------
+
+
+class ConfigError(ToolnexusError, ValueError):
+    """A configuration value is wrong: a bad option, file, server entry or environment variable.
+
+    The message names what is wrong, never a secret value.
+    """
+
+
+class EnvVarError(ConfigError):
+    """A `${NAME}` names an unset environment variable (the message names it, never a value)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"environment variable {name} is not set")
+        self.variable = name
+
+
+class ServerConfigError(ConfigError):
+    """An MCP server entry has a wrong-typed or missing key; the message names the key."""
+
+
+class MalformedFrontmatter(ConfigError):
+    """A `SKILL.md` frontmatter is not valid YAML (or its closing fence is missing)."""
+
+
+class MissingApiKey(ConfigError):
+    """No API key was given and none of the environment variables is set."""
+
+    def __init__(self) -> None:
+        super().__init__(NO_API_KEY_MESSAGE)
+
+
+# --- the LLM provider ------------------------------------------------------------------------
+
+
+class ProviderError(ToolnexusError):
+    """The LLM provider answered with an error (non-2xx, or an error-shaped 2xx body).
+
+    `status` is the HTTP status, `body` the response text, `message` the whole message
+    (`LLM <status>: <provider message>`) and `provider_message` the provider's own words.
+    `headers` are the response headers (rate-limit details, `Retry-After`), `None` for an
+    error event inside a stream.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        body: str,
+        provider_message: str | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if provider_message is None:
+            provider_message = provider_message_of(body)
+        self.status = status
+        self.body = body
+        self.provider_message = provider_message
+        self.headers = headers
+        self.message = f"LLM {status}: {provider_message}" if provider_message else f"LLM {status}"
+        super().__init__(self.message)
+
+
+class ProviderConnectionError(ToolnexusError, ConnectionError):
+    """The LLM endpoint could not be reached or the connection failed mid-answer.
+
+    Covers refused connections, unknown hosts, TLS failures and broken or silent connections.
+    `url` is the endpoint without credentials (no user info, no query string); the message reads
+    `cannot reach <url>: <reason>` and the transport's own exception is the `__cause__`.
+    """
+
+    def __init__(self, url: str, reason: str) -> None:
+        self.url = public_url(url)
+        self.reason = reason
+        super().__init__(f"cannot reach {self.url}: {reason}")
+
+
+def public_url(url: str) -> str:
+    """`https://user:secret@host/v1?key=x` → `https://host/v1`: safe to print or log."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<invalid URL>"
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def provider_message_of(body: str) -> str:
+    """`error.message` of a JSON error body when present, else the body text cut to 500 chars.
+
+    `""` for an empty body (the error then reads just `LLM <status>`).
+    """
+    import json
+
+    if not body.strip():
+        return ""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body[:_BODY_CUT]
+    error = data.get("error") if isinstance(data, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) and message else body[:_BODY_CUT]
+
+
+# --- runs ------------------------------------------------------------------------------------
+
+
+class RunTimeout(ToolnexusError, TimeoutError):
+    """The run's `timeout_ms` deadline passed (message `run timeout after <ms>ms`)."""
+
+    def __init__(self, timeout_ms: float) -> None:
+        self.timeout_ms = timeout_ms
+        super().__init__(f"run timeout after {_ms_text(timeout_ms)}ms")
+
+
+class RunCancelled(ToolnexusError):
+    """The run's `cancel` event was set."""
+
+    def __init__(self, message: str = "run cancelled") -> None:
+        super().__init__(message)
+
+
+def _ms_text(ms: float) -> str:
+    return str(int(ms)) if float(ms).is_integer() else str(ms)
+
+
+# --- tool sources ----------------------------------------------------------------------------
+
+
+class A2AError(ToolnexusError):
+    """A failed exchange with an A2A agent (HTTP status, JSON-RPC error, malformed reply)."""
+
+
+class SpawnError(ToolnexusError, OSError):
+    """A server's program could not be started (the message says why)."""

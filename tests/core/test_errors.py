@@ -1,0 +1,133 @@
+"""The error tree: one root for every exception a host can meet, built-in bases kept."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+
+import toolnexus
+import toolnexus.errors
+from toolnexus import (
+    A2AError,
+    ConfigError,
+    EnvVarError,
+    MalformedFrontmatter,
+    MissingApiKey,
+    ProviderConnectionError,
+    ProviderError,
+    RunCancelled,
+    RunTimeout,
+    ServerConfigError,
+    SpawnError,
+    ToolnexusError,
+)
+
+
+def _modules() -> list[str]:
+    names = ["toolnexus"]
+    for info in pkgutil.walk_packages(toolnexus.__path__, "toolnexus."):
+        if "._demo" in info.name or info.name.endswith("__main__"):
+            continue
+        names.append(info.name)
+    return names
+
+
+def test_every_exception_class_defined_by_the_library_is_under_the_root() -> None:
+    outside: list[str] = []
+    for name in _modules():
+        module = importlib.import_module(name)
+        for attr, value in vars(module).items():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, BaseException)
+                and value.__module__.startswith("toolnexus")
+                and not issubclass(value, ToolnexusError)
+                and not attr.startswith("_")
+            ):
+                outside.append(f"{value.__module__}.{value.__qualname__}")
+    assert sorted(set(outside)) == []
+
+
+@pytest.mark.parametrize(
+    ("cls", "builtin"),
+    [
+        (ConfigError, ValueError),
+        (EnvVarError, ValueError),
+        (ServerConfigError, ValueError),
+        (MalformedFrontmatter, ValueError),
+        (MissingApiKey, ValueError),
+        (RunTimeout, TimeoutError),
+        (SpawnError, OSError),
+        (ProviderConnectionError, ConnectionError),
+    ],
+)
+def test_each_class_keeps_its_builtin_base(cls: type[BaseException], builtin: type) -> None:
+    assert issubclass(cls, ToolnexusError)
+    assert issubclass(cls, builtin)
+
+
+def test_config_errors_share_one_parent() -> None:
+    for cls in (EnvVarError, ServerConfigError, MalformedFrontmatter, MissingApiKey):
+        assert issubclass(cls, ConfigError)
+    for cls in (ProviderError, RunTimeout, RunCancelled, A2AError, SpawnError):
+        assert issubclass(cls, ToolnexusError)
+        assert not issubclass(cls, ConfigError)
+
+
+def test_the_old_import_paths_name_the_same_classes() -> None:
+    from toolnexus._env import EnvVarError as env_error
+    from toolnexus.a2a import A2AError as a2a_error
+    from toolnexus.client import ProviderError as provider_error
+    from toolnexus.client import RunTimeout as run_timeout
+    from toolnexus.mcp_source._config import ServerConfigError as server_config_error
+    from toolnexus.skill._frontmatter import MalformedFrontmatter as malformed
+
+    assert env_error is EnvVarError
+    assert a2a_error is A2AError
+    assert provider_error is ProviderError
+    assert run_timeout is RunTimeout
+    assert server_config_error is ServerConfigError
+    assert malformed is MalformedFrontmatter
+
+
+def test_provider_connection_error_names_the_url_without_credentials() -> None:
+    cause = OSError("Connection refused")
+    try:
+        try:
+            raise cause
+        except OSError as exc:
+            raise ProviderConnectionError(
+                "https://user:s3cret-value@llm.example:8443/v1/chat?key=abc", str(exc)
+            ) from exc
+    except ProviderConnectionError as caught:
+        err = caught
+    assert str(err) == "cannot reach https://llm.example:8443/v1/chat: Connection refused"
+    assert err.url == "https://llm.example:8443/v1/chat"
+    assert "s3cret" not in repr(err) and "abc" not in str(err)
+    assert err.__cause__ is cause
+
+
+def test_provider_error_fields() -> None:
+    err = ProviderError(429, '{"error": {"message": "slow down"}}', headers={"retry-after": "1"})
+    assert (err.status, err.provider_message, str(err)) == (429, "slow down", "LLM 429: slow down")
+    assert ProviderError(500, "").message == "LLM 500"
+
+
+def test_run_errors_read_as_before() -> None:
+    assert str(RunTimeout(250)) == "run timeout after 250ms"
+    assert str(RunTimeout(2.5)) == "run timeout after 2.5ms"
+    assert str(RunCancelled()) == "run cancelled"
+    assert str(EnvVarError("TOKEN")) == "environment variable TOKEN is not set"
+
+
+def test_errors_module_lists_every_public_class() -> None:
+    classes = {
+        name
+        for name, value in vars(toolnexus.errors).items()
+        if inspect.isclass(value) and issubclass(value, BaseException)
+    }
+    assert classes == set(toolnexus.errors.__all__)
+    assert set(toolnexus.errors.__all__) <= set(toolnexus.__all__)
