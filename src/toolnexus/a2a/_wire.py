@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
 
+from toolnexus.errors import ToolnexusError
+
 __all__ = [
     "INTERRUPTED_STATES",
     "TERMINAL_STATES",
@@ -110,7 +112,7 @@ def now() -> str:
 # -- JSON in and out ----------------------------------------------------------------------------
 
 
-class WireError(ValueError):
+class WireError(ToolnexusError, ValueError):
     """A body that is not acceptable JSON (the caller answers a parse error)."""
 
 
