@@ -42,7 +42,7 @@ class Signal(Protocol):
     def is_set(self) -> bool: ...
 
 
-@dataclass(slots=True, init=False)
+@dataclass(slots=True, init=False, repr=False)
 class ToolResult:
     """What a tool hands back to the model.
 
@@ -72,6 +72,15 @@ class ToolResult:
             self.parts = normalize_parts(parts) or None
         else:
             self.parts = None
+
+    def __repr__(self) -> str:
+        fields = f"output={self.output!r}, is_error={self.is_error!r}, metadata={self.metadata!r}"
+        if self.parts:
+            # Parts by summary, never their base64: a repr ends up in logs and tracebacks.
+            from toolnexus.content import from_dict
+
+            fields += f", parts=[{', '.join(repr(from_dict(p)) for p in self.parts)}]"
+        return f"ToolResult({fields})"
 
 
 @dataclass(slots=True)

@@ -464,6 +464,7 @@ def test_tool_result_parts() -> None:
     fixture = image(FIXTURE_PNG)
     result = toolnexus.ToolResult("chart", False, None, [fixture, "note"])
     assert result.parts == [to_dict(fixture), {"type": "text", "text": "note"}]
+    assert GOLDEN_B64 not in repr(result) and "data=<82 bytes>" in repr(result)
     assert toolnexus.ToolResult("x", parts=[]).parts is None
     assert toolnexus.ToolResult("x").parts is None
     assert toolnexus.ToolResult("x", True, {"a": 1}) == toolnexus.ToolResult(

@@ -660,5 +660,17 @@ async def test_anthropic_moves_system_role_messages_to_system(
     assert [m["role"] for m in body["messages"]] == ["user", "user"]
 
 
+async def test_conversation_send_takes_parts(
+    llm: FakeLLM, make_client: Callable[..., Client], visible: list[str]
+) -> None:
+    conversation = make_client("openai").conversation()
+    llm.push(text("four quadrants"), text("red is top-left"))
+    await conversation.send(["what is this?", image(FIXTURE_PNG)])
+    await conversation.send("which colour is top-left?")
+    again = bodies(llm)[1]["messages"]
+    assert again[0]["content"][1] == OPENAI_IMAGE  # the image is re-sent with the history
+    assert conversation.messages[0]["content"][1] == FIXTURE
+
+
 def test_url_parts_from_a_link() -> None:
     assert part(type="file", mimeType="application/octet-stream", url="file:///data/r.bin")
