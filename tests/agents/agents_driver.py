@@ -283,3 +283,62 @@ def arrows_match(actual: list[str], expected: list[str]) -> bool:
         a == e or (e.startswith("→") and a.endswith(e))
         for a, e in zip(actual, expected, strict=True)
     )
+
+
+# -- the steps interpreter --------------------------------------------------------------------
+
+
+async def run_steps(rt: Any, steps: list[dict[str, Any]], model: ScriptedModel, check: Any) -> None:
+    """Run a fixture's `steps` on `rt`; `check(expect, rt, result)` judges each step's result."""
+    from toolnexus.agents import InboxItem, SpawnError
+
+    def handle(hid: str) -> Any:
+        stack = [rt.root]
+        while stack:
+            node = stack.pop()
+            if node.id == hid:
+                return node
+            stack.extend(node.children)
+        raise AssertionError(f"no handle {hid}")
+
+    for step in steps:
+        (op, args), expect = (
+            next(iter((k, v) for k, v in step.items() if k != "expect")),
+            step.get("expect", {}),
+        )
+        result: Any = None
+        if op == "spawn":
+            made = rt.spawn(handle(args["parent"]), args["def"], budget_of(args.get("budget")))
+            if "spawnError" in expect:
+                assert isinstance(made, SpawnError) and made.error == expect["spawnError"], made
+            else:
+                assert not isinstance(made, SpawnError), made
+        elif op == "wakeWait":
+            result = await rt.run_turn(handle(args["handle"]), args.get("prompt"))
+        elif op == "post":
+            item = InboxItem(args["from"], args["channel"], args["text"])
+            posted = rt.post(handle(args["handle"]), item)
+            if "ok" in expect:
+                assert posted.ok is expect["ok"], posted
+            if "errorContains" in expect:
+                assert expect["errorContains"] in (posted.error or "")
+        elif op == "wake":
+            assert rt.wake(handle(args["handle"]), args.get("prompt")).ok
+        elif op == "awaitState":
+            if args.get("modelStarted"):
+                await asyncio.wait_for(model.started.wait(), 5)
+            assert handle(args["handle"]).state == args["state"]
+        elif op == "interrupt":
+            rt.interrupt(handle(args["handle"]))
+        elif op == "wait":
+            result = await asyncio.wait_for(rt.wait(handle(args["handle"])), 5)
+        elif op == "closeRoot":
+            await rt.close(rt.root)
+        else:
+            raise AssertionError(f"unknown step {op}")
+        for hid, tokens in expect.get("pool", {}).items():
+            assert handle(hid).pool.tokens == tokens, (hid, handle(hid).pool)
+        for hid, size in expect.get("inbox", {}).items():
+            assert len(handle(hid).inbox) == size
+        if result is not None:
+            await check(expect, rt, result)

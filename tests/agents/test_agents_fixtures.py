@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 from agents_checks import check, find
-from agents_driver import load, model_of, registry_of
+from agents_driver import load, model_of, registry_of, run_steps, transitions
 
 from toolnexus.agents import AgentRuntime, Handle
+from toolnexus.agents._results import TaskResult
 from toolnexus.types import Answer
 
 FIXTURE = load("runtime.json")
@@ -47,4 +48,24 @@ async def test_durable_suspension_then_resume() -> None:
     assert entry.state == "idle"
     assert asker.own_total > tokens_before
     assert await rt.conversation_store.get(entry.id)  # the parent's transcript is committed
+    await rt.close(rt.root)
+
+
+LIFECYCLE = load("lifecycle.json")
+
+
+@pytest.mark.parametrize("name", list(LIFECYCLE["scenarios"]))
+async def test_lifecycle_step_scenarios(name: str) -> None:
+    scenario = LIFECYCLE["scenarios"][name]
+    closed: list[str] = []
+    model = model_of(LIFECYCLE)
+    registry = registry_of(LIFECYCLE, peer={"on_close": lambda h, reason: closed.append(h.id)})
+    rt = AgentRuntime(registry=registry, in_process=model)
+    await run_steps(rt, scenario["steps"], model, check)
+    expect = scenario.get("expect", {})
+    if "onClose" in expect:
+        assert closed == expect["onClose"]
+    dummy = TaskResult("", False, "done")
+    await check({"transitions": expect.get("transitions", {})}, rt, dummy)
+    assert all(arrows.count("running→idle") <= 1 for arrows in transitions(rt.trace).values())
     await rt.close(rt.root)
