@@ -314,3 +314,55 @@ def test_transition_matching_accepts_any_closed_origin() -> None:
     assert arrows_match(["running→closed"], ["→closed"])
     assert not arrows_match(["running→idle"], ["→closed"])
     assert find is not None
+
+
+async def test_a_replay_that_suspends_again_parks_and_resumes_with_both_answers() -> None:
+    from toolnexus import Tool, ToolContext, ToolResult, pending
+
+    def gate(kind: str) -> Any:
+        def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+            if ctx.answer is not None and ctx.answer.ok:
+                return ToolResult(f"{kind}-ok")
+            return pending(kind=kind, prompt=f"allow {kind}?")
+
+        return Tool(kind, kind, {"type": "object", "properties": {}}, "native", execute)
+
+    def two_gates(request: dict[str, Any]) -> dict[str, Any]:
+        done = [m["content"] for m in request["messages"] if m["role"] == "tool"]
+        if "first-ok" not in done:
+            return {"tool_calls": [{"name": "first", "arguments": {}}]}
+        if "second-ok" not in done:
+            return {"tool_calls": [{"name": "second", "arguments": {}}]}
+        return {"content": "both allowed"}
+
+    model = model_of(WORLD)
+    model.overrides["m-gates"] = two_gates
+    rt, _ = make(
+        model,
+        override={"slow": {"model": "m-gates"}},
+        extra={"slow": {"tools": [gate("first"), gate("second")]}},
+    )
+    h = spawn(rt, rt.root, "slow")
+    first = await rt.run_turn(h, "go")
+    assert first.status == "pending" and first.pending is not None
+    assert first.pending.kind == "first"
+    second = await rt.resume(Answer(first.pending.id, True))
+    assert second.status == "pending" and second.pending is not None
+    assert second.pending.kind == "second"
+    done = await rt.resume(Answer(second.pending.id, True))
+    assert (done.status, done.text) == ("done", "both allowed")
+    await rt.close(rt.root)
+
+
+async def test_interrupting_a_durable_parent_closes_the_children_of_that_turn() -> None:
+    rt, _ = make()
+    parent = spawn(rt, rt.root, "approverParent")
+    assert (await rt.run_turn(parent, "go")).status == "pending"
+    child = parent.children[0]
+    assert child.state == "suspended"
+    rt.interrupt(parent)
+    assert parent.state == "idle"
+    await settle()
+    assert child.state == "closed"
+    assert f"{child.id}: suspended→closed (interrupted)" in rt.trace
+    await rt.close(rt.root)

@@ -53,6 +53,7 @@ class Turn:
     spawns: list[tuple[str, Handle]] = field(default_factory=list)
     reattach: list[tuple[str, Handle]] | None = None  # the suspended turn's, while replaying
     answers: list[Answer] = field(default_factory=list)
+    used: list[Answer] = field(default_factory=list)  # replay answers handed out so far
 
 
 class Handle:

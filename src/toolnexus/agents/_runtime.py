@@ -47,6 +47,7 @@ from toolnexus.agents._results import HandleView, InboxItem, PostResult, SpawnEr
 from toolnexus.agents._sources import TurnGate, derive_client, resolve_model_source
 from toolnexus.agents._task import make_task_tool
 from toolnexus.client import Client
+from toolnexus.client._hooks import resolve_hooks
 from toolnexus.client.memory import ConversationStore, InMemoryConversationStore, KeyedLock
 from toolnexus.toolkit import Toolkit
 from toolnexus.types import Answer, Request, Tool, error_message
@@ -151,6 +152,9 @@ class AgentRuntime:
             raise TypeError("toolnexus.agents: wait_for must be callable")
         if on_metric is not None and not callable(on_metric):
             raise TypeError("toolnexus.agents: on_metric must be callable")
+        resolve_hooks(hooks)  # a typo in a hook name raises here, not in the first turn
+        for defn in self._registry.values():
+            resolve_hooks(defn.hooks)
         source = resolve_model_source(
             client=client, llm=llm, in_process=in_process, transport=transport
         )
@@ -508,7 +512,9 @@ class AgentRuntime:
 
         async def escalate(request: Request) -> Any:
             if turn.answers:
-                return turn.answers.pop(0)  # a resume's answer goes to the replay's first wait
+                given = turn.answers.pop(0)  # a resume's answer goes to the replay's first wait
+                turn.used.append(given)
+                return given
             if holder is None:
                 raise _Park(request)
             label, interpreter = holder
@@ -550,7 +556,7 @@ class AgentRuntime:
         try:
             outcome = await self._ask_turn(h, turn)
         except _Park as park:
-            outcome = park
+            outcome = park  # a replayed turn met a second suspension nobody above can answer
         except asyncio.CancelledError:
             outcome = asyncio.CancelledError()
         except Exception as exc:
@@ -632,6 +638,9 @@ class AgentRuntime:
         self._admit(h)
 
     def _park(self, h: Handle, turn: Turn, request: Request) -> TaskResult:
+        # The replay re-runs the turn's tools from its start: answers it already used must be
+        # given again, in order, before the one that resumes this new request.
+        h._replay_answers = list(turn.used)
         stamped = _stamp(request, h)
         h.pending_req = stamped
         h._checkpoint = turn.input
@@ -695,9 +704,13 @@ class AgentRuntime:
             self._cut(h, turn, "interrupted")
         elif h.durably_suspended:
             kind = h.pending_req.kind if h.pending_req is not None else ""
+            abandoned = [child for _, child in h._checkpoint_spawns if child.state != "closed"]
             h.pending_req = None
             h._checkpoint = None
             h._checkpoint_spawns = []
+            h._replay_answers = []
+            for child in abandoned:  # the dropped turn's task calls are abandoned
+                self._spawn_task(self.close(child, force=True, reason="interrupted"))
             h.inbox[:0] = h._checkpoint_drained
             h._checkpoint_drained = []
             self._move(h, "idle", f'interrupt cancelled pending "{kind}"')
@@ -748,8 +761,20 @@ class AgentRuntime:
             h.state = "closed"
             if not h._closing.done():
                 h._closing.set_result(None)
-        if h is self._root and self._owns_client:
-            await self._client.aclose()
+        if h is self._root:
+            pending_tasks = [t for t in self._tasks if t is not asyncio.current_task()]
+            if pending_tasks:
+                await asyncio.wait(pending_tasks)
+            if self._owns_client:
+                try:
+                    await self._client.aclose()
+                except Exception as exc:
+                    warn(f"closing the runtime's client failed: {error_message(exc)}")
+
+    def _spawn_task(self, work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _grace(self, task: asyncio.Task[None]) -> None:
         expired: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -789,7 +814,7 @@ class AgentRuntime:
             deepest,
             f"resume with Answer(ok={ok}) at checkpoint (turns so far: {deepest.turns_total})",
         )
-        result = await self._replay(deepest, [coerced])
+        result = await self._replay(deepest, [*deepest._replay_answers, coerced])
         node = deepest.parent
         while node is not None and node.parent is not None:
             if node.durably_suspended:
@@ -804,6 +829,7 @@ class AgentRuntime:
 
     async def _replay(self, h: Handle, answers: Sequence[Answer]) -> TaskResult:
         text = h._checkpoint or ""
+        h._replay_answers = []
         h.pending_req = None
         h._checkpoint = None
         self._move(h, "idle", "Answer accepted, checkpoint restored")
