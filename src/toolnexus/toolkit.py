@@ -19,7 +19,7 @@ from toolnexus.types import Answer, Request, Tool, ToolContext, ToolResult, erro
 if TYPE_CHECKING:
     from toolnexus.a2a import Agent
     from toolnexus.mcp_source import McpServerState, McpSource
-    from toolnexus.serve import ServeHandle
+    from toolnexus.serve import ServeHandle, ServeLimits
     from toolnexus.skill import SkillDef, SkillSource
 
 __all__ = ["Toolkit", "create_toolkit", "create_toolkit_sync"]
@@ -268,8 +268,11 @@ class Toolkit:
         mcp: Mapping[str, Any] | None = None,
         on_call: Callable[..., Any] | None = None,
         auth_token: str | None = None,
+        limits: ServeLimits | None = None,
     ) -> ServeHandle:
-        """Serve this toolkit over HTTP as an MCP server and/or an A2A agent."""
+        """Serve this toolkit over HTTP as an MCP server and/or an A2A agent.
+
+        `limits` (`toolnexus.serve.ServeLimits`) bounds timeouts, connections and buffering."""
         from toolnexus.serve import serve_toolkit
 
         return await serve_toolkit(
@@ -281,6 +284,7 @@ class Toolkit:
             mcp=mcp,
             on_call=on_call,
             auth_token=auth_token,
+            limits=limits,
         )
 
     async def serve_stdio(

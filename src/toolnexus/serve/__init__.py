@@ -14,7 +14,13 @@ from toolnexus._json import compact_json
 from toolnexus._log import warn
 from toolnexus.serve._a2a import A2AConfig, A2AEndpoint, build_agent_card
 from toolnexus.serve._addr import bind_socket, is_loopback, parse_addr, public_url
-from toolnexus.serve._app import MAX_BODY_BYTES, ServeHandle, build_app, start_server
+from toolnexus.serve._app import (
+    MAX_BODY_BYTES,
+    ServeHandle,
+    ServeLimits,
+    build_app,
+    start_server,
+)
 from toolnexus.serve._mcp import (
     MCPServeConfig,
     OnCall,
@@ -37,6 +43,7 @@ __all__ = [
     "MCPServeConfig",
     "OnCall",
     "ServeHandle",
+    "ServeLimits",
     "TaskStore",
     "build_agent_card",
     "build_mcp_server",
@@ -86,10 +93,12 @@ async def serve_toolkit(
     mcp: Mapping[str, Any] | None = None,
     on_call: OnCall | None = None,
     auth_token: str | None = None,
+    limits: ServeLimits | None = None,
 ) -> ServeHandle:
     """Serve `toolkit` on `addr` (`"host:port"`) with the MCP and/or A2A profile.
 
-    Returns once the server accepts connections; `handle.url` carries the real port.
+    Returns once the server accepts connections; `handle.url` carries the real port. `limits`
+    bounds what slow or hostile clients may cost (timeouts, connections, buffered bytes).
     """
     host, port = parse_addr(addr)
     config = toolkit.config
@@ -134,11 +143,14 @@ async def serve_toolkit(
             card=card,
             host=host,
             auth_token=auth_token,
+            limits=limits,
         )
     except BaseException:
         sock.close()
         raise
-    return await start_server(app, sock, url=url, host=host, port=real_port, a2a=endpoint)
+    return await start_server(
+        app, sock, url=url, host=host, port=real_port, a2a=endpoint, limits=limits
+    )
 
 
 async def serve_toolkit_stdio(

@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
+import re
+import resource
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
+import h11
 import uvicorn
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -19,42 +23,141 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from toolnexus.serve._a2a import A2AEndpoint
 from toolnexus.serve._addr import is_loopback
 
-__all__ = ["MAX_BODY_BYTES", "ServeHandle", "build_app", "start_server"]
+__all__ = ["MAX_BODY_BYTES", "ServeHandle", "ServeLimits", "build_app", "start_server"]
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 START_TIMEOUT_S = 10.0
 GRACEFUL_SHUTDOWN_S = 3
 
 
-def _host_name(host_header: str) -> str:
-    """The name part of a `Host` header value (`[::1]:80` → `::1`, `a.b:80` → `a.b`)."""
-    if host_header.startswith("["):
-        return host_header[1 : host_header.find("]")] if "]" in host_header else host_header
-    return host_header.rpartition(":")[0] if ":" in host_header else host_header
+def _default_max_connections() -> int:
+    """512, or half the descriptor limit when that is lower (the rest stays for everything else
+    the process opens: an authenticated client must still get in)."""
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):  # pragma: no cover
+        return 512
+    return max(8, min(512, soft // 2)) if soft > 0 else 512
+
+
+@dataclass(frozen=True, slots=True)
+class ServeLimits:
+    """What one slow or hostile client may cost the server (seconds, bytes, connections).
+
+    - `header_timeout`: a request's line and headers must arrive within this long of the
+      connection opening (or of the previous response): `408`, then closed.
+    - `body_timeout`: the whole body must arrive within this long of the headers: `408`.
+    - `keep_alive_timeout`: an idle keep-alive connection is closed after this long.
+    - `max_connections`: connections beyond this many are answered `503` and closed at once.
+    - `max_body`: a larger body is refused with `413`.
+    - `max_buffered`: bodies held by all requests together; beyond it, `503`.
+    """
+
+    header_timeout: float = 10.0
+    body_timeout: float = 10.0
+    keep_alive_timeout: float = 5.0
+    max_connections: int = 0  # 0: the default (512, or half the descriptor limit)
+    max_body: int = MAX_BODY_BYTES
+    max_buffered: int = 64 * 1024 * 1024
+
+    def connections(self) -> int:
+        return self.max_connections if self.max_connections > 0 else _default_max_connections()
+
+
+# -- the one Host/Origin rule ---------------------------------------------------------------------
+
+_HOST = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9.-]+))(?::[0-9]{1,5})?")
+_ORIGIN = re.compile(r"(?i:https?)://(?P<host>[^/?#@]+)")
+
+
+def _loopback_authority(authority: str) -> bool:
+    """Whether `host[:port]` (the whole value, nothing else) names this machine."""
+    match = _HOST.fullmatch(authority)
+    if match is None:
+        return False
+    name = match.group("v6") or match.group("name")
+    return name is not None and is_loopback(name)
+
+
+def local_request(host: str | None, origin: str | None) -> bool:
+    """The DNS-rebinding rule of every route on a loopback bind: `Host` is exactly a loopback
+    authority — `localhost` (any case), an address in 127.0.0.0/8 or `[::1]`, with an optional
+    numeric port, and nothing else (no userinfo, no path) — and `Origin`, when sent, is an
+    `http://` or `https://` origin with such an authority (`null` is refused)."""
+    if not host or not _loopback_authority(host):
+        return False
+    if origin is None:
+        return True
+    match = _ORIGIN.fullmatch(origin.strip())
+    return match is not None and _loopback_authority(match.group("host"))
+
+
+# -- JSON that is not JSON ----------------------------------------------------------------------
+
+# Cheap screen for what Python's JSON reader accepts but JSON forbids or cannot represent:
+# `NaN`/`Infinity` tokens and numbers too large for a float (which read as infinity).
+_SUSPECT_NUMBERS = re.compile(rb"NaN|Infinity|[0-9][eE][+-]?[0-9]{3}|[0-9]{300}")
+
+
+def _reject_constant(token: str) -> Any:
+    raise ValueError(f"{token} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text[:20]} is too large for a JSON number")
+    return value
+
+
+def non_finite_reason(body: bytes | bytearray) -> str | None:
+    """Why `body` would make a non-finite number, or `None` (also for bodies that are not JSON
+    at all: the route reports those as usual)."""
+    if _SUSPECT_NUMBERS.search(body) is None:
+        return None
+    try:
+        json.loads(body, parse_constant=_reject_constant, parse_float=_finite_float)
+    except ValueError as exc:
+        text = str(exc)
+        if "JSON number" in text:
+            return text.split(": line")[0]
+    except RecursionError:
+        return None
+    return None
+
+
+def _parse_error(reason: str) -> Response:
+    error = {"code": -32700, "message": f"Parse error: {reason}"}
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}, separators=(",", ":"))
+    return Response(body, status_code=400, media_type="application/json")
 
 
 class _Guard:
-    """Every request passes three gates, in order: DNS-rebinding (loopback binds only: `Host` and
-    `Origin` must name this machine, else 403), bearer auth (401) and the body cap (413)."""
+    """Every request passes these gates, in order: DNS-rebinding (loopback binds only, see
+    `local_request`: 403), bearer auth (401), the body cap (413), the body read deadline (408),
+    the bound on bodies held by all requests together (503), and no non-finite numbers (400)."""
 
     def __init__(
-        self, app: ASGIApp, *, loopback: bool, auth_token: str | None, max_body: int
+        self, app: ASGIApp, *, loopback: bool, auth_token: str | None, limits: ServeLimits
     ) -> None:
         self.app = app
         self.loopback = loopback
         self.token = auth_token.encode("utf-8") if auth_token is not None else None
-        self.max_body = max_body
+        self.limits = limits
+        self.max_body = limits.max_body
+        self.buffered = 0  # body bytes held by all requests in flight
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        if self.loopback and not self._local(headers):
+        if self.loopback and not local_request(headers.get("host"), headers.get("origin")):
             response: Response = PlainTextResponse("forbidden", status_code=403)
             await response(scope, receive, send)
             return
@@ -68,42 +171,56 @@ class _Guard:
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
             await self._too_large(scope, receive, send)
             return
-        # Read the whole body (bounded) before the app sees any of it, so an oversized stream is
-        # refused cleanly instead of half-consumed.
-        body = bytearray()
-        trailing: list[Message] = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                trailing.append(message)
-                break
-            body.extend(message.get("body", b""))
-            if len(body) > self.max_body:
-                await self._too_large(scope, receive, send)
-                return
-            if not message.get("more_body", False):
-                break
-        replay: list[Message] = [{"type": "http.request", "body": bytes(body), "more_body": False}]
-        replay.extend(trailing)
-
-        async def replayed() -> Message:
-            return replay.pop(0) if replay else await receive()
-
-        await self.app(scope, replayed, send)
-
-    @staticmethod
-    def _local(headers: Headers) -> bool:
-        host = headers.get("host")
-        if not host or not is_loopback(_host_name(host)):
-            return False
-        origin = headers.get("origin")
-        if origin is None:
-            return True
+        held = 0
         try:
-            name = urlsplit(origin).hostname
-        except ValueError:
-            return False
-        return name is not None and is_loopback(name)
+            # Read the whole body (bounded in size and time, and in what all requests hold
+            # together) before the app sees any of it, so a bad one is refused cleanly.
+            body = bytearray()
+            trailing: list[Message] = []
+            refusal: Response | None = None
+            try:
+                async with asyncio.timeout(self.limits.body_timeout):
+                    while True:
+                        message = await receive()
+                        if message["type"] != "http.request":
+                            trailing.append(message)
+                            break
+                        chunk = message.get("body", b"")
+                        if len(body) + len(chunk) > self.max_body:
+                            refusal = PlainTextResponse("request body too large", status_code=413)
+                            break
+                        if self.buffered + len(chunk) > self.limits.max_buffered:
+                            refusal = PlainTextResponse(
+                                "server busy", status_code=503, headers={"Retry-After": "1"}
+                            )
+                            break
+                        self.buffered += len(chunk)
+                        held += len(chunk)
+                        body.extend(chunk)
+                        if not message.get("more_body", False):
+                            break
+            except TimeoutError:
+                refusal = PlainTextResponse("request timeout", status_code=408)
+            if refusal is None and scope["method"] == "POST":
+                reason = non_finite_reason(body)
+                if reason is not None:
+                    refusal = _parse_error(reason)
+            if refusal is not None:
+                refusal.headers["Connection"] = "close"
+                await refusal(scope, receive, send)
+                return
+            replay: list[Message] = [
+                {"type": "http.request", "body": bytes(body), "more_body": False}
+            ]
+            replay.extend(trailing)
+            del body
+
+            async def replayed() -> Message:
+                return replay.pop(0) if replay else await receive()
+
+            await self.app(scope, replayed, send)
+        finally:
+            self.buffered -= held
 
     def _authorized(self, header: str | None) -> bool:
         assert self.token is not None
@@ -124,23 +241,27 @@ async def _not_found(request: Request, exc: Exception) -> Response:
     return PlainTextResponse("not found", status_code=404)
 
 
-def _mcp_security(host: str) -> TransportSecuritySettings:
-    """The SDK's own Host/Origin check for `/mcp`, in line with the app-wide guard (which runs
-    first and answers 403)."""
-    if not is_loopback(host):
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    names = ["127.0.0.1", "localhost", "[::1]"]
-    bound = f"[{host}]" if ":" in host else host
-    if bound not in names:
-        names.append(bound)
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[*names, *(f"{n}:*" for n in names)],
-        allowed_origins=[
-            *(f"http://{n}" for n in names),
-            *(f"http://{n}:*" for n in names),
-        ],
-    )
+# The SDK's own Host/Origin check stays off: the guard applies the one rule to every route.
+_NO_SDK_HOST_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+class _StatelessMCP:
+    """`/mcp` of a stateless server: `GET` (the server-to-client event stream) is answered
+    `405 Method Not Allowed`, as the streamable HTTP transport allows a server that offers no
+    such stream — a stateless server has no session to push anything to, so the stream would
+    stay open and silent forever. Everything else goes to the SDK."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            response = PlainTextResponse(
+                "method not allowed", status_code=405, headers={"Allow": "POST"}
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def build_app(
@@ -150,12 +271,13 @@ def build_app(
     card: bytes | None,
     host: str,
     auth_token: str | None,
-    max_body: int = MAX_BODY_BYTES,
+    limits: ServeLimits | None = None,
 ) -> Starlette:
     """The Starlette app: `/mcp` (MCP profile), the card and `POST /` (A2A profile), else 404.
 
     `host` is the bind host: on a loopback bind the DNS-rebinding guard is on.
     """
+    limits = limits or ServeLimits()
     routes: list[BaseRoute] = []
     manager: StreamableHTTPSessionManager | None = None
     if mcp_server is not None:
@@ -163,10 +285,10 @@ def build_app(
         manager = StreamableHTTPSessionManager(
             app=mcp_server,
             stateless=True,
-            security_settings=_mcp_security(host),
-            max_request_body_size=max_body,
+            security_settings=_NO_SDK_HOST_CHECK,
+            max_request_body_size=limits.max_body,
         )
-        routes.append(Route("/mcp", endpoint=StreamableHTTPASGIApp(manager)))
+        routes.append(Route("/mcp", endpoint=_StatelessMCP(StreamableHTTPASGIApp(manager))))
     if a2a is not None and card is not None:
         card_bytes = card
 
@@ -191,13 +313,72 @@ def build_app(
     app = Starlette(
         routes=routes,
         middleware=[
-            Middleware(_Guard, loopback=is_loopback(host), auth_token=auth_token, max_body=max_body)
+            Middleware(_Guard, loopback=is_loopback(host), auth_token=auth_token, limits=limits)
         ],
         exception_handlers={404: _not_found, 405: _not_found},
         lifespan=lifespan,
     )
     app.router.redirect_slashes = False
     return app
+
+
+_REFUSAL = (
+    b"HTTP/1.1 %d %s\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: %d\r\nconnection: close\r\n\r\n%s"
+)
+
+
+def _raw_response(status: int, reason: bytes, body: bytes) -> bytes:
+    return _REFUSAL % (status, reason, len(body), body)
+
+
+class _BoundedH11(H11Protocol):
+    """Uvicorn's h11 protocol with two more limits: connections beyond the cap are answered
+    `503` and closed at once (their descriptor is freed before anything waits), and a request's
+    line and headers must be complete within `header_timeout` of the connection opening or of
+    the previous response (`408`, closed) — however the bytes dribble in."""
+
+    limits: ServeLimits  # set on the per-server subclass
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._header_timer: asyncio.TimerHandle | None = None
+        if len(self.connections) > self.limits.connections():
+            transport.write(_raw_response(503, b"Service Unavailable", b"server busy"))
+            transport.close()
+            return
+        self._arm_header_timer()
+
+    def _arm_header_timer(self) -> None:
+        self._header_timer = self.loop.call_later(self.limits.header_timeout, self._header_late)
+
+    def _disarm_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _header_late(self) -> None:
+        self._header_timer = None
+        if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+            return
+        if self.conn.our_state is h11.IDLE:
+            self.transport.write(_raw_response(408, b"Request Timeout", b"request timeout"))
+        self.transport.close()
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        if self.conn.their_state is not h11.IDLE:  # the request line and headers are in
+            self._disarm_header_timer()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._disarm_header_timer()
+            self._arm_header_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_header_timer()
+        super().connection_lost(exc)
 
 
 class _EmbeddedServer(uvicorn.Server):
@@ -266,10 +447,16 @@ async def start_server(
     host: str,
     port: int,
     a2a: A2AEndpoint | None,
+    limits: ServeLimits | None = None,
 ) -> ServeHandle:
     """Run `app` with Uvicorn on the bound `sock` as a task of the running loop."""
+    limits = limits or ServeLimits()
+    protocol = type("BoundedH11", (_BoundedH11,), {"limits": limits})
+    keep_alive: Any = limits.keep_alive_timeout  # typed `int` by uvicorn; any number works
     config = uvicorn.Config(
         app,
+        http=protocol,
+        timeout_keep_alive=keep_alive,
         lifespan="on",
         ws="none",
         log_config=None,
