@@ -61,7 +61,7 @@ async def test_close_kills_a_grandchild_in_a_session_of_its_own(marker: str) -> 
     toolkit = await create_toolkit(server_config(marker))
     result = await toolkit.execute("h_spawn", {})
     assert not result.is_error, result.output
-    assert int(result.output) in leftovers(marker)
+    await wait_until(lambda: int(result.output) in leftovers(marker))
     await toolkit.close()
     await none_left(marker)
 

@@ -78,7 +78,10 @@ async def test_dribbling_connections_are_cut_and_do_not_starve_others(server: Se
     for reader, writer in writers:
         # a byte now and then does not extend the deadline
         writer.write(b"T")
-        answer = await asyncio.wait_for(reader.read(-1), 15)
+        try:
+            answer = await asyncio.wait_for(reader.read(-1), 15)
+        except ConnectionResetError:  # closed with our last byte unread: cut all the same
+            answer = b""
         assert status_of(answer) in (408, 0), answer[:80]
         writer.close()
 
