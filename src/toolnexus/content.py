@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias
 
-from toolnexus.errors import ToolnexusError
+from toolnexus.errors import ConfigError, ToolnexusError
 
 __all__ = [
     "MEDIA_TYPES",
@@ -270,20 +270,21 @@ def decoded_len(b64: str | None) -> int:
     return (len(b64) // 4) * 3 - padding
 
 
-def _check_cap(limit: Any) -> int | None:
+def checked_limit(limit: Any) -> int | None:
+    """`limit` when it is a usable size cap (`None` or an `int` >= 0), else `ConfigError`."""
     if limit is None:
         return None
     if isinstance(limit, bool) or not isinstance(limit, int):
-        raise ValueError(f"max_part_bytes must be an int or None, not {type(limit).__name__}")
+        raise ConfigError(f"max_part_bytes must be an int or None, not {type(limit).__name__}")
     if limit < 0:
-        raise ValueError(f"max_part_bytes must not be negative, got {limit}")
+        raise ConfigError(f"max_part_bytes must not be negative, got {limit}")
     return limit
 
 
 def set_max_part_bytes(limit: int | None) -> None:
     """Set the process-wide cap on a part's decoded size in bytes (`None`: no cap)."""
     global _max_part_bytes
-    _max_part_bytes = _check_cap(limit)
+    _max_part_bytes = checked_limit(limit)
 
 
 def get_max_part_bytes() -> int | None:
@@ -297,7 +298,7 @@ def oversize_message(size: int, limit: int) -> str:
 
 
 def _enforce_cap(size: int, max_part_bytes: int | None) -> None:
-    limit = _check_cap(max_part_bytes) if max_part_bytes is not None else _max_part_bytes
+    limit = checked_limit(max_part_bytes) if max_part_bytes is not None else _max_part_bytes
     if limit is not None and size > limit:
         raise ContentPartError(oversize_message(size, limit))
 

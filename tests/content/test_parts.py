@@ -198,6 +198,7 @@ def test_part_validation_messages(fields: dict[str, Any], message: str) -> None:
         part(**fields)
     assert str(caught.value) == message
     assert isinstance(caught.value, ValueError)
+    assert isinstance(caught.value, toolnexus.ToolnexusError)
 
 
 def test_canonical_dicts() -> None:
@@ -436,6 +437,8 @@ def test_encode_part_refusals(p: dict[str, Any], style: str, message: str) -> No
         style,
     )
     assert GOLDEN_B64 not in str(caught.value)
+    assert isinstance(caught.value, toolnexus.ToolnexusError)
+    assert isinstance(caught.value, ValueError)
 
 
 def test_root_exports() -> None:

@@ -16,6 +16,7 @@ from toolnexus.content import (
     ContentPart,
     ContentPartError,
     UnsupportedPartError,
+    checked_limit,
     decoded_len,
     encode_part,
     is_part_dict,
@@ -25,6 +26,7 @@ from toolnexus.content import (
     summarize,
     to_dict,
 )
+from toolnexus.errors import ConfigError
 
 __all__ = [
     "UNSUPPORTED_PART_MODES",
@@ -73,15 +75,10 @@ class PartPolicy:
 
     def __init__(self, on_unsupported_part: str | None = None, max_part_bytes: int | None = None):
         if on_unsupported_part not in UNSUPPORTED_PART_MODES:
-            raise ValueError(
+            raise ConfigError(
                 f'on_unsupported_part must be "error", "text" or None, not {on_unsupported_part!r}'
             )
-        if max_part_bytes is not None and (
-            isinstance(max_part_bytes, bool) or not isinstance(max_part_bytes, int)
-        ):
-            raise ValueError(f"max_part_bytes must be an int or None, not {max_part_bytes!r}")
-        if max_part_bytes is not None and max_part_bytes < 0:
-            raise ValueError(f"max_part_bytes must not be negative, got {max_part_bytes}")
+        max_part_bytes = checked_limit(max_part_bytes)
         self.on_unsupported_part = on_unsupported_part
         self.max_part_bytes = max_part_bytes
         self._warned: set[tuple[str, ...]] = set()
