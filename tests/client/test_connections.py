@@ -16,6 +16,7 @@ import pytest
 from support.client_helpers import STYLES
 from support.fake_llm import FakeLLM, Reply, text
 from support.tls import make_certificates
+from toolnexus import ProviderConnectionError
 from toolnexus.client import ProviderError, create_client
 
 TLS_CLIENT = Path(__file__).resolve().parents[1] / "support" / "tls_client_run.py"
@@ -132,8 +133,10 @@ async def test_a_self_signed_certificate_is_refused(tmp_path):
             base_url=llm.url + "/v1", style="openai", model="m", api_key="k", retries=0
         )
         async with client:
-            with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            with pytest.raises(ProviderConnectionError, match="CERTIFICATE_VERIFY_FAILED") as err:
                 await client.run("x")
+        assert str(err.value).startswith(f"cannot reach {llm.url}/v1/chat/completions: ")
+        assert isinstance(err.value.__cause__, httpx2.ConnectError)
         assert llm.requests == []
 
 

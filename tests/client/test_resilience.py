@@ -11,6 +11,7 @@ import pytest
 
 from support.client_helpers import STYLES, base_url, kit
 from support.fake_llm import call, error, text, tools
+from toolnexus import ProviderConnectionError
 from toolnexus.client import ProviderError, RunCancelled, RunTimeout, create_client
 from toolnexus.client._retry import parse_retry_after
 from toolnexus.types import Tool
@@ -181,18 +182,26 @@ async def test_transport_errors_retry_and_then_propagate():
         on_error=on_error,
     )
     async with client:
-        with pytest.raises(httpx2.ConnectError):
+        with pytest.raises(ProviderConnectionError) as raised:
             await client.run("x")
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    assert str(raised.value).startswith(f"cannot reach {url}: ")
+    assert raised.value.url == url
+    assert isinstance(raised.value.__cause__, httpx2.ConnectError)
     assert [i["attempt"] for i in infos] == [0, 1, 2]
     assert all(
-        i["retryable"] is True and isinstance(i["error"], httpx2.ConnectError) for i in infos
+        i["retryable"] is True
+        and isinstance(i["error"], ProviderConnectionError)
+        and isinstance(i["error"].__cause__, httpx2.ConnectError)
+        for i in infos
     )
 
 
 async def test_read_timeout_ends_a_dead_connection(llm, make_client):
     llm.push(tools(call("x"), hang=True), tools(call("x"), hang=True))
-    with pytest.raises(httpx2.ReadTimeout):
+    with pytest.raises(ProviderConnectionError) as raised:
         await make_client("openai", read_timeout_ms=50, retries=1).run("x")
+    assert isinstance(raised.value.__cause__, httpx2.ReadTimeout)
     assert len(llm.requests) == 2
     await llm.until(lambda: llm.disconnects >= 2)
 

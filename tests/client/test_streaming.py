@@ -10,6 +10,7 @@ import pytest
 
 from support.client_helpers import STYLES, add_tool, kit
 from support.fake_llm import Reply, call, error, text, tools
+from toolnexus import ProviderConnectionError
 from toolnexus.client import ProviderError, RunCancelled, RunResult, RunTimeout
 from toolnexus.types import Tool
 
@@ -180,9 +181,10 @@ async def test_slow_consumer_loses_nothing(llm, make_client, style):
 async def test_stalled_stream_ends_by_read_timeout(llm, make_client, style):
     llm.push(text("abcdef", chunk_size=1, stall_after=3))
     seen = []
-    with pytest.raises(httpx2.ReadTimeout):
+    with pytest.raises(ProviderConnectionError) as raised:
         async for event in make_client(style, read_timeout_ms=100).stream("x"):
             seen.append(event)
+    assert isinstance(raised.value.__cause__, httpx2.ReadTimeout)
     assert seen and all(e["type"] == "text" for e in seen)
     await llm.until(lambda: llm.disconnects >= 1)
 

@@ -168,7 +168,7 @@ class AgentRuntime:
         self._hooks = hooks
         self._on_metric = on_metric
         self._gate = TurnGate(max_concurrent_turns)
-        self._transport = self._gate.wrap(self._client._transport)
+        self._transport = self._gate.wrap(self._client._endpoint.transport)
         self._trace: deque[str] = deque(maxlen=trace_limit)
         self._tasks: set[asyncio.Task[None]] = set()
         self._one_shot = False  # made by Agent.run: closes itself once a resume settles

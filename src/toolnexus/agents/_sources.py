@@ -34,7 +34,6 @@ MODEL_OPTIONS = ("client", "llm", "in_process", "transport")
 _NEEDS_MODEL = (
     "toolnexus.agents: AgentRuntime needs a model: pass client=, llm=, in_process= or transport="
 )
-_TRANSPORT_URL = "http://transport.invalid/v1"  # validated, never contacted by us
 
 
 @dataclass(slots=True)
@@ -146,9 +145,7 @@ def client_over_transport(transport: Any) -> Client:
     """An OpenAI-style client whose requests go to a published synchronous transport."""
     if not callable(getattr(transport, "post", None)):
         raise TypeError("transport= must have a post(url, headers, payload, timeout) method")
-    client = create_client(base_url=_TRANSPORT_URL, style="openai", model="inherit", api_key="")
-    client._use_in_process(_SyncTransport(transport, 600.0))
-    return client
+    return Client._over(_SyncTransport(transport, 600.0), model="inherit")
 
 
 # -- the turn gate and derived clients -----------------------------------------------------------
@@ -222,5 +219,5 @@ def derive_client(
     derived._on_metric = on_metric
     derived._store = store
     derived._locks = locks
-    derived._transport = transport
+    derived._endpoint = base._endpoint.with_transport(transport)
     return derived

@@ -11,7 +11,6 @@ import threading
 import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from toolnexus.cli._ask import TerminalAnswers
 from toolnexus.cli._common import (
@@ -82,27 +81,20 @@ def make_client(args: argparse.Namespace, **options: Any) -> Client:
 
 def describe_run_error(exc: BaseException, base_url: str) -> str | None:
     """A one-line description of a failed run that the user can act on, or `None` if unknown."""
-    from toolnexus.client import ProviderError, RunTimeout
-    from toolnexus.client._errors import MissingApiKey
+    from toolnexus.errors import (
+        MissingApiKey,
+        ProviderConnectionError,
+        ProviderError,
+        RunTimeout,
+        public_url,
+    )
 
     if isinstance(exc, ProviderError | RunTimeout | MissingApiKey):
         return str(exc)
-    try:
-        import httpx2
-    except ImportError:  # pragma: no cover - httpx2 ships with mcp
-        return None
-    if isinstance(exc, httpx2.TransportError):
-        reason = str(exc) or type(exc).__name__
-        return f"cannot reach {_without_userinfo(base_url)}: {reason}"
+    if isinstance(exc, ProviderConnectionError):
+        # The base URL the user typed, not the endpoint path the dialect appends to it.
+        return f"cannot reach {public_url(base_url)}: {exc.reason}"
     return None
-
-
-def _without_userinfo(url: str) -> str:
-    """`https://user:secret@host/v1` → `https://host/v1`: credentials never reach the terminal."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def run_run(args: argparse.Namespace) -> int:
@@ -135,7 +127,9 @@ async def _repl(
     args: argparse.Namespace,
 ) -> int:
     count = len(toolkit.tools())
-    where = _without_userinfo(args.base_url)
+    from toolnexus.errors import public_url
+
+    where = public_url(args.base_url)
     tools = f"{count} tool{'s' if count != 1 else ''}"
     printer.note(printer.dim(f"{args.model} via {where} with {tools}. Ctrl-D or `exit` quits."))
     session = f"cli-{uuid.uuid4().hex}"

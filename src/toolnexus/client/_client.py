@@ -4,27 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import os
-import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from toolnexus._aio import call_maybe_async
 from toolnexus._log import warn
-from toolnexus.client._anthropic import ANTHROPIC, AnthropicWire
-from toolnexus.client._errors import MissingApiKey
+from toolnexus.client._endpoint import DIALECTS, CallOptions, Endpoint
 from toolnexus.client._hooks import Hooks, resolve_hooks
 from toolnexus.client._inprocess import STREAM_UNSUPPORTED, InProcessTransport
 from toolnexus.client._loop import RunLoop
-from toolnexus.client._metrics import Metrics, llm_event
-from toolnexus.client._openai import OPENAI, OpenAIWire
+from toolnexus.client._metrics import Metrics
 from toolnexus.client._parts import PartPolicy, Prompt
 from toolnexus.client._results import RunResult, TranslateResult
-from toolnexus.client._retry import RetryPolicy
-from toolnexus.client._scope import RunScope
+from toolnexus.client._settings import RunSettings
+from toolnexus.client._translate import translate
 from toolnexus.client._transport import HttpTransport, Transport
-from toolnexus.client._wire import CREDENTIAL_HEADERS, Turn, merge_headers
 from toolnexus.client.memory import ConversationStore, InMemoryConversationStore, KeyedLock
 from toolnexus.errors import ConfigError
 from toolnexus.types import error_message
@@ -108,30 +103,76 @@ class Client:
             raise ConfigError("base_url is required, e.g. https://api.openai.com/v1")
         if urlsplit(base_url).scheme not in ("http", "https"):
             raise ConfigError(f"base_url must be an http:// or https:// URL, not {base_url!r}")
-        if style not in ("openai", "anthropic"):
+        if style not in DIALECTS:
             raise ConfigError(f'style must be "openai" or "anthropic", not {style!r}')
-        if not isinstance(model, str) or not model:
-            raise ConfigError("model is required: the provider's model id, sent verbatim")
         if api_key is not None and not isinstance(api_key, str):
             raise TypeError(f"api_key must be a string, not {type(api_key).__name__}")
-        if system_prompt is not None and not isinstance(system_prompt, str):
-            raise TypeError(f"system_prompt must be a string, not {type(system_prompt).__name__}")
         if headers is not None and not isinstance(headers, Mapping):
             raise TypeError(f"headers must be a dict, not {type(headers).__name__}")
+        if read_timeout_ms is None or read_timeout_ms <= 0:
+            raise ConfigError(f"read_timeout_ms must be > 0, not {read_timeout_ms!r}")
+        options = self._configure(
+            model=model,
+            system_prompt=system_prompt,
+            max_turns=max_turns,
+            hooks=hooks,
+            retries=retries,
+            retry_base_ms=retry_base_ms,
+            timeout_ms=timeout_ms,
+            store=store,
+            on_metric=on_metric,
+            wait_for=wait_for,
+            request_params=request_params,
+            body_transform=body_transform,
+            on_error=on_error,
+            retryable_statuses=retryable_statuses,
+            tool_concurrency=tool_concurrency,
+            on_unsupported_part=on_unsupported_part,
+            max_part_bytes=max_part_bytes,
+        )
+        self._endpoint = Endpoint(
+            DIALECTS[style],
+            HttpTransport(http_client, read_timeout_ms / 1000),
+            options,
+            base_url=base_url,
+            api_key=api_key,
+            headers=headers,
+        )
+
+    def _configure(
+        self,
+        *,
+        model: str,
+        system_prompt: str | None = None,
+        max_turns: int = 10,
+        hooks: Hooks | Mapping[str, Any] | Any = None,
+        retries: int = 2,
+        retry_base_ms: float = 500,
+        timeout_ms: float | None = None,
+        store: ConversationStore | None = None,
+        on_metric: Callable[[dict[str, Any]], Any] | None = None,
+        wait_for: Callable[..., Any] | None = None,
+        request_params: Mapping[str, Any] | None = None,
+        body_transform: Callable[[dict[str, Any]], Any] | None = None,
+        on_error: Callable[[dict[str, Any]], Any] | None = None,
+        retryable_statuses: Iterable[int] | None = None,
+        tool_concurrency: int = 16,
+        on_unsupported_part: Literal["error", "text"] | None = None,
+        max_part_bytes: int | None = None,
+    ) -> CallOptions:
+        """Check and keep the options every client has, whatever its endpoint."""
+        if not isinstance(model, str) or not model:
+            raise ConfigError("model is required: the provider's model id, sent verbatim")
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise TypeError(f"system_prompt must be a string, not {type(system_prompt).__name__}")
         if timeout_ms is not None and (isinstance(timeout_ms, bool) or timeout_ms <= 0):
             raise ConfigError(f"timeout_ms must be > 0 or None, not {timeout_ms!r}")
         if retry_base_ms is None or retry_base_ms < 0:
             raise ConfigError(f"retry_base_ms must be >= 0, not {retry_base_ms!r}")
-        if read_timeout_ms is None or read_timeout_ms <= 0:
-            raise ConfigError(f"read_timeout_ms must be > 0, not {read_timeout_ms!r}")
         if store is not None and not (
             callable(getattr(store, "get", None)) and callable(getattr(store, "save", None))
         ):
             raise TypeError("store must have async get(id) and save(id, messages) methods")
-        self._wire: OpenAIWire | AnthropicWire = OPENAI if style == "openai" else ANTHROPIC
-        self._transport: Transport = HttpTransport(http_client, read_timeout_ms / 1000)
-        self.style: Style = style
-        self.base_url: str | None = base_url
         self.model = model
         self.system_prompt = system_prompt
         self.max_turns = _require_int("max_turns", max_turns, 1)
@@ -139,123 +180,83 @@ class Client:
         self.timeout_ms = timeout_ms
         self.hooks = resolve_hooks(hooks)
         self.wait_for = _require_callable("wait_for", wait_for)
-        self._body_transform = _require_callable("body_transform", body_transform)
         self._on_metric = _require_callable("on_metric", on_metric)
-        self._policy = RetryPolicy(
-            retries=_require_int("retries", retries, 0),
-            base_ms=retry_base_ms,
-            extra_statuses=retryable_statuses,
-            on_error=_require_callable("on_error", on_error),
-            transport_errors=self._transport.transport_errors,
-            inline=self._transport.unwinds_promptly,
-        )
         self._parts = PartPolicy(on_unsupported_part, max_part_bytes)
-        self._params = _filtered_params(request_params)
-        self._api_key = api_key
-        self._extra_headers = dict(headers) if headers else None
-        self._url = self._wire.endpoint(base_url)
-        host = urlsplit(base_url).hostname or ""
-        # OPENROUTER_API_KEY is preferred for OpenRouter URLs (the API-key rule).
-        self._openrouter = host == "openrouter.ai" or host.endswith(".openrouter.ai")
-        # Headers that need no environment lookup are merged once; `None` ⇒ per request.
-        self._static_headers: dict[str, str] | None = None
-        if api_key is not None:
-            self._static_headers = merge_headers(
-                self._wire.auth_headers(api_key), self._extra_headers
-            )
-        elif self._extra_headers and any(
-            k.lower() in CREDENTIAL_HEADERS for k in self._extra_headers
-        ):
-            # The caller authenticates through `headers` (e.g. Azure's `api-key`): no key from
-            # the environment is looked up, so none is ever sent to a host it was not meant for.
-            self._static_headers = merge_headers(self._wire.base_headers, self._extra_headers)
         self._store: ConversationStore = store if store is not None else InMemoryConversationStore()
         self._locks = KeyedLock()
         self._metrics = Metrics()
         self._metric_tasks: set[asyncio.Future[Any]] = set()
+        return CallOptions(
+            retries=_require_int("retries", retries, 0),
+            retry_base_ms=retry_base_ms,
+            retryable_statuses=retryable_statuses,
+            on_error=_require_callable("on_error", on_error),
+            request_params=_filtered_params(request_params),
+            body_transform=_require_callable("body_transform", body_transform),
+        )
 
-    def _use_in_process(self, transport: Transport) -> None:
-        """Answer from a model in this process instead of an HTTP endpoint: no URL, no key."""
-        self._transport = transport
-        self._policy.transport_errors = transport.transport_errors
-        self._policy.inline = transport.unwinds_promptly
-        self.base_url = None
-        self._url = ""
-        self._static_headers = dict(self._extra_headers or {})
+    @classmethod
+    def _over(
+        cls,
+        transport: Transport,
+        *,
+        style: Style = "openai",
+        base_url: str | None = None,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> Client:
+        """A client whose requests go to `transport` (a model in this process, a caller's
+        sender) instead of an HTTP provider; `base_url=None` means no URL and no API key."""
+        client = cls.__new__(cls)
+        call_options = client._configure(**options)
+        client._endpoint = Endpoint(
+            DIALECTS[style],
+            transport,
+            call_options,
+            base_url=base_url,
+            api_key=api_key,
+            headers=headers,
+        )
+        return client
 
-    # -- request assembly -------------------------------------------------------------------
+    @property
+    def style(self) -> Style:
+        """The wire dialect: `"openai"` or `"anthropic"`."""
+        style: Style = self._endpoint.dialect.style  # type: ignore[assignment]
+        return style
 
-    def _api_key_now(self) -> str:
-        """The API key by the contract's rule, read from the environment at request time."""
-        if self._api_key is not None:
-            return self._api_key
-        env = os.environ
-        openai_key = env.get("OPENAI_API_KEY") or None
-        anthropic_key = env.get("ANTHROPIC_API_KEY") or None
-        router_key = env.get("OPENROUTER_API_KEY") or None
-        own = openai_key if self.style == "openai" else anthropic_key
-        if router_key is not None and self._openrouter:
-            return router_key
-        if own is not None:
-            return own
-        if router_key is not None and openai_key is None and anthropic_key is None:
-            return router_key
-        raise MissingApiKey()
+    @property
+    def base_url(self) -> str | None:
+        """The provider's base URL; `None` for a model in this process."""
+        return self._endpoint.base_url
 
     def check_api_key(self) -> None:
         """Raise now what the first request would raise when no API key can be found.
 
         Reads the environment by the same rule as a request (no network). Call it to fail
         fast, before starting tool servers; a client given `api_key`, one authenticated
-        through `headers` and an in-process client never raise. The error is a `ValueError`:
-        `No API key: set api_key or OPENROUTER_API_KEY / OPENAI_API_KEY / ANTHROPIC_API_KEY`.
+        through `headers` and an in-process client never raise. The error is `MissingApiKey`
+        (a `ConfigError`, hence a `ValueError`): `No API key: set api_key or
+        OPENROUTER_API_KEY / OPENAI_API_KEY / ANTHROPIC_API_KEY`.
         """
-        self._request_headers()
+        self._endpoint.check_credentials()
 
-    def _request_headers(self) -> dict[str, str]:
-        if self._static_headers is not None:
-            return self._static_headers
-        return merge_headers(self._wire.auth_headers(self._api_key_now()), self._extra_headers)
-
-    async def _shape_body(self, body: dict[str, Any]) -> dict[str, Any]:
-        """`request_params` merged into a base body, then `body_transform`."""
-        if self._params:
-            body.update(self._params)
-        if self._body_transform is not None:
-            if isinstance(body.get("messages"), list):
-                # The transform rewrites this request, never the run's own transcript.
-                body["messages"] = list(body["messages"])
-            changed = await call_maybe_async(self._body_transform, body)
-            if changed is not None:
-                if not isinstance(changed, dict):
-                    raise TypeError(
-                        f"body_transform must return a dict or None, not {type(changed).__name__}"
-                    )
-                body = changed
-        return body
-
-    async def _complete(
-        self,
-        model: str,
-        body: dict[str, Any],
-        scope: RunScope,
-        parts: list[dict[str, Any]] | None = None,
-    ) -> Turn:
-        """One non-streamed LLM call with its retries; emits the call's `llm` event."""
-        started = time.perf_counter()
-        url, headers = self._url, self._request_headers()
-
-        async def attempt() -> Turn:
-            status, data, raw = await self._transport.post(url, headers, body)
-            return self._wire.parse(status, data, raw)
-
-        try:
-            turn = await self._policy.call(attempt, scope)
-        except BaseException:
-            self._emit(llm_event(model, started, None, ok=False, parts=parts))
-            raise
-        self._emit(llm_event(model, started, turn.usage, ok=True, parts=parts))
-        return turn
+    def _settings(self) -> RunSettings:
+        return RunSettings(
+            endpoint=self._endpoint,
+            model=self.model,
+            system_prompt=self.system_prompt,
+            max_turns=self.max_turns,
+            hooks=self.hooks,
+            timeout_ms=self.timeout_ms,
+            wait_for=self.wait_for,
+            tool_concurrency=self._tool_concurrency,
+            parts=self._parts,
+            store=self._store,
+            locks=self._locks,
+            emit=self._emit,
+        )
 
     def _emit(self, event: Event) -> None:
         """Record a metric event and hand it to `on_metric` (whose failure never breaks a run)."""
@@ -287,7 +288,9 @@ class Client:
         cancel: asyncio.Event | None = None,
     ) -> RunResult:
         """Run the loop once: call the model, run its tools, repeat until it answers."""
-        return await RunLoop(self, prompt, toolkit, history, cancel, streaming=False).result()
+        return await RunLoop(
+            self._settings(), prompt, toolkit, history, cancel, streaming=False
+        ).result()
 
     async def ask(
         self,
@@ -303,7 +306,9 @@ class Client:
         With `on_text`, the answer streams and `on_text(delta)` (sync or async) sees every delta.
         """
         if on_text is None:
-            return await RunLoop(self, prompt, toolkit, None, cancel, conversation_id=id).result()
+            return await RunLoop(
+                self._settings(), prompt, toolkit, None, cancel, conversation_id=id
+            ).result()
         _require_callable("on_text", on_text)
         events = self.stream(prompt, toolkit, id=id, cancel=cancel)
         result: RunResult | None = None
@@ -334,10 +339,10 @@ class Client:
 
         With `id`, the conversation is loaded before the first request and saved at `done`.
         """
-        if not self._transport.can_stream:
+        if not self._endpoint.can_stream:
             raise RuntimeError(STREAM_UNSUPPORTED)
         return RunLoop(
-            self, prompt, toolkit, None, cancel, streaming=True, conversation_id=id
+            self._settings(), prompt, toolkit, None, cancel, streaming=True, conversation_id=id
         ).events()
 
     def conversation(
@@ -358,10 +363,8 @@ class Client:
         cancel: asyncio.Event | None = None,
     ) -> TranslateResult:
         """One provider call in OpenAI shapes: no loop, no tool execution, nothing stored."""
-        from toolnexus.client._translate import translate
-
         return await translate(
-            self,
+            self._settings(),
             messages,
             tools=tools,
             toolkit=toolkit,
@@ -382,7 +385,7 @@ class Client:
 
     async def aclose(self) -> None:
         """Close the HTTP connections this client owns (an injected `http_client` stays open)."""
-        await self._transport.aclose()
+        await self._endpoint.aclose()
 
     async def __aenter__(self) -> Client:
         return self
@@ -430,7 +433,6 @@ create_client = Client
 """`create_client(base_url=..., style=..., model=..., **options)`: the same as `Client(...)`."""
 
 _NOT_IN_PROCESS = ("base_url", "api_key", "style", "http_client")
-_IN_PROCESS_URL = "http://in-process.invalid"  # validated, never contacted
 
 
 def create_in_process_client(
@@ -450,6 +452,5 @@ def create_in_process_client(
     if unknown:
         raise TypeError(f"create_in_process_client() got an unexpected option {unknown[0]!r}")
     options.setdefault("retries", 0)
-    client = Client(base_url=_IN_PROCESS_URL, style="openai", model=model, **options)
-    client._use_in_process(InProcessTransport(generate))
-    return client
+    options.pop("read_timeout_ms", None)  # nothing to read from without HTTP
+    return Client._over(InProcessTransport(generate), model=model, **options)

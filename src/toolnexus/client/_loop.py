@@ -10,27 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from toolnexus._aio import call_in_thread_maybe_async
 from toolnexus.adapters import ToolCall
-from toolnexus.client._errors import ProviderError
+from toolnexus.client._endpoint import ModelRequest
 from toolnexus.client._hooks import before_llm, call_hook
-from toolnexus.client._metrics import elapsed_ms, llm_event
+from toolnexus.client._metrics import elapsed_ms
 from toolnexus.client._parts import Prompt, prompt_content
 from toolnexus.client._results import RunResult, add_usage, empty_usage
 from toolnexus.client._scope import RunScope
-from toolnexus.client._sse import SSEDecoder
-from toolnexus.client._transport import StreamBody
 from toolnexus.client._wire import Turn
 from toolnexus.types import Answer, Request, ToolContext, ToolResult, error_message, pending_of
 
 if TYPE_CHECKING:
-    from toolnexus.client._client import Client
+    from toolnexus.client._settings import RunSettings
     from toolnexus.toolkit import Toolkit
 
 __all__ = ["RunLoop", "compose_system"]
@@ -42,13 +39,6 @@ def compose_system(system_prompt: str | None, toolkit: Toolkit | None) -> str:
     """The non-empty of `system_prompt` and the toolkit's skill catalog, joined by a blank line."""
     parts = [system_prompt or "", toolkit.skills_prompt() if toolkit is not None else ""]
     return "\n\n".join(p for p in parts if p)
-
-
-async def _next_chunk(chunks: AsyncIterator[bytes]) -> bytes | None:
-    try:
-        return await anext(chunks)
-    except StopAsyncIteration:
-        return None
 
 
 @dataclass(slots=True)
@@ -70,7 +60,7 @@ class RunLoop:
 
     def __init__(
         self,
-        client: Client,
+        settings: RunSettings,
         prompt: Prompt,
         toolkit: Toolkit | None,
         history: Sequence[dict[str, Any]] | None,
@@ -79,7 +69,7 @@ class RunLoop:
         streaming: bool = False,
         conversation_id: str | None = None,
     ) -> None:
-        self.c = client
+        self.c = settings
         self.prompt = prompt_content(prompt)  # a bad part raises here, before any request
         self.toolkit = toolkit
         self.history = history
@@ -106,7 +96,7 @@ class RunLoop:
 
     async def events(self) -> AsyncGenerator[Event, None]:
         c = self.c
-        wire = c._wire
+        wire = c.endpoint.dialect
         started = time.perf_counter()
         scope = RunScope(c.timeout_ms, self.cancel)
         try:
@@ -114,9 +104,9 @@ class RunLoop:
                 history = self.history
                 if self.conversation_id is not None:
                     # Queued behind another run on this id: the deadline and `cancel` still count.
-                    hold = c._locks.hold(self.conversation_id)
+                    hold = c.locks.hold(self.conversation_id)
                     await scope.race(memory.enter_async_context(hold))
-                    history = await c._store.get(self.conversation_id) or []
+                    history = await c.store.get(self.conversation_id) or []
                 scope.check()
                 system = compose_system(c.system_prompt, self.toolkit)
                 messages = wire.start_messages(system, history, self.prompt)
@@ -129,20 +119,13 @@ class RunLoop:
                         c.hooks, messages, tools, c.model, turn_index
                     )
                     seen: list[dict[str, Any]] = []  # the summaries of the parts sent
-                    body = await c._shape_body(
-                        wire.body(
-                            model,
-                            system,
-                            messages,
-                            tools,
-                            self.streaming,
-                            parts=c._parts,
-                            seen=seen,
-                        )
+                    body = wire.body(
+                        model, system, messages, tools, self.streaming, parts=c.parts, seen=seen
                     )
+                    request = ModelRequest(model, body, seen)
                     if self.streaming:
                         turn: Turn | None = None
-                        deltas = self._stream_call(model, body, scope, seen)
+                        deltas = c.endpoint.stream(request, scope, c.emit)
                         try:
                             async for item in deltas:
                                 if isinstance(item, str):
@@ -153,7 +136,7 @@ class RunLoop:
                             await deltas.aclose()  # a consumer that stops early closes the body
                         assert turn is not None
                     else:
-                        turn = await c._complete(model, body, scope, seen)
+                        turn = await c.endpoint.complete(request, scope, c.emit)
                     self.turns += 1
                     self._add_usage(turn.usage)
                     await self._after_llm(turn, model, turn_index)
@@ -174,18 +157,18 @@ class RunLoop:
                     answered: list[tuple[ToolCall, ToolResult]] = []
                     for outcome in outcomes:  # in call order
                         result = outcome.result
-                        request = pending_of(result) if outcome.suspended else None
-                        if request is not None:
+                        asked = pending_of(result) if outcome.suspended else None
+                        if asked is not None:
                             if self.streaming:
-                                yield {"type": "pending", "request": request}
+                                yield {"type": "pending", "request": asked}
                             if c.wait_for is None:
                                 # Surface the first suspension; later calls are not recorded.
-                                pending = request
-                                result = ToolResult(request.prompt, True)
+                                pending = asked
+                                result = ToolResult(asked.prompt, True)
                                 self._record(outcome, result)
                                 answered.append((outcome.call, result))
                                 break
-                            result = await self._resolve(outcome, request, turn_index, scope)
+                            result = await self._resolve(outcome, asked, turn_index, scope)
                         self._record(outcome, result)
                         answered.append((outcome.call, result))
                         if self.streaming:
@@ -216,7 +199,7 @@ class RunLoop:
                     pending=pending,
                 )
                 if self.conversation_id is not None:
-                    await c._store.save(self.conversation_id, messages)
+                    await c.store.save(self.conversation_id, messages)
         except BaseException as exc:
             scope.close()
             reason = (
@@ -245,7 +228,7 @@ class RunLoop:
         if error is not None:
             event["error"] = error
         self.finished = True
-        self.c._emit(event)
+        self.c.emit(event)
 
     def _record(self, outcome: _Outcome, result: ToolResult) -> None:
         record = {
@@ -273,71 +256,6 @@ class RunLoop:
         response = {"streamed": True, "usage": dict(self.usage)} if self.streaming else turn.raw
         await call_hook(hooks.after_llm, {"response": response, "model": model, "turn": turn_index})
 
-    async def _stream_call(
-        self, model: str, body: dict[str, Any], scope: RunScope, parts: list[dict[str, Any]]
-    ) -> AsyncGenerator[str | Turn, None]:
-        """Yield the text deltas of one streamed LLM call, then its assembled `Turn`."""
-        c = self.c
-        started = time.perf_counter()
-        url, headers = c._url, c._request_headers()
-        try:
-            # Retries happen before the body is read: a half-streamed answer is never replayed.
-            response = await c._policy.call(
-                lambda: c._transport.open_stream(url, headers, body), scope
-            )
-            try:
-                if response.is_json:
-                    turn = await self._whole_body(response, scope)
-                    if turn.text:
-                        yield turn.text
-                else:
-                    assembler = c._wire.stream(response.status)
-                    decoder = SSEDecoder()
-                    chunks = response.chunks()
-                    read = scope.inline if c._transport.unwinds_promptly else scope.race
-                    while not assembler.done:
-                        chunk = await read(_next_chunk(chunks))
-                        events = decoder.feed(chunk) if chunk is not None else decoder.flush()
-                        for event, data in events:
-                            delta = assembler.feed(event, data)
-                            if delta is not None:
-                                yield delta
-                                scope.check()  # cancel/deadline between stream events
-                            if assembler.done:
-                                break
-                        if chunk is None:
-                            break
-                    if not assembler.done and assembler.finish_reason is None:
-                        # The body ended without a terminator or a finish reason: a cut
-                        # stream must not pass for a complete (shorter) answer.
-                        raise ProviderError(
-                            response.status, "", "stream ended before the response was complete"
-                        )
-                    turn = assembler.turn()
-                    await response.finish()
-            finally:
-                await response.aclose()  # a no-op after `finish`; an abort closes it here
-        except BaseException:
-            c._emit(llm_event(model, started, None, ok=False, parts=parts))
-            raise
-        c._emit(llm_event(model, started, turn.usage, ok=True, parts=parts))
-        yield turn
-
-    async def _whole_body(self, response: StreamBody, scope: RunScope) -> Turn:
-        """A provider that answered a streaming request with one JSON document."""
-        parts: list[bytes] = []
-        chunks = response.chunks()
-        read = scope.inline if self.c._transport.unwinds_promptly else scope.race
-        while (chunk := await read(_next_chunk(chunks))) is not None:
-            parts.append(chunk)
-        raw = b"".join(parts)
-        try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            text = raw.decode("utf-8", "replace")
-            raise ProviderError(response.status, text, f"response is not JSON ({exc})") from None
-        return self.c._wire.parse(response.status, data, raw)
-
     # -- tools ----------------------------------------------------------------------------------
 
     async def _execute_all(
@@ -346,7 +264,7 @@ class RunLoop:
         """Run every call of a turn at once (at most `tool_concurrency`); results in call order."""
         if len(calls) == 1:
             return [await scope.race(self._execute_one(calls[0], turn, scope))]
-        limit = self.c._tool_concurrency
+        limit = self.c.tool_concurrency
         semaphore = asyncio.Semaphore(limit) if len(calls) > limit else None
 
         async def bounded(call: ToolCall) -> _Outcome:
@@ -384,7 +302,7 @@ class RunLoop:
         }
         if suspended:
             event["pending"] = True
-        self.c._emit(event)
+        self.c.emit(event)
 
     async def _execute_one(self, call: ToolCall, turn: int, scope: RunScope) -> _Outcome:
         if call.error is not None:  # the model sent unusable arguments: nothing runs

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from toolnexus._json import compact_json
 from toolnexus.adapters import parse_arguments
 from toolnexus.client._anthropic import DEFAULT_MAX_TOKENS
+from toolnexus.client._endpoint import ModelRequest
 from toolnexus.client._hooks import before_llm, call_hook
 from toolnexus.client._openai import content_text
 from toolnexus.client._parts import (
@@ -21,7 +22,7 @@ from toolnexus.client._results import TranslatedToolCall, TranslateResult, empty
 from toolnexus.client._scope import RunScope
 
 if TYPE_CHECKING:
-    from toolnexus.client._client import Client
+    from toolnexus.client._settings import RunSettings
     from toolnexus.toolkit import Toolkit
 
 __all__ = ["finish_reason", "to_anthropic_messages", "to_anthropic_tool_choice", "translate"]
@@ -172,7 +173,7 @@ def _anthropic_calls(content: list[Any]) -> list[TranslatedToolCall]:
 
 
 async def translate(
-    client: Client,
+    settings: RunSettings,
     messages: Sequence[dict[str, Any]],
     *,
     tools: Sequence[dict[str, Any]] | None,
@@ -182,38 +183,39 @@ async def translate(
     max_tokens: int,
     cancel: asyncio.Event | None,
 ) -> TranslateResult:
-    anthropic = client.style == "anthropic"
-    declared = client._wire.declarations(toolkit) if toolkit is not None else []
+    endpoint = settings.endpoint
+    anthropic = endpoint.dialect.style == "anthropic"
+    declared = endpoint.dialect.declarations(toolkit) if toolkit is not None else []
     seen: list[dict[str, Any]] = []  # the summaries of the parts sent, for the `llm` event
     if anthropic:
-        wire_messages, joined = to_anthropic_messages(messages, client._parts, seen)
-        system_text = system or client.system_prompt or joined
+        wire_messages, joined = to_anthropic_messages(messages, settings.parts, seen)
+        system_text = system or settings.system_prompt or joined
         wire_tools = declared + to_anthropic_tools(tools or ())
     else:
-        system_text = system if system is not None else (client.system_prompt or "")
+        system_text = system if system is not None else (settings.system_prompt or "")
         wire_messages = list(messages)
         has_system = any(m.get("role") in ("system", "developer") for m in wire_messages)
         if system_text and not has_system:
             wire_messages.insert(0, {"role": "system", "content": system_text})
         wire_tools = declared + list(tools or ())
 
-    scope = RunScope(client.timeout_ms, cancel)
+    scope = RunScope(settings.timeout_ms, cancel)
     try:
         wire_messages, wire_tools, model = await before_llm(
-            client.hooks, wire_messages, wire_tools, client.model, 0
+            settings.hooks, wire_messages, wire_tools, settings.model, 0
         )
         if not anthropic:  # part dicts become blocks; tool media move to one user message
-            wire_messages = openai_request_messages(wire_messages, client._parts, seen)
+            wire_messages = openai_request_messages(wire_messages, settings.parts, seen)
         if anthropic:
             body = _anthropic_body(
                 model, wire_messages, system_text, wire_tools, tool_choice, max_tokens
             )
         else:
             body = _openai_body(model, wire_messages, wire_tools, tool_choice, max_tokens)
-        turn = await client._complete(model, await client._shape_body(body), scope, seen)
+        turn = await endpoint.complete(ModelRequest(model, body, seen), scope, settings.emit)
     finally:
         scope.close()
-    hooks = client.hooks
+    hooks = settings.hooks
     if hooks is not None and hooks.after_llm is not None:
         await call_hook(hooks.after_llm, {"response": turn.raw, "model": model, "turn": 0})
     calls = _anthropic_calls(turn.message["content"]) if anthropic else _openai_calls(turn.message)

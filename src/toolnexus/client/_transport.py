@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import httpx2
 
 from toolnexus._json import compact_json
-from toolnexus.client._errors import ProviderError
+from toolnexus.client._errors import ProviderConnectionError, ProviderError
 from toolnexus.client._wire import CREDENTIAL_HEADERS
 
 if TYPE_CHECKING:
@@ -62,23 +62,40 @@ class Transport(Protocol):
 _DRAIN_S = 0.25
 
 
+def unreachable(url: str, exc: BaseException) -> ProviderConnectionError:
+    """The error for a transport failure on `url` (its cause is `exc`)."""
+    return ProviderConnectionError(url, str(exc) or type(exc).__name__)
+
+
 class _HttpStream:
     """A streaming body: an httpx2 response's, or the pool's own (`body` of `OwnedPool`)."""
 
-    __slots__ = ("_chunks", "_response", "is_json", "status")
+    __slots__ = ("_chunks", "_response", "_url", "is_json", "status")
 
     def __init__(
-        self, response: httpx2.Response | httpx2.AsyncByteStream, status: int, content_type: str
+        self,
+        response: httpx2.Response | httpx2.AsyncByteStream,
+        status: int,
+        content_type: str,
+        url: str,
     ) -> None:
         self._response = response
+        self._url = url
         # A body can be iterated only once.
-        self._chunks = (
+        self._chunks = self._read(
             response.aiter_bytes()
             if isinstance(response, httpx2.Response)
             else aiter(response)  # the pool's body, sent without a content coding
         )
         self.status = status
         self.is_json = "json" in content_type
+
+    async def _read(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in chunks:
+                yield chunk
+        except httpx2.TransportError as exc:
+            raise unreachable(self._url, exc) from exc
 
     def chunks(self) -> AsyncIterator[bytes]:
         return self._chunks
@@ -91,7 +108,7 @@ class _HttpStream:
             async with asyncio.timeout(_DRAIN_S):
                 async for _ in self._chunks:
                     pass
-        except (TimeoutError, httpx2.HTTPError):
+        except (TimeoutError, httpx2.HTTPError, ProviderConnectionError):
             pass
         await self._response.aclose()
 
@@ -174,7 +191,9 @@ class HttpTransport:
     a connection that goes silent ends with `httpx2.ReadTimeout`.
     """
 
-    transport_errors: tuple[type[BaseException], ...] = (httpx2.TransportError,)
+    # A failure to reach the provider (refused, DNS, TLS, a broken or silent connection) is
+    # raised as `ProviderConnectionError` naming the URL; httpx2's own error is its cause.
+    transport_errors: tuple[type[BaseException], ...] = (ProviderConnectionError,)
     can_stream = True
 
     def __init__(self, client: httpx2.AsyncClient | None, read_timeout_s: float) -> None:
@@ -272,6 +291,22 @@ class HttpTransport:
     async def post(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> tuple[int, Any, bytes]:
+        try:
+            return await self._post(url, headers, body)
+        except httpx2.TransportError as exc:
+            raise unreachable(url, exc) from exc
+
+    async def open_stream(
+        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> StreamBody:
+        try:
+            return await self._open_stream(url, headers, body)
+        except httpx2.TransportError as exc:
+            raise unreachable(url, exc) from exc
+
+    async def _post(
+        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> tuple[int, Any, bytes]:
         sender = self._sender()
         if not isinstance(sender, httpx2.AsyncClient):
             answer = await sender.send(self._pool_request(url, headers, body))
@@ -295,7 +330,7 @@ class HttpTransport:
             raise _failure(status, raw, headers, response.headers)
         return status, _decode(status, raw), raw
 
-    async def open_stream(
+    async def _open_stream(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> StreamBody:
         sender = self._sender()
@@ -306,7 +341,7 @@ class HttpTransport:
             answer = await sender.send(self._pool_request(url, headers, body))
             if 200 <= answer.status < 300 and not _content_coded(answer.headers):
                 content_type = _header(answer.headers, b"content-type")
-                return _HttpStream(sender.body(answer), answer.status, content_type)
+                return _HttpStream(sender.body(answer), answer.status, content_type, url)
             response = sender.as_httpx(answer)
         status = response.status_code
         if not 200 <= status < 300:
@@ -315,7 +350,7 @@ class HttpTransport:
             finally:
                 await response.aclose()
             raise _failure(status, raw, headers, response.headers)
-        return _HttpStream(response, status, response.headers.get("content-type", ""))
+        return _HttpStream(response, status, response.headers.get("content-type", ""), url)
 
     async def aclose(self) -> None:
         pool, client = self._pool, self._owned_client

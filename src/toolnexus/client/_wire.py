@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from toolnexus.adapters import ToolCall
@@ -14,9 +14,13 @@ from toolnexus.client._results import add_usage
 
 if TYPE_CHECKING:
     from toolnexus.client._parts import PartPolicy
+    from toolnexus.toolkit import Toolkit
+    from toolnexus.types import ToolResult
 
 __all__ = [
     "CREDENTIAL_HEADERS",
+    "Assembler",
+    "Dialect",
     "StreamAssembler",
     "Turn",
     "Wire",
@@ -42,6 +46,88 @@ class Turn:
     usage: dict[str, int] | None  # this call's normalised usage; `None` when none was reported
     finish_reason: str | None
     raw: Any  # the decoded response (`None` for a streamed turn)
+
+
+class Assembler(Protocol):
+    """Collects one streamed answer from its server-sent events."""
+
+    done: bool  # the dialect's end-of-stream event was seen
+    finish_reason: str | None
+
+    def feed(self, event: str, data: str) -> str | None:
+        """Take one SSE event; return its text delta, if any."""
+        ...
+
+    def turn(self) -> Turn:
+        """The assembled turn."""
+        ...
+
+
+class Dialect(Protocol):
+    """One wire dialect: where requests go, how bodies are laid out and answers are read.
+
+    The loop, retries, transport and metrics are the same for every dialect. A new one (for
+    instance OpenAI's Responses API) is one module with a class implementing these members --
+    usually a `Wire` subclass, as `_openai.py` and `_anthropic.py` are -- plus its entry in
+    `toolnexus.client._endpoint.DIALECTS` under the `style` name clients select it by.
+    """
+
+    @property
+    def style(self) -> str:
+        """The name clients select this dialect by."""
+        ...
+
+    @property
+    def base_headers(self) -> Mapping[str, str]:
+        """Headers sent on every request, after the credential."""
+        ...
+
+    def endpoint(self, base_url: str) -> str:
+        """The request URL for a client's `base_url`."""
+        ...
+
+    def auth_headers(self, key: str) -> dict[str, str]:
+        """The headers of a request authenticated with API key `key`."""
+        ...
+
+    def start_messages(
+        self,
+        system: str,
+        history: Sequence[dict[str, Any]] | None,
+        prompt: str | list[dict[str, Any]],
+    ) -> list[dict[str, Any]]:
+        """The first request's transcript: `history` (or the system message) and the prompt."""
+        ...
+
+    def declarations(self, toolkit: Toolkit) -> list[dict[str, Any]]:
+        """The toolkit's tools in this dialect's declaration shape."""
+        ...
+
+    def body(
+        self,
+        model: str,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        stream: bool,
+        *,
+        parts: PartPolicy | None = None,
+        seen: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """One request body; with `parts`, content parts are encoded as this dialect's blocks."""
+        ...
+
+    def parse(self, status: int, data: Any, raw: bytes) -> Turn:
+        """The turn of a whole (non-streamed) answer; a malformed one raises `ProviderError`."""
+        ...
+
+    def stream(self, status: int) -> Assembler:
+        """A fresh assembler for one streamed answer."""
+        ...
+
+    def tool_results(self, answered: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
+        """The transcript entries that answer a turn's tool calls, in call order."""
+        ...
 
 
 class Wire:

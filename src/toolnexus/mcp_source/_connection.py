@@ -33,7 +33,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from toolnexus import __version__
-from toolnexus._aio import call_in_thread_maybe_async
+from toolnexus._aio import call_in_thread_maybe_async, wait_signal
 from toolnexus._env import EnvVarError, expand_env_headers
 from toolnexus._log import logger, warn
 from toolnexus.errors import ToolnexusError
@@ -42,7 +42,6 @@ from toolnexus.mcp_source._elicitation import answer_to_elicit_result, elicitati
 from toolnexus.mcp_source._listing import ListingRepair
 from toolnexus.mcp_source._process import SpawnError, kill_tree_now
 from toolnexus.mcp_source._server_log import ServerLog
-from toolnexus.mcp_source._source import wait_signal
 from toolnexus.mcp_source._state import Transport
 from toolnexus.mcp_source._stdio import ChildState, TransportStreams, stdio_transport
 from toolnexus.types import Answer, Request, Signal, error_message

@@ -15,6 +15,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from toolnexus._aio import wait_signal
 from toolnexus._filters import apply_name_filter
 from toolnexus._log import warn
 from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_server, is_enabled
@@ -29,7 +30,7 @@ from toolnexus.mcp_source._state import (
     ToolInfo,
     Transport,
 )
-from toolnexus.types import Request, Signal, Tool, ToolContext, ToolResult, error_message, sanitize
+from toolnexus.types import Request, Tool, ToolContext, ToolResult, error_message, sanitize
 
 if TYPE_CHECKING:
     from anyio.abc import Process
@@ -41,7 +42,6 @@ WaitFor = Callable[[Request], Any]
 ConfigInput = str | os.PathLike[str] | Mapping[str, Any]
 
 _DEATH_REPORT_WAIT = 2.0  # how long a failed call waits to learn whether the server went away
-_SIGNAL_POLL = 0.02  # for signals that are not an asyncio.Event
 _sdk: ModuleType | None = None  # `toolnexus.mcp_source._connection`, once imported
 _sdk_import: concurrent.futures.Future[ModuleType] | None = None
 _sdk_lock = threading.Lock()
@@ -79,15 +79,6 @@ async def _load_sdk() -> ModuleType:
     if _sdk is not None:
         return _sdk
     return await asyncio.wrap_future(_start_sdk_import())
-
-
-async def wait_signal(signal: Signal) -> None:
-    """Return once `signal` is set (an `asyncio.Event` is awaited, anything else polled)."""
-    if isinstance(signal, asyncio.Event):
-        await signal.wait()
-        return
-    while not signal.is_set():  # noqa: ASYNC110 - a plain `is_set()` signal cannot be awaited
-        await asyncio.sleep(_SIGNAL_POLL)
 
 
 class McpSource:

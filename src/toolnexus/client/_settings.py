@@ -1,0 +1,37 @@
+"""What a run takes from its client: the options, the model's endpoint and the memory."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolnexus.client._endpoint import Endpoint
+    from toolnexus.client._hooks import Hooks
+    from toolnexus.client._parts import PartPolicy
+    from toolnexus.client.memory import ConversationStore, KeyedLock
+
+__all__ = ["RunSettings"]
+
+
+@dataclass(slots=True)
+class RunSettings:
+    """A snapshot of the client's options for one run (or one `translate`).
+
+    The loop and `translate` read these, never the `Client`: a client's public attributes
+    (`model`, `system_prompt`, `max_turns`, ...) may change between runs, not during one.
+    """
+
+    endpoint: Endpoint
+    model: str
+    system_prompt: str | None
+    max_turns: int
+    hooks: Hooks | None
+    timeout_ms: float | None
+    wait_for: Callable[..., Any] | None
+    tool_concurrency: int
+    parts: PartPolicy
+    store: ConversationStore
+    locks: KeyedLock
+    emit: Callable[[dict[str, Any]], None]
