@@ -224,14 +224,14 @@ def is_part_dict(d: Any) -> bool:
     return kind in _MEDIA_KINDS and isinstance(d.get("mimeType"), str)
 
 
-def normalize_parts(items: Iterable[PartLike]) -> list[dict[str, Any]]:
+def normalize_parts(parts: Iterable[PartLike]) -> list[dict[str, Any]]:
     """Validated canonical dicts from `ContentPart`s, part dicts and `str`s (text parts), in
     order; anything else raises `ContentPartError`."""
-    if isinstance(items, (str, bytes, Mapping, ContentPart)):
+    if isinstance(parts, (str, bytes, Mapping, ContentPart)):
         raise ContentPartError(
-            f"parts must be a list of str, ContentPart or part dicts, not {type(items).__name__}"
+            f"parts must be a list of str, ContentPart or part dicts, not {type(parts).__name__}"
         )
-    return [_normalize_one(item) for item in items]
+    return [_normalize_one(item) for item in parts]
 
 
 def _normalize_one(item: Any) -> dict[str, Any]:

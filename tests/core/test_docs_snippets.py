@@ -40,6 +40,7 @@ def python_blocks(doc: str) -> list[str]:
         # The README's last example talks to a real provider with real files: not offline.
         ("README.md", 4),
         ("docs/tools.md", 8),
+        ("docs/content.md", 2),
     ],
 )
 def test_every_offline_snippet_runs(doc: str, minimum: int, tmp_path: Path) -> None:
