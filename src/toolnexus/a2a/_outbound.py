@@ -1,39 +1,43 @@
-"""Remote A2A agents as tools: one tool per advertised skill, submit-then-poll over JSON-RPC."""
+"""Remote A2A agents as tools: one tool per advertised skill, in the dialect the card offers."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 import uuid
-from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 from toolnexus._aio import Signalled, until_signalled
 from toolnexus._env import expand_env_headers
-from toolnexus._json import compact_json
 from toolnexus._log import warn
+from toolnexus.a2a import _wire as wire
+from toolnexus.a2a._wire import Dialect
 from toolnexus.errors import A2AError as A2AError  # re-exported: its old home
-from toolnexus.types import Tool, ToolContext, ToolResult, error_message, sanitize
+from toolnexus.types import Request, Tool, ToolContext, ToolResult, error_message, sanitize
 
 __all__ = [
     "DEFAULT_POLL_EVERY_MS",
     "DEFAULT_TIMEOUT_MS",
     "TASK_INPUT_SCHEMA",
+    "A2AError",
     "Agent",
+    "Endpoint",
     "agent",
     "agent_tools",
     "parse_agents_config",
+    "resolve_endpoint",
 ]
 
 DEFAULT_TIMEOUT_MS = 300_000
 DEFAULT_POLL_EVERY_MS = 1_000
-TERMINAL_STATES = frozenset({"completed", "failed", "canceled"})
 # How long a best-effort CancelTask may take before we stop waiting for the peer.
 CANCEL_TIMEOUT_S = 2.0
+CARD_PATH = "/.well-known/agent-card.json"
+METHOD_NOT_FOUND = -32601
 
 TASK_INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -46,19 +50,25 @@ TASK_INPUT_SCHEMA: dict[str, Any] = {
     "required": ["task"],
     "additionalProperties": False,
 }
+REPLY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"text": {"type": "string", "description": "Your reply to the agent."}},
+    "required": ["text"],
+}
 
 T = TypeVar("T")
 
 
 @dataclass(slots=True)
 class Agent:
-    """A remote A2A agent: its card URL, request headers (`${ENV}` expanded per request) and
-    its time budget and polling interval in milliseconds."""
+    """A remote A2A agent: its card URL, request headers (`${ENV}` expanded per request), its
+    time budget and polling interval in milliseconds, and whether to stream when offered."""
 
     card: str
     headers: dict[str, str] | None = None
     timeout: float = DEFAULT_TIMEOUT_MS
     poll_every: float = DEFAULT_POLL_EVERY_MS
+    streaming: bool = True
 
 
 def _positive_ms(value: Any, what: str) -> float:
@@ -73,10 +83,14 @@ def agent(
     headers: Mapping[str, str] | None = None,
     timeout: float | None = None,
     poll_every: float | None = None,
+    streaming: bool = True,
 ) -> Agent:
-    """Declare a remote agent by its Agent Card URL (`timeout`/`poll_every` in milliseconds)."""
+    """Declare a remote agent by its Agent Card URL (`timeout`/`poll_every` in milliseconds;
+    `streaming=False` polls even when the agent offers a stream)."""
     if not isinstance(card, str) or not card:
         raise ValueError(f"agent() needs the Agent Card URL as a string, not {card!r}")
+    if not isinstance(streaming, bool):
+        raise ValueError(f"streaming must be True or False, not {streaming!r}")
     return Agent(
         card=card,
         headers=dict(headers) if headers is not None else None,
@@ -84,12 +98,14 @@ def agent(
         poll_every=(
             DEFAULT_POLL_EVERY_MS if poll_every is None else _positive_ms(poll_every, "poll_every")
         ),
+        streaming=streaming,
     )
 
 
 def parse_agents_config(block: Any) -> list[Agent]:
     """Agents from a config's `agents` block: `{"<id>": {"card", "headers"?, "timeout"?,
-    "pollEvery"?, "enabled"?, "disabled"?}}`. Entries without a string `card` are ignored."""
+    "pollEvery"?, "streaming"?, "enabled"?, "disabled"?}}`. Entries without a string `card`
+    are ignored."""
     if block is None:
         return []
     if not isinstance(block, Mapping):
@@ -109,6 +125,7 @@ def parse_agents_config(block: Any) -> list[Agent]:
                     headers=headers if isinstance(headers, Mapping) else None,
                     timeout=entry.get("timeout"),
                     poll_every=entry.get("pollEvery"),
+                    streaming=entry.get("streaming", True),
                 )
             )
         except ValueError as exc:
@@ -120,40 +137,137 @@ def _fmt_ms(ms: float) -> str:
     return str(int(ms)) if float(ms).is_integer() else str(ms)
 
 
-async def _http_json(
-    method: str, url: str, *, headers: dict[str, str], timeout_s: float, body: Any = None
-) -> Any:
+class _RpcFailure(A2AError):
+    """A JSON-RPC error answer: its `code` decides the legacy fallback."""
+
+    def __init__(self, message: str, code: int | None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# -- the card -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where and how to talk to an agent: JSON-RPC URL, dialect, tenant, streaming."""
+
+    url: str
+    dialect: Dialect
+    tenant: str = ""
+    streaming: bool = False
+
+
+_UNPARSABLE = (-1, -1)
+
+
+def _version(value: Any) -> tuple[int, int] | None:
+    """`(major, minor)` of a protocol version; `None` when absent, `(-1, -1)` when unreadable."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        return _UNPARSABLE
+    head = value.strip().split(".")
+    try:
+        major = int(head[0])
+        minor = int(head[1]) if len(head) > 1 and head[1] else 0
+    except ValueError:
+        return _UNPARSABLE
+    return (major, minor) if major >= 0 and minor >= 0 else _UNPARSABLE
+
+
+def _pick_interface(interfaces: list[Any]) -> Mapping[str, Any] | None:
+    """The interface a2a-sdk's client factory would choose among the JSON-RPC ones."""
+    exact = above = compat = bare = None
+    for entry in interfaces:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("url"), str):
+            continue
+        binding = entry.get("protocolBinding")
+        if not isinstance(binding, str) or binding.upper() != "JSONRPC":
+            continue
+        version = _version(entry.get("protocolVersion"))
+        if version is None:
+            bare = bare or entry
+        elif version == (1, 0):
+            exact = exact or entry
+        elif version[0] == 1:
+            above = above or entry
+        elif (0, 3) <= version < (1, 0):
+            compat = compat or entry
+    return exact or above or compat or bare
+
+
+def card_url_of(card: str) -> str:
+    """The URL to fetch: a bare origin (empty path or `/`) gets the well-known card path."""
+    parts = urlsplit(card)
+    if parts.path in ("", "/"):
+        return card.rstrip("/") + CARD_PATH if not parts.query else card
+    return card
+
+
+def resolve_endpoint(card: Mapping[str, Any], card_url: str, *, streaming: bool) -> Endpoint:
+    """The endpoint a card offers, by the SDK's choice of interface (1.0 first, then 0.3)."""
+    offered = streaming and isinstance(card.get("capabilities"), Mapping)
+    offered = offered and card["capabilities"].get("streaming") is True
+    interfaces = card.get("supportedInterfaces")
+    if isinstance(interfaces, list) and interfaces:
+        chosen = _pick_interface(interfaces)
+        if chosen is not None:
+            version = _version(chosen.get("protocolVersion"))
+            dialect: Dialect = "1.0" if version is None or version[0] == 1 else "0.3"
+            tenant = chosen.get("tenant")
+            return Endpoint(
+                urljoin(card_url, chosen["url"]),
+                dialect,
+                tenant if isinstance(tenant, str) and dialect == "1.0" else "",
+                offered,
+            )
+    else:
+        url = card.get("url")
+        preferred = card.get("preferredTransport")
+        if isinstance(url, str) and url:
+            if isinstance(preferred, str) and preferred.upper() != "JSONRPC":
+                url = None
+                for extra in card.get("additionalInterfaces") or []:
+                    if (
+                        isinstance(extra, Mapping)
+                        and str(extra.get("transport", "")).upper() == "JSONRPC"
+                        and isinstance(extra.get("url"), str)
+                    ):
+                        url = extra["url"]
+                        break
+            if url:
+                version = _version(card.get("protocolVersion") or "0.3.0")
+                dialect = "1.0" if version is not None and version[0] == 1 else "0.3"
+                return Endpoint(urljoin(card_url, url), dialect, "", offered)
+        elif not url:
+            origin = urlsplit(card_url)
+            return Endpoint(f"{origin.scheme}://{origin.netloc}/", "0.3", "", offered)
+    raise A2AError(f"A2A agent card at {card_url} offers no JSON-RPC interface for A2A 1.0 or 0.3")
+
+
+async def _fetch_json(url: str, headers: dict[str, str], timeout_s: float) -> Any:
     from toolnexus._http import shared_client
 
-    client = shared_client()
-    if method == "GET":
-        response = await client.get(url, headers=headers, timeout=timeout_s)
-    else:
-        response = await client.post(
-            url, content=compact_json(body).encode("utf-8"), headers=headers, timeout=timeout_s
-        )
+    response = await shared_client().get(url, headers=headers, timeout=timeout_s)
     text = response.text
     if not 200 <= response.status_code < 300:
         raise A2AError(f"HTTP {response.status_code}: {text}")
     try:
-        return json.loads(text)
-    except ValueError:
+        return wire.repair(wire.loads(text))
+    except wire.WireError:
         raise A2AError(f"{url} did not answer JSON: {text[:200]}") from None
 
 
 async def agent_tools(agent: Agent) -> list[Tool]:
     """Fetch the agent's card and make one tool per advertised skill (raises on failure)."""
-    headers = expand_env_headers(agent.headers) or {}
-    card = await _http_json("GET", agent.card, headers=headers, timeout_s=agent.timeout / 1000)
+    headers = {**(expand_env_headers(agent.headers) or {}), "Accept": "application/json"}
+    url = card_url_of(agent.card)
+    card = await _fetch_json(url, headers, agent.timeout / 1000)
     if not isinstance(card, dict):
-        raise A2AError(f"the Agent Card at {agent.card} is not a JSON object")
+        raise A2AError(f"the Agent Card at {url} is not a JSON object")
+    endpoint = resolve_endpoint(card, url, streaming=agent.streaming)
     card_name = card.get("name") if isinstance(card.get("name"), str) else ""
-    url = card.get("url")
-    if isinstance(url, str) and url:
-        endpoint = urljoin(agent.card, url)
-    else:
-        parts = urlsplit(agent.card)
-        endpoint = f"{parts.scheme}://{parts.netloc}"
     remote = _RemoteAgent(agent, card_name or "", endpoint)
     skills = card.get("skills")
     tools: list[Tool] = []
@@ -177,8 +291,11 @@ async def agent_tools(agent: Agent) -> list[Tool]:
     return tools
 
 
+# -- one agent, one call ------------------------------------------------------------------------
+
+
 class _Stop(Exception):
-    """The poll loop ended without a terminal state: `reason` is `timeout` or `cancel`."""
+    """The call ended without a settled state: `reason` is `timeout` or `cancel`."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -187,31 +304,127 @@ class _Stop(Exception):
 
 _background: set[asyncio.Task[None]] = set()
 
+_METHODS: dict[Dialect, dict[str, str]] = {
+    "1.0": {
+        "send": "SendMessage",
+        "stream": "SendStreamingMessage",
+        "get": "GetTask",
+        "cancel": "CancelTask",
+    },
+    "0.3": {
+        "send": "message/send",
+        "stream": "message/stream",
+        "get": "tasks/get",
+        "cancel": "tasks/cancel",
+    },
+    "legacy": {"send": "SendMessage", "get": "GetTask", "cancel": "CancelTask"},
+}
 
+
+@dataclass(eq=False)
 class _RemoteAgent:
-    """One agent's JSON-RPC endpoint; `execute` is shared by all of its skill tools."""
+    """One agent's endpoint; `execute` is shared by all of its skill tools."""
 
-    def __init__(self, agent: Agent, name: str, endpoint: str) -> None:
-        self.agent = agent
-        self.name = name
-        self.endpoint = endpoint
+    agent: Agent
+    name: str
+    endpoint: Endpoint
+    dialect: Dialect = "1.0"
+    # Request.id of a suspension -> (taskId, contextId) of the task awaiting the reply.
+    waiting: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.dialect = self.endpoint.dialect
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return await _Call(self, ctx).run(args)
 
 
+def _submission(
+    dialect: Dialect,
+    text: str,
+    *,
+    stream: bool,
+    task_id: str = "",
+    context_id: str = "",
+    tenant: str = "",
+) -> dict[str, Any]:
+    """The `params` of a submit, key for key as the contract spells them."""
+    resume = {"contextId": context_id, "taskId": task_id} if task_id else {}
+    params: dict[str, Any]
+    if dialect == "1.0":
+        message: dict[str, Any] = {
+            "messageId": str(uuid.uuid4()),
+            "role": "ROLE_USER",
+            "parts": [{"text": text}],
+            **resume,
+        }
+        params = {"message": message}
+        if not stream:
+            params["configuration"] = {"returnImmediately": True}
+        if tenant:
+            params["tenant"] = tenant
+        return params
+    if dialect == "0.3":
+        message = {
+            "kind": "message",
+            "messageId": str(uuid.uuid4()),
+            "role": "user",
+            "parts": [{"kind": "text", "text": text}],
+            **resume,
+        }
+        params = {"message": message}
+        if not stream:
+            params["configuration"] = {"blocking": False}
+        return params
+    message = {
+        "role": "user",
+        "messageId": str(uuid.uuid4()),
+        "parts": [{"kind": "text", "text": text}],
+        **resume,
+    }
+    return {"message": message, "configuration": {"blocking": False}}
+
+
+def _result_object(result: Any, dialect: Dialect) -> tuple[str, dict[str, Any]]:
+    """(`task`|`message`|`status`|`artifact`, the 1.0 form) of a result or stream event."""
+    if not isinstance(result, dict):
+        raise A2AError("the agent answered without a task")
+    for key, name in (
+        ("task", "task"),
+        ("message", "message"),
+        ("statusUpdate", "status"),
+        ("artifactUpdate", "artifact"),
+    ):
+        if isinstance(result.get(key), dict) and (dialect == "1.0" or "kind" not in result):
+            return name, result[key]
+    kind = result.get("kind")
+    if kind == "status-update" or (kind is None and "taskId" in result and "status" in result):
+        return "status", result
+    if kind == "artifact-update" or (kind is None and "artifact" in result):
+        return "artifact", result
+    if kind == "task" or (kind is None and "status" in result):
+        return "task", result
+    if kind == "message" or (kind is None and isinstance(result.get("parts"), list)):
+        return "message", result
+    raise A2AError("the agent answered without a task")
+
+
 class _Call:
-    """One `execute`: submit, poll within the budget, map the outcome."""
+    """One `execute`: submit (stream or poll), follow the task within the budget, map it."""
 
     def __init__(self, remote: _RemoteAgent, ctx: ToolContext) -> None:
         self.remote = remote
+        self.ctx = ctx
         self.signal = ctx.signal
         self.budget_ms = ctx.timeout * 1000 if ctx.timeout is not None else remote.agent.timeout
         self.started = time.monotonic()
+        self.task: dict[str, Any] | None = None
         self.task_id = ""
+        self.context_id = ""
         self.state = ""
         self.polls = 0
         self.headers: dict[str, str] = {}
+        self.answer_message: dict[str, Any] = {"parts": []}
 
     # -- time and cancellation ------------------------------------------------------------------
 
@@ -233,30 +446,73 @@ class _Call:
         except TimeoutError:
             raise _Stop("timeout") from None
 
-    async def rpc(self, method: str, params: Any) -> Any:
+    # -- HTTP -----------------------------------------------------------------------------------
+
+    @property
+    def dialect(self) -> Dialect:
+        return self.remote.dialect
+
+    def request_headers(self, accept: str) -> dict[str, str]:
+        headers = {
+            **self.headers,
+            "Content-Type": "application/json",
+            "Accept": accept,
+        }
+        for key in [k for k in headers if k.lower() == "a2a-version"]:
+            del headers[key]
+        if self.dialect != "legacy":
+            headers["A2A-Version"] = self.dialect
+        return headers
+
+    def envelope(self, operation: str, params: dict[str, Any]) -> bytes:
+        method = _METHODS[self.dialect][operation]
         body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
-        remaining = self.remaining_s()
-        if remaining <= 0:
-            raise _Stop("timeout")
-        reply = await self.bounded(
-            _http_json(
-                "POST",
-                self.remote.endpoint,
-                headers=self.headers,
-                # The budget is enforced around the request; the HTTP timeout is a backstop.
-                timeout_s=remaining + 1,
-                body=body,
-            ),
-            remaining,
-        )
+        return wire.dumps(body)
+
+    @staticmethod
+    def unwrap(reply: Any) -> Any:
         if not isinstance(reply, dict):
-            raise A2AError(f"{method}: the agent's reply is not a JSON-RPC object")
+            raise A2AError("the agent's reply is not a JSON-RPC object")
         error = reply.get("error")
         if error is not None:
             message = error.get("message") if isinstance(error, dict) else None
             code = error.get("code") if isinstance(error, dict) else None
-            raise A2AError(message if message else f"JSON-RPC error {code}")
+            raise _RpcFailure(
+                message if isinstance(message, str) and message else f"JSON-RPC error {code}",
+                code if isinstance(code, int) else None,
+            )
         return reply.get("result")
+
+    async def post(self, body: bytes, timeout_s: float) -> Any:
+        from toolnexus._http import shared_client
+
+        response = await shared_client().post(
+            self.remote.endpoint.url,
+            content=body,
+            headers=self.request_headers("application/json"),
+            timeout=timeout_s,
+        )
+        text = response.text
+        if not 200 <= response.status_code < 300:
+            raise A2AError(f"HTTP {response.status_code}: {text}")
+        try:
+            return wire.repair(wire.loads(text))
+        except wire.WireError:
+            raise A2AError(f"the agent did not answer JSON: {text[:200]}") from None
+
+    async def rpc(self, operation: str, params: dict[str, Any]) -> Any:
+        remaining = self.remaining_s()
+        if remaining <= 0:
+            raise _Stop("timeout")
+        # The budget is enforced around the request; the HTTP timeout is a backstop.
+        reply = await self.bounded(
+            self.post(self.envelope(operation, params), remaining + 1), remaining
+        )
+        return self.unwrap(reply)
+
+    def params(self, **extra: Any) -> dict[str, Any]:
+        tenant = self.remote.endpoint.tenant
+        return {**extra, "tenant": tenant} if tenant and self.dialect == "1.0" else dict(extra)
 
     # -- the call -------------------------------------------------------------------------------
 
@@ -264,50 +520,42 @@ class _Call:
         return {
             "agent": self.remote.name,
             "taskId": self.task_id,
+            "contextId": self.context_id,
             "state": self.state,
             "polls": self.polls,
             "ms": int(self.elapsed_ms()),
+            "protocol": self.dialect,
         }
 
-    def result(self, output: str, is_error: bool) -> ToolResult:
-        return ToolResult(output, is_error, self.metadata())
+    def result(
+        self, output: str, is_error: bool, parts: list[dict[str, Any]] | None = None
+    ) -> ToolResult:
+        return ToolResult(output, is_error, self.metadata(), parts=parts)
 
     async def run(self, args: dict[str, Any]) -> ToolResult:
         task_text = args.get("task") if isinstance(args, dict) else None
-        if not isinstance(task_text, str):
-            return self.result('missing required argument "task" (a string)', True)
         try:
-            self.headers = {
-                "Content-Type": "application/json",
-                **(expand_env_headers(self.remote.agent.headers) or {}),
-            }
+            self.headers = expand_env_headers(self.remote.agent.headers) or {}
+            answer = self.ctx.answer
+            resume: tuple[str, str] | None = None
+            if answer is not None and answer.ok:
+                resume = self.remote.waiting.pop(answer.id, None)
+                if resume is None:
+                    return self.result(f"A2A answer {answer.id} matches no pending task", True)
+                data = answer.data
+                reply = data.get("text") if isinstance(data, dict) else None
+                task_text = reply if isinstance(reply, str) else wire.dumps(data or {}).decode()
+                self.task_id, self.context_id = resume
+            if not isinstance(task_text, str):
+                return self.result('missing required argument "task" (a string)', True)
             if self.cancelled():
                 raise _Stop("cancel")
-            task = await self.rpc("SendMessage", self._submission(task_text))
-            self._observe(task, submitted=True)
-            if self._is_message(task):
-                return self.result(_text_parts(task.get("parts")), False)
-            while self.state not in TERMINAL_STATES:
-                if self.cancelled():
-                    raise _Stop("cancel")
-                if self.elapsed_ms() >= self.budget_ms:
-                    raise _Stop("timeout")
-                pause = min(self.remote.agent.poll_every / 1000, self.remaining_s())
-                try:
-                    await until_signalled(asyncio.sleep(pause), self.signal)
-                except Signalled:
-                    raise _Stop("cancel") from None
-                if self.cancelled():
-                    raise _Stop("cancel")
-                if self.remaining_s() <= 0:
-                    raise _Stop("timeout")
-                self.polls += 1  # a poll counts once sent, even if its answer is abandoned
-                polled = await self.rpc("GetTask", {"id": self.task_id})
-                self._observe(polled)
-                task = polled
-            return self._outcome(task)
+            await self.submit(task_text)
+            if self.task is not None:
+                await self.poll()
+            return self.outcome()
         except _Stop as stop:
-            await self._cancel_remote()
+            await self.cancel_remote()
             if stop.reason == "cancel":
                 self.state = "canceled"
                 return self.result(f"A2A task {self.task_id} canceled", True)
@@ -317,114 +565,271 @@ class _Call:
                 True,
             )
         except asyncio.CancelledError:
-            self._cancel_remote_later()
+            self.cancel_remote_later()
             raise
         except Exception as exc:
             return self.result(error_message(exc), True)
 
-    @staticmethod
-    def _submission(text: str) -> dict[str, Any]:
-        return {
-            "message": {
-                "role": "user",
-                "messageId": str(uuid.uuid4()),
-                "parts": [{"kind": "text", "text": text}],
-            },
-            "configuration": {"blocking": False},
-        }
+    async def submit(self, text: str) -> None:
+        """Send the message (streaming when offered) and take in the first answer."""
+        stream = self.remote.endpoint.streaming and self.dialect != "legacy"
+        resume = {"task_id": self.task_id, "context_id": self.context_id}
+        tenant = self.remote.endpoint.tenant
+        try:
+            params = _submission(self.dialect, text, stream=stream, tenant=tenant, **resume)
+            if stream:
+                await self.follow_stream(self.envelope("stream", params))
+            else:
+                self.observe(await self.rpc("send", params))
+        except _RpcFailure as exc:
+            if self.dialect != "0.3" or exc.code != METHOD_NOT_FOUND:
+                raise
+            # A toolnexus peer of the previous contract: legacy from now on, for this agent.
+            self.remote.dialect = "legacy"
+            self.observe(
+                await self.rpc("send", _submission("legacy", text, stream=False, **resume))
+            )
 
-    @staticmethod
-    def _is_message(result: Any) -> bool:
-        # A peer may answer SendMessage with a direct Message instead of a Task.
-        return (
-            isinstance(result, dict)
-            and (result.get("kind") == "message" or "status" not in result)
-            and isinstance(result.get("parts"), list)
-        )
-
-    def _observe(self, task: Any, *, submitted: bool = False) -> None:
-        if not isinstance(task, dict):
-            raise A2AError("the agent answered without a task")
-        if self._is_message(task):
-            self.task_id = str(task.get("taskId") or "")
+    def observe(self, result: Any) -> None:
+        kind, body = _result_object(result, self.dialect)
+        if kind == "message":
+            message = wire.read_message(body)
+            self.task = None
+            self.task_id = message.get("taskId", "") or self.task_id
+            self.context_id = message.get("contextId", "") or self.context_id
             self.state = "completed"
+            self.answer_message = message
             return
-        task_id = task.get("id")
-        if submitted:
+        if kind == "task":
+            if not isinstance(body.get("id"), str) or not body.get("id"):
+                raise A2AError("the agent's answer is a task without an id")
+            if "status" not in body:
+                body = {**body, "status": {"state": "submitted"}}
+            self.task = wire.read_task(body)
+            if "contextId" not in body:
+                self.task["contextId"] = self.context_id
+        elif self.task is None:
+            task_id = body.get("taskId")
             if not isinstance(task_id, str) or not task_id:
-                raise A2AError("the agent's SendMessage result has no task id")
-            self.task_id = task_id
-        status = task.get("status")
-        state = status.get("state") if isinstance(status, dict) else None
-        self.state = state if isinstance(state, str) and state else "submitted"
+                raise A2AError("the agent's stream names no task")
+            self.task = {
+                "id": task_id,
+                "contextId": body.get("contextId") or "",
+                "status": {"state": "TASK_STATE_SUBMITTED"},
+            }
+        if kind == "status":
+            self.task["status"] = wire.read_task({"id": "x", "status": body.get("status")})[
+                "status"
+            ]
+        elif kind == "artifact" and isinstance(body.get("artifact"), Mapping):
+            self.merge_artifact(wire.read_artifact(body["artifact"]), body.get("append") is True)
+        self.task_id = self.task["id"]
+        self.context_id = self.task.get("contextId") or self.context_id
+        self.state = wire.state_name(self.task["status"]["state"])
 
-    def _outcome(self, task: dict[str, Any]) -> ToolResult:
+    def merge_artifact(self, artifact: dict[str, Any], append: bool) -> None:
+        assert self.task is not None
+        artifacts = self.task.setdefault("artifacts", [])
+        for index, known in enumerate(artifacts):
+            if known["artifactId"] == artifact["artifactId"]:
+                if append:
+                    known["parts"] = [*known["parts"], *artifact["parts"]]
+                else:
+                    artifacts[index] = artifact
+                return
+        artifacts.append(artifact)
+
+    def settled(self) -> bool:
+        return self.state in wire.TERMINAL_STATES or self.state in wire.INTERRUPTED_STATES
+
+    async def follow_stream(self, body: bytes) -> None:
+        """Read the SSE answer; one that ends early leaves the rest to polling."""
+        remaining = self.remaining_s()
+        if remaining <= 0:
+            raise _Stop("timeout")
+        try:
+            await self.bounded(self.read_stream(body), remaining)
+        except (_Stop, A2AError):
+            raise
+        except Exception:
+            if not self.task_id:
+                raise
+        if not self.settled() and not self.task_id:
+            raise A2AError("the agent's stream ended before it named a task")
+
+    async def read_stream(self, body: bytes) -> None:
+        from toolnexus._http import shared_client
+
+        headers = self.request_headers("text/event-stream")
+        async with shared_client().stream(
+            "POST", self.remote.endpoint.url, content=body, headers=headers, timeout=None
+        ) as response:
+            if not 200 <= response.status_code < 300:
+                text = (await response.aread()).decode("utf-8", "replace")
+                raise A2AError(f"HTTP {response.status_code}: {text}")
+            kind = response.headers.get("content-type", "")
+            if not kind.lower().startswith("text/event-stream"):
+                raw = await response.aread()
+                try:
+                    reply = wire.repair(wire.loads(raw))
+                except wire.WireError:
+                    raise A2AError("the agent did not answer JSON") from None
+                self.observe(self.unwrap(reply))
+                return
+            async for data in _sse_data(response.aiter_lines()):
+                try:
+                    reply = wire.repair(wire.loads(data))
+                except wire.WireError:
+                    continue
+                result = self.unwrap(reply)
+                self.observe(result)
+                final = isinstance(result, dict) and result.get("final") is True
+                if self.settled() or final or self.task is None:
+                    return
+
+    async def poll(self) -> None:
+        while not self.settled():
+            if self.cancelled():
+                raise _Stop("cancel")
+            if self.elapsed_ms() >= self.budget_ms:
+                raise _Stop("timeout")
+            pause = min(self.remote.agent.poll_every / 1000, self.remaining_s())
+            try:
+                await until_signalled(asyncio.sleep(pause), self.signal)
+            except Signalled:
+                raise _Stop("cancel") from None
+            if self.cancelled():
+                raise _Stop("cancel")
+            if self.remaining_s() <= 0:
+                raise _Stop("timeout")
+            self.polls += 1  # a poll counts once sent, even if its answer is abandoned
+            self.observe(await self.rpc("get", self.params(id=self.task_id)))
+
+    # -- the outcome ----------------------------------------------------------------------------
+
+    def outcome(self) -> ToolResult:
+        if self.task is None:  # a direct Message
+            return self.answer_of([self.answer_message["parts"]])
         if self.state == "completed":
-            return self.result(_completed_text(task), False)
-        message = task.get("status", {}).get("message")
-        detail = _text_parts(message.get("parts")) if isinstance(message, dict) else ""
+            return self.completed(self.task)
+        if self.state in wire.INTERRUPTED_STATES:
+            return self.suspension(self.task)
+        detail = wire.message_text(self.task["status"].get("message"))
         output = f"A2A task {self.task_id} {self.state}"
         return self.result(f"{output}: {detail}" if detail else output, True)
 
+    def answer_of(self, part_lists: list[list[dict[str, Any]]]) -> ToolResult:
+        from toolnexus import content
+
+        lines: list[str] = []
+        parts: list[dict[str, Any]] = []
+        for part_list in part_lists:
+            lines.extend(wire.texts_and_data(part_list))
+            for part in part_list:
+                if "raw" in part or "url" in part:
+                    try:
+                        made = content.incoming_part(
+                            data=part.get("raw"),
+                            url=part.get("url") if "raw" not in part else None,
+                            mime_type=part.get("mediaType") or None,
+                            name=part.get("filename"),
+                        )
+                    except content.ContentPartError:
+                        continue
+                    parts.append(content.to_dict(made))
+        output = "\n".join(lines) if lines else content.describe_parts(parts) if parts else ""
+        return self.result(output, False, parts or None)
+
+    @staticmethod
+    def _useful(parts: list[dict[str, Any]]) -> bool:
+        return any(key in part for part in parts for key in ("text", "data", "raw", "url"))
+
+    def completed(self, task: dict[str, Any]) -> ToolResult:
+        artifact_parts = [a.get("parts") or [] for a in task.get("artifacts") or []]
+        if any(self._useful(p) for p in artifact_parts):
+            return self.answer_of(artifact_parts)
+        message = task["status"].get("message")
+        if (
+            isinstance(message, dict)
+            and message.get("role") == "ROLE_AGENT"
+            and self._useful(message.get("parts") or [])
+        ):
+            return self.answer_of([message["parts"]])
+        for message in reversed(task.get("history") or []):
+            if message.get("role") == "ROLE_AGENT" and self._useful(message.get("parts") or []):
+                return self.answer_of([message["parts"]])
+        return self.result("", False)
+
+    def suspension(self, task: dict[str, Any]) -> ToolResult:
+        message = task["status"].get("message")
+        a2a = {"agent": self.remote.name, "taskId": self.task_id, "contextId": self.context_id}
+        kind = "authorization" if self.state == "auth-required" else "input"
+        prompt = wire.message_text(message) or f"A2A task {self.task_id} is {self.state}"
+        url = expires = None
+        data: dict[str, Any] = {"schema": REPLY_SCHEMA}
+        offered = message.get("metadata", {}).get("toolnexusRequest") if message else None
+        if isinstance(offered, Mapping):
+            try:
+                remote = Request.from_dict(offered)
+            except (ValueError, TypeError):
+                remote = None
+            if remote is not None:
+                kind, prompt, url, expires = (
+                    remote.kind,
+                    remote.prompt,
+                    remote.url,
+                    remote.expiresAt,
+                )
+                data = dict(remote.data) if isinstance(remote.data, Mapping) else {}
+        data["a2a"] = a2a
+        request = Request(
+            id="a2a-" + str(uuid.uuid4()),
+            kind=kind,
+            prompt=prompt,
+            url=url if isinstance(url, str) else None,
+            data=data,
+            expiresAt=expires if isinstance(expires, str) else None,
+        )
+        self.remote.waiting[request.id] = (self.task_id, self.context_id)
+        metadata = {**self.metadata(), "pending": request}
+        output = prompt if request.url is None else f"{prompt}\n{request.url}"
+        return ToolResult(output, True, metadata)
+
     # -- remote cancellation (best effort) ------------------------------------------------------
 
-    async def _send_cancel(self) -> None:
-        body = {
-            "jsonrpc": "2.0",
-            "id": str(uuid.uuid4()),
-            "method": "CancelTask",
-            "params": {"id": self.task_id},
-        }
-        # The peer may not support CancelTask (method not found) or be gone: nothing to do.
+    async def send_cancel(self) -> None:
+        body = self.envelope("cancel", self.params(id=self.task_id))
+        # The peer may not support cancelling (method not found) or be gone: nothing to do.
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(
-                _http_json(
-                    "POST",
-                    self.remote.endpoint,
-                    headers=self.headers,
-                    timeout_s=CANCEL_TIMEOUT_S,
-                    body=body,
-                ),
-                CANCEL_TIMEOUT_S,
-            )
+            await asyncio.wait_for(self.post(body, CANCEL_TIMEOUT_S), CANCEL_TIMEOUT_S)
 
-    async def _cancel_remote(self) -> None:
-        if self.task_id and self.state not in TERMINAL_STATES:
-            await self._send_cancel()
+    def _cancellable(self) -> bool:
+        return bool(self.task_id) and self.state not in wire.TERMINAL_STATES
 
-    def _cancel_remote_later(self) -> None:
-        if self.task_id and self.state not in TERMINAL_STATES:
-            job = asyncio.get_running_loop().create_task(self._send_cancel())
+    async def cancel_remote(self) -> None:
+        if self._cancellable():
+            await self.send_cancel()
+
+    def cancel_remote_later(self) -> None:
+        if self._cancellable():
+            job = asyncio.get_running_loop().create_task(self.send_cancel())
             _background.add(job)
             job.add_done_callback(_background.discard)
 
 
-def _text_parts(parts: Any) -> str:
-    return "\n".join(_text_list(parts))
-
-
-def _completed_text(task: dict[str, Any]) -> str:
-    texts = [
-        text
-        for artifact in task.get("artifacts") or []
-        if isinstance(artifact, dict)
-        for text in _text_list(artifact.get("parts"))
-    ]
-    if texts:
-        return "\n".join(texts)
-    for message in reversed(task.get("history") or []):
-        if isinstance(message, dict) and message.get("role") == "agent":
-            text = _text_list(message.get("parts"))
-            if text:
-                return "\n".join(text)
-    return ""
-
-
-def _text_list(parts: Any) -> list[str]:
-    if not isinstance(parts, list):
-        return []
-    return [
-        p["text"]
-        for p in parts
-        if isinstance(p, dict) and p.get("kind") == "text" and isinstance(p.get("text"), str)
-    ]
+async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
+    """The `data` of each server-sent event (comments and other fields skipped)."""
+    data: list[str] = []
+    async for line in lines:
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        if name == "data":
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data:
+        yield "\n".join(data)

@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from toolnexus._json import compact_json
 from toolnexus._log import warn
-from toolnexus.serve._a2a import A2AConfig, A2AEndpoint, build_agent_card
+from toolnexus.serve._a2a import (
+    DEFAULT_MAX_IN_FLIGHT,
+    A2AConfig,
+    A2AEndpoint,
+    build_agent_card,
+)
 from toolnexus.serve._addr import bind_socket, is_loopback, parse_addr, public_url
 from toolnexus.serve._app import (
     MAX_BODY_BYTES,
@@ -129,9 +134,23 @@ async def serve_toolkit(
         endpoint = card = None
         if a2a_cfg is not None:
             assert store is not None
-            endpoint = A2AEndpoint(toolkit, client, store, on_task)
+            endpoint = A2AEndpoint(
+                toolkit,
+                client,
+                store,
+                on_task,
+                max_in_flight=a2a_cfg.get("maxInFlight", DEFAULT_MAX_IN_FLIGHT),
+            )
             skills = toolkit.skill_source.skills if toolkit.skill_source is not None else {}
-            card = compact_json(build_agent_card(a2a_cfg, skills, url)).encode("utf-8")
+            public = a2a_cfg.get("url")
+            card = compact_json(
+                build_agent_card(
+                    a2a_cfg,
+                    skills,
+                    public if isinstance(public, str) and public else url,
+                    auth=auth_token is not None,
+                )
+            ).encode("utf-8")
         mcp_server = (
             make_mcp_server(exposed, mcp_cfg, on_call, execute_through(toolkit))
             if mcp_cfg is not None

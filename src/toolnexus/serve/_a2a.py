@@ -1,43 +1,72 @@
-"""The A2A profile: the Agent Card and the JSON-RPC endpoint (`SendMessage`, `GetTask`)."""
+"""The A2A profile: the Agent Card and `POST /` in the A2A 1.0, 0.3 and legacy dialects.
+
+Tasks are fulfilled in background asyncio tasks through the client's `ask`, kept in a
+`TaskStore` in the 1.0 form and rendered in each request's dialect on the way out.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import uuid
-from collections.abc import Callable, Iterable, Mapping
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from starlette.requests import Request as StarletteRequest
+from starlette.responses import Response, StreamingResponse
+
+from toolnexus import content
 from toolnexus._aio import call_maybe_async
-from toolnexus._json import compact_json
 from toolnexus._log import warn
-from toolnexus.serve._tasks import TaskStore
-from toolnexus.types import error_message
+from toolnexus.a2a import _wire as wire
+from toolnexus.a2a._wire import Dialect
+from toolnexus.serve._tasks import DEFAULT_PAGE_SIZE, TaskStore
+from toolnexus.types import Request, error_message
 
 if TYPE_CHECKING:
     from toolnexus.toolkit import Toolkit
 
-__all__ = ["A2AConfig", "A2AEndpoint", "build_agent_card"]
+__all__ = [
+    "DEFAULT_MAX_IN_FLIGHT",
+    "A2AConfig",
+    "A2AEndpoint",
+    "Reply",
+    "build_agent_card",
+]
 
-PROTOCOL_VERSION = "0.3.0"
+DEFAULT_MAX_IN_FLIGHT = 32
+PING_EVERY_S = 15.0
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 TASK_NOT_FOUND = -32001
-TASK_NOT_RESUMABLE = -32002
+TASK_NOT_CANCELABLE = -32002
+PUSH_NOT_SUPPORTED = -32003
+UNSUPPORTED_OPERATION = -32004
+EXTENDED_CARD_NOT_CONFIGURED = -32007
+VERSION_NOT_SUPPORTED = -32009
+
+RESTARTED = "the server restarted before the task finished"
+STOPPED = "the server stopped before the task finished"
 
 
 class A2AConfig(TypedDict, total=False):
-    """The A2A profile: card identity, the advertised skills and the task store."""
+    """The A2A profile: card identity, advertised skills, task store, public URL, task cap."""
 
     name: str
     description: str
     version: str
-    provider: dict[str, str]
+    provider: dict[str, Any]
     skills: list[str]
     store: Any
+    url: str
+    maxInFlight: int
+
+
+# -- the card -----------------------------------------------------------------------------------
 
 
 def _skill_fields(skill: Any) -> tuple[str, str | None]:
@@ -47,54 +76,254 @@ def _skill_fields(skill: Any) -> tuple[str, str | None]:
 
 
 def build_agent_card(
-    cfg: Mapping[str, Any] | None, skills: Iterable[Any], url: str
+    cfg: Mapping[str, Any] | None, skills: Iterable[Any], url: str, *, auth: bool = False
 ) -> dict[str, Any]:
-    """The Agent Card for `skills` (objects or dicts with `name`/`description`, or a name→skill
-    mapping) served at base URL `url`; `cfg` is the A2A profile."""
+    """The Agent Card every A2A client accepts: the 1.0 card (interfaces for 1.0 and 0.3) with
+    the 0.3 connection keys merged in.
+
+    `skills` are objects or dicts with `name`/`description` (or a name→skill mapping), `url`
+    the endpoint's base URL, `auth` whether a bearer token guards the agent.
+    """
     cfg = cfg or {}
     if isinstance(skills, Mapping):
         skills = skills.values()
+
+    def text(key: str, default: str) -> str:
+        got = cfg.get(key)
+        return got if isinstance(got, str) and got else default
+
+    description = text("description", "A toolnexus agent.")
     listed = cfg.get("skills")
     wanted = None if listed is None else set(listed)
     entries = []
     for skill in skills:
-        name, description = _skill_fields(skill)
+        name, skill_description = _skill_fields(skill)
         if wanted is None or name in wanted:
-            entries.append({"id": name, "name": name, "description": description or ""})
-
-    def value(key: str, default: str) -> Any:
-        got = cfg.get(key)
-        return default if got is None else got
-
+            entries.append(
+                {"id": name, "name": name, "description": skill_description or name, "tags": [name]}
+            )
+    if not entries:
+        entries = [
+            {"id": "general", "name": "general", "description": description, "tags": ["general"]}
+        ]
+    endpoint = url if url.endswith("/") else url + "/"
     card: dict[str, Any] = {
-        "name": value("name", "toolnexus-agent"),
-        "description": value("description", ""),
-        "version": value("version", "0.1.0"),
-        "protocolVersion": PROTOCOL_VERSION,
-        "capabilities": {"streaming": False, "pushNotifications": False},
-        "defaultInputModes": ["text"],
-        "defaultOutputModes": ["text"],
-        "skills": entries,
-        "url": url if url.endswith("/") else url + "/",
+        "name": text("name", "toolnexus-agent"),
+        "description": description,
+        "version": text("version", "0.1.0"),
     }
     if cfg.get("provider") is not None:
         card["provider"] = cfg["provider"]
+    card["supportedInterfaces"] = [
+        {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+    ]
+    card["capabilities"] = {"streaming": True, "pushNotifications": False}
+    if auth:
+        card["securitySchemes"] = {
+            "bearer": {
+                "httpAuthSecurityScheme": {"scheme": "Bearer"},
+                "type": "http",
+                "scheme": "Bearer",
+            }
+        }
+        card["securityRequirements"] = [{"schemes": {"bearer": {}}}]
+    card["defaultInputModes"] = ["text/plain"]
+    card["defaultOutputModes"] = ["text/plain"]
+    card["skills"] = entries
+    card["url"] = endpoint
+    card["preferredTransport"] = "JSONRPC"
+    card["protocolVersion"] = "0.3.0"
+    if auth:
+        card["security"] = [{"bearer": []}]
     return card
 
 
+# -- methods and dialects -----------------------------------------------------------------------
+
+_V03 = {
+    "message/send": "send",
+    "message/stream": "stream",
+    "tasks/get": "get",
+    "tasks/cancel": "cancel",
+    "tasks/resubscribe": "subscribe",
+    "tasks/pushNotificationConfig/set": "push",
+    "tasks/pushNotificationConfig/get": "push",
+    "tasks/pushNotificationConfig/list": "push",
+    "tasks/pushNotificationConfig/delete": "push",
+    "agent/getAuthenticatedExtendedCard": "card",
+}
+_V10 = {
+    "SendMessage": "send",
+    "SendStreamingMessage": "stream",
+    "GetTask": "get",
+    "ListTasks": "list",
+    "CancelTask": "cancel",
+    "SubscribeToTask": "subscribe",
+    "CreateTaskPushNotificationConfig": "push",
+    "GetTaskPushNotificationConfig": "push",
+    "ListTaskPushNotificationConfigs": "push",
+    "DeleteTaskPushNotificationConfig": "push",
+    "GetExtendedAgentCard": "card",
+}
+_LEGACY = frozenset({"SendMessage", "GetTask", "CancelTask"})
+
+
 class _RpcError(Exception):
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, reason: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.reason = reason
 
 
-def _agent_message(text: str) -> dict[str, Any]:
-    return {"role": "agent", "parts": [{"kind": "text", "text": text}]}
+def _major(version: str) -> int | None:
+    head = version.split(".", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _dialect(method: str, version: str | None) -> tuple[Dialect, str]:
+    """The dialect and operation of a request (raises the error answer for a bad pairing)."""
+    if method in _V03:
+        return "0.3", _V03[method]
+    if method not in _V10:
+        raise _RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
+    value = (version or "").strip()
+    major = _major(value) if value else 0
+    if major == 1:
+        return "1.0", _V10[method]
+    if major == 0 and method in _LEGACY:
+        return "legacy", _V10[method]
+    shown = value or "0.3"
+    raise _RpcError(
+        VERSION_NOT_SUPPORTED,
+        f"A2A version '{shown}' is not supported by this handler. Expected version '1.0'.",
+    )
+
+
+def _history_length(params: Mapping[str, Any], key: str = "historyLength") -> int | None:
+    value = params.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _RpcError(INVALID_PARAMS, "history length must be non-negative")
+    return value
+
+
+def _params(params: Any) -> dict[str, Any]:
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise _RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
+    return params
+
+
+def _task_id(params: Mapping[str, Any]) -> str:
+    task_id = params.get("id")
+    if not isinstance(task_id, str) or not task_id:
+        raise _RpcError(INVALID_PARAMS, "Invalid params: params.id must be a task id (a string)")
+    return task_id
+
+
+# -- what the run receives ----------------------------------------------------------------------
+
+
+def _content_part(part: Mapping[str, Any]) -> dict[str, Any]:
+    """A 1.0 file or data part as a content part dict (a data part becomes its compact JSON)."""
+    if "data" in part:
+        return content.to_dict(content.text(wire.dumps(part["data"]).decode("utf-8")))
+    name = part.get("filename")
+    made = content.incoming_part(
+        data=part.get("raw"),
+        url=part.get("url") if "raw" not in part else None,
+        mime_type=part.get("mediaType") or None,
+        name=name if isinstance(name, str) else None,
+    )
+    return content.to_dict(made)
+
+
+def prompt_of(message: Mapping[str, Any]) -> str | list[dict[str, Any]]:
+    """The run's prompt from a 1.0 message: its texts concatenated when it holds text only, else
+    its parts as content parts in message order. `_RpcError` when nothing usable is in it."""
+    parts = message.get("parts") or []
+    if all("text" in p for p in parts):
+        text = "".join(p["text"] for p in parts)
+        if not text:
+            raise _RpcError(
+                INVALID_PARAMS, "Invalid params: the message has no text, file or data part"
+            )
+        return text
+    try:
+        return [
+            content.to_dict(content.text(p["text"])) if "text" in p else _content_part(p)
+            for p in parts
+        ]
+    except content.ContentPartError as exc:
+        raise _RpcError(INVALID_PARAMS, f"Invalid params: {exc}") from None
+
+
+def _request_of(result: Any) -> Request | None:
+    request = getattr(result, "pending", None)
+    return request if isinstance(request, Request) else None
+
+
+def _history_messages(task: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A transcript rebuilt from a task's history (text parts only), for a resume after the
+    conversation store lost it."""
+    messages = []
+    for message in task.get("history") or []:
+        text = wire.message_text(message, "")
+        if text:
+            role = "assistant" if wire.role_name(message.get("role")) == "agent" else "user"
+            messages.append({"role": role, "content": text})
+    return messages
+
+
+# -- replies ------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Reply:
+    """What `POST /` answers: a JSON body, or a stream of SSE chunks."""
+
+    body: bytes | None = None
+    stream: AsyncIterator[bytes] | None = None
+
+
+def _answer(rid: Any, result: Any) -> bytes:
+    return wire.dumps({"jsonrpc": "2.0", "id": rid, "result": result})
+
+
+def _error(rid: Any, exc: _RpcError, dialect: Dialect) -> bytes:
+    error = wire.error_object(exc.code, exc.message, dialect, reason=exc.reason)
+    return wire.dumps({"jsonrpc": "2.0", "id": rid, "error": error})
+
+
+def _sse(data: bytes, *, error: bool = False) -> bytes:
+    return (b"event: error\n" if error else b"") + b"data: " + data + b"\n\n"
+
+
+# -- running tasks ------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Run:
+    """A task whose run is in progress: its cancel event, latest version and listeners."""
+
+    task: dict[str, Any]
+    cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+    listeners: list[asyncio.Queue[dict[str, Any] | None]] = field(default_factory=list)
+    canceled: bool = False
+    job: asyncio.Task[None] | None = None
+
+    def publish(self, event: dict[str, Any] | None) -> None:
+        for queue in self.listeners:
+            queue.put_nowait(event)
 
 
 class A2AEndpoint:
-    """Answers A2A JSON-RPC bodies and fulfils tasks in background tasks through `client`."""
+    """Answers A2A JSON-RPC requests; fulfils tasks through `client.ask` in the background."""
 
     def __init__(
         self,
@@ -102,211 +331,570 @@ class A2AEndpoint:
         client: Any,
         store: TaskStore,
         on_task: Callable[[dict[str, Any]], Any] | None = None,
+        *,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     ) -> None:
+        if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int):
+            raise ValueError(f"maxInFlight must be a positive integer, not {max_in_flight!r}")
+        if max_in_flight < 1:
+            raise ValueError(f"maxInFlight must be a positive integer, not {max_in_flight!r}")
         self.toolkit = toolkit
         self.client = client
         self.store = store
         self.on_task = on_task
-        self._background: set[asyncio.Task[None]] = set()
-        # Tasks being resumed right now: a second reply to the same prompt is refused.
-        self._resuming: set[str] = set()
+        self.max_in_flight = max_in_flight
+        self._runs: dict[str, _Run] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._closing = False
+
+    @property
+    def in_flight(self) -> int:
+        """How many tasks have a run in progress right now."""
+        return len(self._runs)
 
     # -- JSON-RPC -------------------------------------------------------------------------------
 
-    async def handle(self, body: bytes) -> bytes:
-        """The JSON-RPC answer (always a single response object) to one request body."""
+    async def route(self, request: StarletteRequest) -> Response:
+        """The Starlette endpoint of `POST /`: always HTTP 200, JSON or an event stream."""
+        reply = await self.handle(await request.body(), request.headers.get("a2a-version"))
+        if reply.stream is not None:
+            return StreamingResponse(
+                reply.stream,
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
+        return Response(reply.body, media_type="application/json")
+
+    async def handle(self, body: bytes, version: str | None = None) -> Reply:
+        """The answer to one request body; `version` is the `A2A-Version` header, if any."""
+        rid: Any = None
+        dialect: Dialect = "0.3"
         try:
-            request = json.loads(body)
-        except (ValueError, RecursionError):  # not JSON, or nested deeper than Python parses
-            return self._error(None, PARSE_ERROR, "Parse error")
-        if not isinstance(request, dict):
-            return self._error(None, INVALID_REQUEST, "Invalid Request: expected a JSON-RPC object")
-        rid = request.get("id")
-        if not isinstance(rid, (str, int, float)) or isinstance(rid, bool):
-            rid = None
-        method = request.get("method")
-        params = request.get("params")
-        try:
-            if method == "SendMessage":
-                result = await self._send_message(params)
-            elif method == "GetTask":
-                result = await self._get_task(params)
+            try:
+                request = wire.loads(body)
+            except wire.WireError:
+                raise _RpcError(PARSE_ERROR, "Parse error") from None
+            if not isinstance(request, dict):
+                raise _RpcError(INVALID_REQUEST, "Invalid Request: expected a JSON-RPC object")
+            raw_id = request.get("id")
+            if raw_id is None or isinstance(raw_id, str) or type(raw_id) is int:
+                rid = raw_id
             else:
-                raise _RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
+                raise _RpcError(INVALID_REQUEST, "Invalid Request: id must be a string or integer")
+            if request.get("jsonrpc") != "2.0":
+                raise _RpcError(INVALID_REQUEST, 'Invalid Request: jsonrpc must be "2.0"')
+            method = request.get("method")
+            if not isinstance(method, str) or not method:
+                raise _RpcError(INVALID_REQUEST, "Invalid Request: method must be a string")
+            try:
+                dialect, operation = _dialect(method, version)
+            except _RpcError as exc:
+                if exc.code == VERSION_NOT_SUPPORTED:
+                    dialect = "1.0"
+                raise
+            params = _params(request.get("params"))
+            if operation in ("stream", "subscribe"):
+                events = await self._open_stream(operation, params, dialect)
+                return Reply(stream=self._sse_stream(rid, events, dialect))
+            result = await self._dispatch(operation, params, dialect)
+            return Reply(body=_answer(rid, result))
         except _RpcError as exc:
-            return self._error(rid, exc.code, exc.message)
+            return Reply(body=_error(rid, exc, dialect))
         except Exception as exc:  # e.g. the task store failed: an answer, never a crash
-            return self._error(rid, INTERNAL_ERROR, f"Internal error: {error_message(exc)}")
-        return compact_json({"jsonrpc": "2.0", "id": rid, "result": result}).encode("utf-8")
+            failure = _RpcError(INTERNAL_ERROR, f"Internal error: {error_message(exc)}")
+            return Reply(body=_error(rid, failure, dialect))
+
+    async def _dispatch(self, operation: str, params: dict[str, Any], dialect: Dialect) -> Any:
+        if operation == "send":
+            return await self._send(params, dialect)
+        if operation == "get":
+            length = _history_length(params)
+            task = await self._load(_task_id(params))
+            return wire.render_task(task, dialect, history_length=length)
+        if operation == "list":
+            return await self._list(params)
+        if operation == "cancel":
+            task = await self._cancel(_task_id(params))
+            return wire.render_task(task, dialect)
+        if operation == "push":
+            raise _RpcError(PUSH_NOT_SUPPORTED, "Push Notification is not supported")
+        raise _RpcError(
+            EXTENDED_CARD_NOT_CONFIGURED, "Authenticated Extended Card is not configured"
+        )
+
+    # -- reading tasks --------------------------------------------------------------------------
+
+    async def _load(self, task_id: str) -> dict[str, Any]:
+        """The task in the 1.0 form; one left unfinished by an earlier process reads failed."""
+        run = self._runs.get(task_id)
+        if run is not None:
+            return run.task
+        task = await self._stored(task_id)
+        if self._orphaned(task):
+            async with self._lock(task_id):
+                return await self._load_locked(task_id)
+        return task
+
+    async def _stored(self, task_id: str) -> dict[str, Any]:
+        stored = await self.store.get(task_id)
+        if stored is None:
+            raise _RpcError(TASK_NOT_FOUND, f"Task not found: {task_id}")
+        return wire.read_task(stored)
+
+    def _orphaned(self, task: dict[str, Any]) -> bool:
+        state = wire.state_name(task["status"]["state"])
+        return state in ("submitted", "working") and task["id"] not in self._runs
+
+    async def _load_locked(self, task_id: str) -> dict[str, Any]:
+        """`_load` for a caller holding the task's lock."""
+        run = self._runs.get(task_id)
+        if run is not None:
+            return run.task
+        task = await self._stored(task_id)
+        if self._orphaned(task):
+            task = self._with_status(task, "failed", RESTARTED)
+            await self.store.save(task)
+        return task
+
+    async def _list(self, params: dict[str, Any]) -> dict[str, Any]:
+        lister = getattr(self.store, "list", None)
+        if lister is None:
+            raise _RpcError(UNSUPPORTED_OPERATION, "ListTasks is not supported by this task store")
+        size = params.get("pageSize")
+        if size is None:
+            size = DEFAULT_PAGE_SIZE
+        if isinstance(size, bool) or not isinstance(size, int):
+            raise _RpcError(INVALID_PARAMS, "Invalid params: pageSize must be an integer")
+        if size < 1:
+            raise _RpcError(INVALID_PARAMS, "minimum page size is 1")
+        if size > 100:
+            raise _RpcError(INVALID_PARAMS, "maximum page size is 100")
+        length = _history_length(params)
+        token = params.get("pageToken")
+        context_id = params.get("contextId")
+        status = params.get("status")
+        after = params.get("statusTimestampAfter")
+        for name, value in (("pageToken", token), ("contextId", context_id), ("status", status)):
+            if value is not None and not isinstance(value, str):
+                raise _RpcError(INVALID_PARAMS, f"Invalid params: {name} must be a string")
+        if after is not None and not isinstance(after, str):
+            raise _RpcError(INVALID_PARAMS, "Invalid params: statusTimestampAfter must be a string")
+        state = None
+        if status and status != "TASK_STATE_UNSPECIFIED":
+            state = wire.state_name(status)
+        try:
+            tasks, next_token, total = await lister(
+                context_id=context_id or None,
+                state=state,
+                updated_after=after or None,
+                page_size=size,
+                page_token=token or None,
+            )
+        except ValueError as exc:
+            raise _RpcError(INVALID_PARAMS, f"Invalid params: {error_message(exc)}") from None
+        rendered = []
+        for stored in tasks:
+            task = wire.read_task(stored)
+            if self._orphaned(task):
+                task = await self._load(task["id"])
+            rendered.append(
+                wire.render_task(
+                    task,
+                    "1.0",
+                    history_length=length,
+                    artifacts=params.get("includeArtifacts") is True,
+                )
+            )
+        return {
+            "tasks": rendered,
+            "nextPageToken": next_token or "",
+            "pageSize": size,
+            "totalSize": total,
+        }
+
+    # -- writing tasks --------------------------------------------------------------------------
+
+    def _lock(self, task_id: str) -> asyncio.Lock:
+        lock = self._locks.get(task_id)
+        if lock is None:
+            lock = self._locks[task_id] = asyncio.Lock()
+        return lock
+
+    def _forget_lock(self, task_id: str) -> None:
+        lock = self._locks.get(task_id)
+        if lock is not None and not lock.locked() and task_id not in self._runs:
+            del self._locks[task_id]
 
     @staticmethod
-    def _error(rid: Any, code: int, message: str) -> bytes:
-        body = {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
-        return compact_json(body).encode("utf-8")
-
-    async def _get_task(self, params: Any) -> dict[str, Any]:
-        task_id = params.get("id") if isinstance(params, dict) else None
-        if not isinstance(task_id, str):
-            raise _RpcError(INVALID_PARAMS, "Invalid params: GetTask needs params.id (a task id)")
-        task = await self.store.get(task_id)
-        if task is None:
-            raise _RpcError(TASK_NOT_FOUND, f"Task not found: {task_id}")
-        return task
-
-    async def _send_message(self, params: Any) -> dict[str, Any]:
-        message = params.get("message") if isinstance(params, dict) else None
-        if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
-            raise _RpcError(
-                INVALID_PARAMS, "Invalid params: SendMessage needs params.message with a parts list"
+    def _with_status(
+        task: dict[str, Any],
+        state: str,
+        text: str | None = None,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """`task` in a new state (a copy); a status message with `text` joins the history."""
+        status: dict[str, Any] = {"state": wire.proto_state(state), "timestamp": wire.now()}
+        updated = {**task, "status": status}
+        if text is not None:
+            message = wire.agent_message(
+                text, context_id=task["contextId"], task_id=task["id"], metadata=metadata
             )
-        text = "".join(
-            part["text"]
-            for part in message["parts"]
-            if isinstance(part, dict)
-            and part.get("kind") == "text"
-            and isinstance(part.get("text"), str)
-        )
-        context_id = message.get("contextId")
-        if not isinstance(context_id, str):
-            context_id = None
-        task_id = message.get("taskId")
-        if isinstance(task_id, str):
-            return await self._resume(task_id, text)
+            status["message"] = message
+            updated["history"] = [*(task.get("history") or []), message]
+        return updated
 
-        task: dict[str, Any] = {"id": str(uuid.uuid4()), "status": {"state": "submitted"}}
-        if context_id is not None:
-            task["contextId"] = context_id
-        await self.store.save(task)
-        self._spawn(self._fulfil(task["id"], text, context_id, conversation=context_id))
-        return task
+    def _reserve(self, task: dict[str, Any]) -> _Run:
+        if self._closing:
+            raise _RpcError(INTERNAL_ERROR, "Internal error: the server is stopping")
+        if len(self._runs) >= self.max_in_flight:
+            raise _RpcError(
+                INTERNAL_ERROR,
+                f"Too many tasks in flight (limit {self.max_in_flight}); retry later",
+                reason="RESOURCE_EXHAUSTED",
+            )
+        run = _Run(task=task)
+        self._runs[task["id"]] = run
+        return run
 
-    async def _resume(self, task_id: str, text: str) -> dict[str, Any]:
-        task = await self.store.get(task_id)
-        if task is None:
-            raise _RpcError(TASK_NOT_FOUND, f"Task not found: {task_id}")
-        status = task.get("status")
-        state = status.get("state") if isinstance(status, dict) else None
-        if task_id in self._resuming:
-            state = "working"
-        if state != "input-required":
-            raise _RpcError(TASK_NOT_RESUMABLE, f"Task {task_id} is {state}, not input-required")
-        self._resuming.add(task_id)
+    def _release(self, run: _Run) -> None:
+        if self._runs.get(run.task["id"]) is run:
+            del self._runs[run.task["id"]]
+        run.settled.set()
+        run.publish(None)
+        self._forget_lock(run.task["id"])
+
+    async def _send(self, params: dict[str, Any], dialect: Dialect) -> Any:
+        run = await self._accept(params)
+        config = params.get("configuration")
+        config = config if isinstance(config, dict) else {}
+        length = _history_length(config)
+        if dialect == "legacy":
+            immediate = True
+        elif dialect == "1.0":
+            immediate = config.get("returnImmediately") is True or config.get("blocking") is False
+        else:
+            immediate = config.get("blocking") is False
+        if not immediate:
+            await run.settled.wait()
+        task = wire.render_task(run.task, dialect, history_length=length)
+        return {"task": task} if dialect == "1.0" else task
+
+    async def _accept(self, params: dict[str, Any]) -> _Run:
+        """Read the message, create or resume its task, save it and start its run."""
+        message = params.get("message")
+        if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
+            raise _RpcError(INVALID_PARAMS, "Invalid params: params.message needs a parts list")
+        if not message["parts"]:
+            raise _RpcError(INVALID_PARAMS, "Invalid params: params.message needs a parts list")
+        config = params.get("configuration")
+        if isinstance(config, dict) and (
+            config.get("taskPushNotificationConfig") or config.get("pushNotificationConfig")
+        ):
+            raise _RpcError(PUSH_NOT_SUPPORTED, "Push Notification is not supported")
+        if isinstance(config, dict):
+            _history_length(config)
+        read = wire.read_message(message)
+        read["role"] = "ROLE_USER"
+        read.pop("metadata", None)
+        prompt = prompt_of(read)
+        task_id = read.get("taskId")
+        if task_id is not None:
+            return await self._resume(task_id, read, prompt)
+        context_id = read.get("contextId") or wire.new_id()
+        task_id = wire.new_id()
+        read["contextId"] = context_id
+        read["taskId"] = task_id
+        task: dict[str, Any] = {
+            "id": task_id,
+            "contextId": context_id,
+            "status": {"state": "TASK_STATE_SUBMITTED", "timestamp": wire.now()},
+            "history": [read],
+        }
+        run = self._reserve(task)
         try:
-            context_id = task.get("contextId")
-            working = self._versioned(task_id, context_id, {"state": "working"})
-            await self.store.save(working)
+            await self.store.save(task)
         except BaseException:
-            self._resuming.discard(task_id)
+            self._release(run)
             raise
-        conversation = context_id if isinstance(context_id, str) else task_id
-        self._spawn(
-            self._fulfil(task_id, text, context_id, conversation=conversation, resumed=True)
-        )
-        return working
+        self._start(run, prompt, resumed=False)
+        return run
+
+    async def _resume(
+        self, task_id: str, message: dict[str, Any], prompt: str | list[dict[str, Any]]
+    ) -> _Run:
+        async with self._lock(task_id):
+            if task_id in self._runs:
+                state = wire.state_name(self._runs[task_id].task["status"]["state"])
+                raise _RpcError(
+                    UNSUPPORTED_OPERATION,
+                    f"Task {task_id} is {state}; only an input-required or auth-required task "
+                    "accepts a message",
+                )
+            task = await self._load_locked(task_id)
+            given = message.get("contextId")
+            if given is not None and given != task["contextId"]:
+                raise _RpcError(
+                    INVALID_PARAMS,
+                    f"Context {given} does not match context {task['contextId']} of task {task_id}",
+                )
+            state = wire.state_name(task["status"]["state"])
+            if state in wire.TERMINAL_STATES:
+                raise _RpcError(
+                    UNSUPPORTED_OPERATION, f"Task {task_id} is in terminal state: {state}"
+                )
+            if state not in wire.INTERRUPTED_STATES:
+                raise _RpcError(
+                    UNSUPPORTED_OPERATION,
+                    f"Task {task_id} is {state}; only an input-required or auth-required task "
+                    "accepts a message",
+                )
+            message["contextId"] = task["contextId"]
+            message["taskId"] = task_id
+            working = self._with_status(task, "working")
+            working["history"] = [*(task.get("history") or []), message]
+            run = self._reserve(working)
+            try:
+                await self.store.save(working)
+            except BaseException:
+                self._release(run)
+                raise
+        await self._restore_transcript(task)
+        self._start(run, prompt, resumed=True)
+        return run
+
+    async def _restore_transcript(self, task: dict[str, Any]) -> None:
+        store = getattr(self.client, "conversation_store", None)
+        if store is None:
+            return
+        try:
+            if not await store.get(task["contextId"]):
+                rebuilt = _history_messages(task)
+                if rebuilt:
+                    await store.save(task["contextId"], rebuilt)
+        except Exception as exc:
+            warn(f"A2A task {task['id']}: could not restore its conversation: {error_message(exc)}")
+
+    def _start(self, run: _Run, prompt: str | list[dict[str, Any]], *, resumed: bool) -> None:
+        run.job = asyncio.get_running_loop().create_task(self._fulfil(run, prompt, resumed))
 
     # -- fulfilment -----------------------------------------------------------------------------
 
-    @staticmethod
-    def _versioned(task_id: str, context_id: Any, status: dict[str, Any]) -> dict[str, Any]:
-        task: dict[str, Any] = {"id": task_id, "status": status}
-        if isinstance(context_id, str):
-            task["contextId"] = context_id
-        return task
+    async def _commit(self, run: _Run, task: dict[str, Any]) -> bool:
+        """Save a new version of a running task unless it was canceled meanwhile."""
+        async with self._lock(task["id"]):
+            if run.canceled:
+                return False
+            run.task = task
+            try:
+                await self.store.save(task)
+            except Exception as exc:  # a store failure never crashes the server
+                warn(f"A2A task store failed to save task {task['id']}: {error_message(exc)}")
+            return True
 
-    def _spawn(self, work: Any) -> None:
-        task = asyncio.get_running_loop().create_task(work)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+    def _status_event(self, task: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "statusUpdate": {
+                "taskId": task["id"],
+                "contextId": task["contextId"],
+                "status": task["status"],
+            }
+        }
 
-    async def _fulfil(
-        self,
-        task_id: str,
-        text: str,
-        context_id: str | None,
-        *,
-        conversation: str | None,
-        resumed: bool = False,
-    ) -> None:
+    async def _fulfil(self, run: _Run, prompt: str | list[dict[str, Any]], resumed: bool) -> None:
+        task = run.task
         result: Any = None
+        final: dict[str, Any] | None = None
         try:
             if not resumed:
-                await self._save(self._versioned(task_id, context_id, {"state": "working"}))
+                working = self._with_status(task, "working")
+                if await self._commit(run, working):
+                    run.publish(self._status_event(working))
+            else:
+                run.publish(self._status_event(run.task))
             try:
-                if conversation is not None:
-                    result = await self.client.ask(text, self.toolkit, id=conversation)
-                else:
-                    result = await self.client.run(text, self.toolkit)
-                final = await self._final_task(task_id, context_id, conversation, result)
-            except asyncio.CancelledError:
-                stopped = _agent_message("the server stopped before the task finished")
-                canceled = self._versioned(
-                    task_id, context_id, {"state": "canceled", "message": stopped}
+                result = await self.client.ask(
+                    prompt, self.toolkit, id=task["contextId"], cancel=run.cancel
                 )
-                await asyncio.shield(self._save(canceled))
+                final = self._final(run.task, result)
+            except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a failed run fails its task, nothing else
-                final = self._versioned(
-                    task_id,
-                    context_id,
-                    {"state": "failed", "message": _agent_message(error_message(exc))},
-                )
-            await self._save(final)
+                final = self._with_status(run.task, "failed", error_message(exc))
+            if await self._commit(run, final):
+                for artifact in final.get("artifacts") or []:
+                    run.publish(
+                        {
+                            "artifactUpdate": {
+                                "taskId": final["id"],
+                                "contextId": final["contextId"],
+                                "artifact": artifact,
+                                "lastChunk": True,
+                            }
+                        }
+                    )
+                run.publish(self._status_event(final))
+            else:
+                final = run.task
+        except asyncio.CancelledError:
+            run.cancel.set()  # tools still running in threads see the signal
+            if not run.canceled:
+                stopped = self._with_status(run.task, "canceled", STOPPED)
+                run.canceled = True
+                run.task = stopped
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.store.save(stopped))
+            raise
         finally:
-            self._resuming.discard(task_id)
-        await self._notify(task_id, final, result)
+            self._release(run)
+        await self._notify(final, result if not run.canceled else None)
 
-    async def _final_task(
-        self, task_id: str, context_id: str | None, conversation: str | None, result: Any
-    ) -> dict[str, Any]:
-        if getattr(result, "status", None) == "pending":
-            request = result.pending
-            prompt = getattr(request, "prompt", None) or result.text or ""
-            if conversation is None:
-                # A reply resumes this task as conversation `task_id`: keep the transcript there.
-                await self._remember(task_id, result)
-            return self._versioned(
-                task_id,
-                context_id,
-                {"state": "input-required", "message": _agent_message(prompt)},
+    def _final(self, task: dict[str, Any], result: Any) -> dict[str, Any]:
+        request = _request_of(result) if getattr(result, "status", None) == "pending" else None
+        if request is not None:
+            text = request.prompt or str(getattr(result, "text", "") or "")
+            if request.url:
+                text = f"{text}\n{request.url}"
+            state = "auth-required" if request.kind == "authorization" else "input-required"
+            return self._with_status(
+                task, state, text, metadata={"toolnexusRequest": request.to_dict()}
             )
-        final = self._versioned(task_id, context_id, {"state": "completed"})
+        final = self._with_status(task, "completed")
+        answer = str(getattr(result, "text", "") or "")
         final["artifacts"] = [
-            {
-                "artifactId": str(uuid.uuid4()),
-                "parts": [{"kind": "text", "text": str(getattr(result, "text", "") or "")}],
-            }
+            {"artifactId": wire.new_id(), "name": "answer", "parts": [{"text": answer}]}
         ]
         return final
 
-    async def _remember(self, task_id: str, result: Any) -> None:
-        store = getattr(self.client, "conversation_store", None)
-        messages = getattr(result, "messages", None)
-        if store is None or messages is None:
-            return
-        try:
-            await store.save(task_id, messages)
-        except Exception as exc:
-            warn(f"A2A task {task_id}: could not keep its conversation: {error_message(exc)}")
-
-    async def _save(self, task: dict[str, Any]) -> None:
-        try:
-            await self.store.save(task)
-        except Exception as exc:  # a store failure never crashes the server
-            warn(f"A2A task store failed to save task {task['id']}: {error_message(exc)}")
-
-    async def _notify(self, task_id: str, final: dict[str, Any], result: Any) -> None:
+    async def _notify(self, final: dict[str, Any], result: Any) -> None:
         if self.on_task is None:
             return
-        event = {"id": task_id, "task": final, "result": result, "state": final["status"]["state"]}
+        state = wire.state_name(final["status"]["state"])
+        event = {"id": final["id"], "task": final, "result": result, "state": state}
         try:
             await call_maybe_async(self.on_task, event)
         except Exception as exc:
-            warn(f"on_task raised for A2A task {task_id}: {error_message(exc)}")
+            warn(f"on_task raised for A2A task {final['id']}: {error_message(exc)}")
+
+    # -- cancel ---------------------------------------------------------------------------------
+
+    async def _cancel(self, task_id: str) -> dict[str, Any]:
+        async with self._lock(task_id):
+            run = self._runs.get(task_id)
+            if run is not None:
+                canceled = self._with_status(run.task, "canceled")
+                await self.store.save(canceled)
+                run.canceled = True
+                run.task = canceled
+                run.cancel.set()
+                run.publish(self._status_event(canceled))
+                run.publish(None)
+                run.settled.set()
+                return canceled
+            task = await self._load_locked(task_id)
+            state = wire.state_name(task["status"]["state"])
+            if state in wire.TERMINAL_STATES:
+                raise _RpcError(
+                    TASK_NOT_CANCELABLE, f"Task {task_id} is {state} and cannot be canceled"
+                )
+            canceled = self._with_status(task, "canceled")
+            await self.store.save(canceled)
+        self._forget_lock(task_id)
+        return canceled
+
+    # -- streams --------------------------------------------------------------------------------
+
+    async def _open_stream(
+        self, operation: str, params: dict[str, Any], dialect: Dialect
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Validate and start the stream; errors found here are answered as plain JSON."""
+        if operation == "stream":
+            run = await self._accept(params)
+        else:
+            task_id = _task_id(params)
+            task = await self._load(task_id)
+            state = wire.state_name(task["status"]["state"])
+            if state in wire.TERMINAL_STATES:
+                raise _RpcError(
+                    UNSUPPORTED_OPERATION, f"Task {task_id} is in terminal state: {state}"
+                )
+            found = self._runs.get(task_id)
+            if found is None:  # interrupted: the current task and nothing more until a reply
+                return self._snapshot(task)
+            run = found
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        run.listeners.append(queue)
+        first = {"task": run.task}
+        if run.settled.is_set():
+            queue.put_nowait(None)
+        return self._follow(run, queue, first)
+
+    @staticmethod
+    async def _snapshot(task: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        yield {"task": task}
+
+    @staticmethod
+    async def _follow(
+        run: _Run, queue: asyncio.Queue[dict[str, Any] | None], first: dict[str, Any]
+    ) -> AsyncIterator[dict[str, Any]]:
+        try:
+            yield first
+            while True:
+                event = await queue.get()
+                if event is None:
+                    return
+                yield event
+        finally:
+            with contextlib.suppress(ValueError):
+                run.listeners.remove(queue)
+
+    async def _sse_stream(
+        self, rid: Any, events: AsyncIterator[dict[str, Any]], dialect: Dialect
+    ) -> AsyncIterator[bytes]:
+        """The SSE chunks of a stream; `: ping` comments while nothing happens."""
+        pending: asyncio.Future[dict[str, Any]] | None = None
+        iterator = aiter(events)
+        try:
+            while True:
+                if pending is None:
+                    pending = asyncio.ensure_future(anext(iterator))
+                done, _ = await asyncio.wait({pending}, timeout=PING_EVERY_S)
+                if not done:
+                    yield b": ping\n\n"
+                    continue
+                try:
+                    event = pending.result()
+                except StopAsyncIteration:
+                    return
+                finally:
+                    pending = None
+                final = "statusUpdate" in event and (
+                    wire.is_terminal(event["statusUpdate"]["status"]["state"])
+                    or wire.is_interrupted(event["statusUpdate"]["status"]["state"])
+                )
+                yield _sse(_answer(rid, wire.render_event(event, dialect, final=final)))
+                if final:
+                    return
+        except Exception as exc:
+            failure = _RpcError(INTERNAL_ERROR, f"Internal error: {error_message(exc)}")
+            yield _sse(_error(rid, failure, dialect), error=dialect == "1.0")
+        finally:
+            if pending is not None:
+                pending.cancel()
+            closer = getattr(events, "aclose", None)
+            if closer is not None:
+                with contextlib.suppress(Exception):
+                    await closer()
+
+    # -- shutdown -------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Cancel every background fulfilment and wait for them to finish."""
-        pending = list(self._background)
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
+        """Stop every running task (each is saved `canceled`) and wait for them to end."""
+        self._closing = True
+        jobs = []
+        for run in list(self._runs.values()):
+            if run.job is not None:
+                run.job.cancel()
+                jobs.append(run.job)
+        if jobs:
+            await asyncio.gather(*jobs, return_exceptions=True)

@@ -295,12 +295,8 @@ def build_app(
         async def agent_card(request: Request) -> Response:
             return Response(card_bytes, media_type="application/json")
 
-        async def json_rpc(request: Request) -> Response:
-            answer = await a2a.handle(await request.body())
-            return Response(answer, media_type="application/json")
-
         routes.append(Route("/.well-known/agent-card.json", agent_card, methods=["GET"]))
-        routes.append(Route("/", json_rpc, methods=["POST"]))
+        routes.append(Route("/", a2a.route, methods=["POST"]))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
