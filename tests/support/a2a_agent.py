@@ -228,9 +228,10 @@ async def settle(http: httpx2.AsyncClient, url: str, task_id: str, version: str 
     from support.polling import wait_until
 
     method = "GetTask" if version != "0.3" else "tasks/get"
+    header = None if version in ("legacy", "0.3") else version
 
     async def check() -> Any:
-        answer = await rpc(http, url, method, {"id": task_id}, version=version)
+        answer = await rpc(http, url, method, {"id": task_id}, version=header)
         state = answer["result"]["status"]["state"]
         done = state.lower().replace("_", "-").removeprefix("task-state-")
         return answer["result"] if done not in ("submitted", "working") else None
