@@ -11,8 +11,8 @@ import pytest
 import pytest_asyncio
 from a2a.client import ClientConfig, ClientFactory, create_client
 from a2a.client.card_resolver import parse_agent_card
-from a2a.compat.v0_3.jsonrpc_transport import CompatJsonRpcTransport
 from a2a.client.transports.jsonrpc import JsonRpcTransport
+from a2a.compat.v0_3.jsonrpc_transport import CompatJsonRpcTransport
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import TaskNotCancelableError
 from google.protobuf.json_format import MessageToDict
@@ -35,7 +35,9 @@ async def sdk_http() -> AsyncIterator[tuple[httpx.AsyncClient, list[httpx.Reques
 
 def send_request(text: str, **message: Any) -> pb.SendMessageRequest:
     return pb.SendMessageRequest(
-        message=pb.Message(message_id="m1", role=pb.ROLE_USER, parts=[pb.Part(text=text)], **message)
+        message=pb.Message(
+            message_id="m1", role=pb.ROLE_USER, parts=[pb.Part(text=text)], **message
+        )
     )
 
 
@@ -68,7 +70,12 @@ async def test_send_streaming(served, sdk_http):
     http, _ = sdk_http
     client = await create_client(served.url, ClientConfig(streaming=True, httpx_client=http))
     events = await events_of(client, send_request("stream me"))
-    assert [next(iter(e)) for e in events] == ["task", "statusUpdate", "artifactUpdate", "statusUpdate"]
+    assert [next(iter(e)) for e in events] == [
+        "task",
+        "statusUpdate",
+        "artifactUpdate",
+        "statusUpdate",
+    ]
     assert events[0]["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
     assert events[1]["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"
     artifact = events[2]["artifactUpdate"]
@@ -136,7 +143,9 @@ async def test_input_required_round_trip(served, sdk_http):
 
 async def test_cancel_a_slow_run(served, sdk_http, seen):
     http, _ = sdk_http
-    client = await create_client(served.url, ClientConfig(streaming=False, polling=True, httpx_client=http))
+    client = await create_client(
+        served.url, ClientConfig(streaming=False, polling=True, httpx_client=http)
+    )
     seen.slow_started.clear()
     [event] = await events_of(client, send_request("slow job"))
     task_id = event["task"]["id"]
@@ -175,8 +184,10 @@ async def test_list_tasks_pages_and_filters(agent_toolkit, seen, sdk_http):
             if not token:
                 break
         assert [len(p) for p in pages] == [2, 2, 1]
-        assert sorted(sum(pages, [])) == sorted(ids)
-        even = await client.list_tasks(pb.ListTasksRequest(context_id="ctx-even", include_artifacts=True))
+        assert sorted(i for page in pages for i in page) == sorted(ids)
+        even = await client.list_tasks(
+            pb.ListTasksRequest(context_id="ctx-even", include_artifacts=True)
+        )
         assert even.total_size == 3 and all(t.artifacts for t in even.tasks)
         done = await client.list_tasks(pb.ListTasksRequest(status=pb.TASK_STATE_COMPLETED))
         assert done.total_size == 5
@@ -190,7 +201,9 @@ async def test_list_tasks_pages_and_filters(agent_toolkit, seen, sdk_http):
 async def test_subscribe_sees_the_current_task_first(served, sdk_http, seen):
     http, _ = sdk_http
     client = await create_client(served.url, ClientConfig(streaming=True, httpx_client=http))
-    poller = await create_client(served.url, ClientConfig(streaming=False, polling=True, httpx_client=http))
+    poller = await create_client(
+        served.url, ClientConfig(streaming=False, polling=True, httpx_client=http)
+    )
     seen.slow_started.clear()
     [event] = await events_of(poller, send_request("slow subscribe"))
     task_id = event["task"]["id"]

@@ -71,7 +71,10 @@ async def test_push_and_extended_card_methods(served, http):
             "code": -32003,
             "message": "Push Notification is not supported",
         }
-    for method, version in [("GetExtendedAgentCard", "1.0"), ("agent/getAuthenticatedExtendedCard", None)]:
+    for method, version in [
+        ("GetExtendedAgentCard", "1.0"),
+        ("agent/getAuthenticatedExtendedCard", None),
+    ]:
         answer = await rpc(http, served.url, method, {}, version=version)
         assert answer["error"]["code"] == -32007
 
@@ -81,7 +84,11 @@ async def test_push_and_extended_card_methods(served, http):
 
 async def test_legacy_bodies_get_unwrapped_03_tasks(served, http):
     body = {
-        "message": {"role": "user", "messageId": "x1", "parts": [{"kind": "text", "text": "legacy hi"}]},
+        "message": {
+            "role": "user",
+            "messageId": "x1",
+            "parts": [{"kind": "text", "text": "legacy hi"}],
+        },
         "configuration": {"blocking": False},
     }
     answer = await rpc(http, served.url, "SendMessage", body, version=None)
@@ -92,7 +99,13 @@ async def test_legacy_bodies_get_unwrapped_03_tasks(served, http):
     assert done["status"]["state"] == "completed"
     assert done["artifacts"][0]["parts"] == [{"kind": "text", "text": "turns=1 last=legacy hi"}]
     # resume and cancel in the legacy dialect
-    asked = await rpc(http, served.url, "SendMessage", {"message": {**body["message"], "parts": [{"kind": "text", "text": "ask"}]}}, version=None)
+    asked = await rpc(
+        http,
+        served.url,
+        "SendMessage",
+        {"message": {**body["message"], "parts": [{"kind": "text", "text": "ask"}]}},
+        version=None,
+    )
     waiting = await settle(http, served.url, asked["result"]["id"], version="legacy")
     assert waiting["status"]["state"] == "input-required"
     assert waiting["status"]["message"]["kind"] == "message"
@@ -100,14 +113,31 @@ async def test_legacy_bodies_get_unwrapped_03_tasks(served, http):
         http,
         served.url,
         "SendMessage",
-        {"message": {"role": "user", "messageId": "x2", "taskId": waiting["id"], "parts": [{"kind": "text", "text": "blue"}]}},
+        {
+            "message": {
+                "role": "user",
+                "messageId": "x2",
+                "taskId": waiting["id"],
+                "parts": [{"kind": "text", "text": "blue"}],
+            }
+        },
         version=None,
     )
     assert resumed["result"]["status"]["state"] == "working"
-    assert (await settle(http, served.url, waiting["id"], version="legacy"))["status"]["state"] == "completed"
-    asked = await rpc(http, served.url, "SendMessage", {"message": {**body["message"], "parts": [{"kind": "text", "text": "ask"}]}}, version=None)
+    assert (await settle(http, served.url, waiting["id"], version="legacy"))["status"][
+        "state"
+    ] == "completed"
+    asked = await rpc(
+        http,
+        served.url,
+        "SendMessage",
+        {"message": {**body["message"], "parts": [{"kind": "text", "text": "ask"}]}},
+        version=None,
+    )
     await settle(http, served.url, asked["result"]["id"], version="legacy")
-    canceled = await rpc(http, served.url, "CancelTask", {"id": asked["result"]["id"]}, version=None)
+    canceled = await rpc(
+        http, served.url, "CancelTask", {"id": asked["result"]["id"]}, version=None
+    )
     assert canceled["result"]["status"]["state"] == "canceled"
     streamed = await rpc(http, served.url, "SendStreamingMessage", body, version=None)
     assert streamed["error"]["code"] == -32009
@@ -118,13 +148,21 @@ async def test_legacy_bodies_get_unwrapped_03_tasks(served, http):
 
 async def test_parts_without_kind_are_read_and_empty_messages_refused(served, http, seen):
     answer = await rpc(http, served.url, "SendMessage", {"message": message("plain 1.0 parts")})
-    assert answer["result"]["task"]["artifacts"][0]["parts"] == [{"text": "turns=1 last=plain 1.0 parts"}]
+    assert answer["result"]["task"]["artifacts"][0]["parts"] == [
+        {"text": "turns=1 last=plain 1.0 parts"}
+    ]
     calls = seen.model_calls
     for parts in ([{"text": ""}], [{"bogus": 1}], []):
-        answer = await rpc(http, served.url, "SendMessage", {"message": {**message("x"), "parts": parts}})
+        answer = await rpc(
+            http, served.url, "SendMessage", {"message": {**message("x"), "parts": parts}}
+        )
         assert answer["error"]["code"] == -32602
-    answer = await rpc(http, served.url, "SendMessage", {"message": {**message("x"), "parts": [{"text": ""}]}})
-    assert answer["error"]["message"] == "Invalid params: the message has no text, file or data part"
+    answer = await rpc(
+        http, served.url, "SendMessage", {"message": {**message("x"), "parts": [{"text": ""}]}}
+    )
+    assert (
+        answer["error"]["message"] == "Invalid params: the message has no text, file or data part"
+    )
     assert seen.model_calls == calls
 
 
@@ -141,7 +179,10 @@ async def test_file_and_data_parts_reach_the_run_as_content_parts(served, http, 
     else:
         parts = [
             {"kind": "text", "text": "look"},
-            {"kind": "file", "file": {"bytes": PNG, "mimeType": "image/png", "name": "fixture.png"}},
+            {
+                "kind": "file",
+                "file": {"bytes": PNG, "mimeType": "image/png", "name": "fixture.png"},
+            },
             {"kind": "data", "data": {"k": [1, 2]}},
             {"kind": "data", "data": {"value": 7}, "metadata": {"data_part_compat": True}},
         ]
@@ -173,7 +214,9 @@ async def test_answer_timing_per_dialect(served, http):
     ]
     for method, version, config, blocks in cases:
         dialect = "1.0" if version else ("0.3" if "/" in method else "legacy")
-        params: dict[str, Any] = {"message": message("timing", dialect="1.0" if dialect == "1.0" else "0.3")}
+        params: dict[str, Any] = {
+            "message": message("timing", dialect="1.0" if dialect == "1.0" else "0.3")
+        }
         if config is not None:
             params["configuration"] = config
         answer = await rpc(http, served.url, method, params, version=version)
@@ -190,7 +233,9 @@ async def test_history_length(served, http):
     assert len(full["result"]["history"]) == 1
     none = await rpc(http, served.url, "GetTask", {"id": task_id, "historyLength": 0})
     assert "history" not in none["result"]
-    one = await rpc(http, served.url, "tasks/get", {"id": task_id, "historyLength": 1}, version=None)
+    one = await rpc(
+        http, served.url, "tasks/get", {"id": task_id, "historyLength": 1}, version=None
+    )
     assert len(one["result"]["history"]) == 1
     for bad in (-1, "2", 1.5, True):
         answer = await rpc(http, served.url, "GetTask", {"id": task_id, "historyLength": bad})
@@ -200,17 +245,28 @@ async def test_history_length(served, http):
 
 
 async def test_task_id_table(served, http):
-    done = (await rpc(http, served.url, "SendMessage", {"message": message("finish")}))["result"]["task"]
+    done = (await rpc(http, served.url, "SendMessage", {"message": message("finish")}))["result"][
+        "task"
+    ]
     unknown = await rpc(http, served.url, "SendMessage", {"message": message("x", taskId="nope")})
-    assert unknown["error"] == {**unknown["error"], "code": -32001, "message": "Task not found: nope"}
+    assert unknown["error"] == {
+        **unknown["error"],
+        "code": -32001,
+        "message": "Task not found: nope",
+    }
     other = await rpc(
-        http, served.url, "SendMessage", {"message": message("x", taskId=done["id"], contextId="other")}
+        http,
+        served.url,
+        "SendMessage",
+        {"message": message("x", taskId=done["id"], contextId="other")},
     )
     assert other["error"]["code"] == -32602
     assert other["error"]["message"] == (
         f"Context other does not match context {done['contextId']} of task {done['id']}"
     )
-    terminal = await rpc(http, served.url, "SendMessage", {"message": message("x", taskId=done["id"])})
+    terminal = await rpc(
+        http, served.url, "SendMessage", {"message": message("x", taskId=done["id"])}
+    )
     assert terminal["error"]["code"] == -32004
     assert terminal["error"]["message"] == f"Task {done['id']} is in terminal state: completed"
 
@@ -218,7 +274,10 @@ async def test_task_id_table(served, http):
 async def test_a_running_task_refuses_messages(served, http, seen):
     seen.slow_started.clear()
     started = await rpc(
-        http, served.url, "SendMessage", {"message": message("slow one"), "configuration": {"returnImmediately": True}}
+        http,
+        served.url,
+        "SendMessage",
+        {"message": message("slow one"), "configuration": {"returnImmediately": True}},
     )
     task_id = started["result"]["task"]["id"]
     await wait_until(seen.slow_started.is_set)
@@ -231,14 +290,24 @@ async def test_a_running_task_refuses_messages(served, http, seen):
 
 
 async def test_context_ids_everywhere(served, http):
-    first = (await rpc(http, served.url, "SendMessage", {"message": message("one")}))["result"]["task"]
+    first = (await rpc(http, served.url, "SendMessage", {"message": message("one")}))["result"][
+        "task"
+    ]
     context = first["contextId"]
     assert context and all(m["contextId"] == context for m in first["history"])
-    second = await rpc(http, served.url, "SendMessage", {"message": message("two", contextId=context)})
+    second = await rpc(
+        http, served.url, "SendMessage", {"message": message("two", contextId=context)}
+    )
     task = second["result"]["task"]
     assert task["contextId"] == context
     assert task["artifacts"][0]["parts"] == [{"text": "turns=2 last=two"}]  # saw the first turn
-    events = await sse(http, served.url, "message/stream", {"message": message("three", dialect="0.3")}, version=None)
+    events = await sse(
+        http,
+        served.url,
+        "message/stream",
+        {"message": message("three", dialect="0.3")},
+        version=None,
+    )
     results = [e["result"] for e in events]
     assert results[0]["kind"] == "task"
     assert {r["contextId"] for r in results} == {results[0]["contextId"]}
@@ -247,17 +316,25 @@ async def test_context_ids_everywhere(served, http):
 
 
 async def test_auth_required_and_failed_runs(served, http):
-    auth = (await rpc(http, served.url, "SendMessage", {"message": message("auth please")}))["result"]["task"]
+    auth = (await rpc(http, served.url, "SendMessage", {"message": message("auth please")}))[
+        "result"
+    ]["task"]
     assert auth["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
-    assert auth["status"]["message"]["parts"] == [{"text": "Please sign in\nhttps://login.example/x"}]
+    assert auth["status"]["message"]["parts"] == [
+        {"text": "Please sign in\nhttps://login.example/x"}
+    ]
     assert auth["status"]["message"]["metadata"]["toolnexusRequest"]["kind"] == "authorization"
-    failed = (await rpc(http, served.url, "SendMessage", {"message": message("fail now")}))["result"]["task"]
+    failed = (await rpc(http, served.url, "SendMessage", {"message": message("fail now")}))[
+        "result"
+    ]["task"]
     assert failed["status"]["state"] == "TASK_STATE_FAILED"
     assert "the model exploded" in failed["status"]["message"]["parts"][0]["text"]
 
 
 async def test_cancel_an_interrupted_task_and_errors(served, http):
-    asked = (await rpc(http, served.url, "SendMessage", {"message": message("ask")}))["result"]["task"]
+    asked = (await rpc(http, served.url, "SendMessage", {"message": message("ask")}))["result"][
+        "task"
+    ]
     canceled = await rpc(http, served.url, "CancelTask", {"id": asked["id"]})
     assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
     again = await rpc(http, served.url, "CancelTask", {"id": asked["id"]})
@@ -289,7 +366,9 @@ INVALID_JSON = [
 
 @pytest.mark.parametrize("body", INVALID_JSON, ids=range(len(INVALID_JSON)))
 async def test_invalid_json_is_a_parse_error(served, http, body):
-    response = await http.post(served.url + "/", content=body, headers={"Content-Type": "application/json"})
+    response = await http.post(
+        served.url + "/", content=body, headers={"Content-Type": "application/json"}
+    )
     assert response.status_code == 200
     assert oracle.check_strict_json(response.content) == {
         "jsonrpc": "2.0",
@@ -323,7 +402,8 @@ async def test_invalid_requests(served, http, body):
 
 
 async def test_valid_pairs_and_big_ids_echo(served, http):
-    body = '{"jsonrpc":"2.0","id":"\\ud83d\\ude00","method":"GetTask","params":{"id":"\\ud83d\\ude00"}}'
+    pair = "\\ud83d\\ude00"
+    body = f'{{"jsonrpc":"2.0","id":"{pair}","method":"GetTask","params":{{"id":"{pair}"}}}}'
     response = await http.post(served.url + "/", content=body, headers={"A2A-Version": "1.0"})
     answer = oracle.check_strict_json(response.content)
     assert answer["id"] == "\U0001f600"
@@ -334,8 +414,9 @@ _BODIES = st.one_of(
     st.binary(max_size=300),
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-        lambda inner: st.lists(inner, max_size=4)
-        | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+        lambda inner: (
+            st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+        ),
         max_leaves=20,
     ).map(
         lambda v: json.dumps(
@@ -366,12 +447,18 @@ async def test_arbitrary_bodies_never_break_the_endpoint(served):
 
 
 async def test_bad_model_text_and_nan_tool_results_stay_valid(served, http):
-    weird = (await rpc(http, served.url, "SendMessage", {"message": message("weird")}))["result"]["task"]
+    weird = (await rpc(http, served.url, "SendMessage", {"message": message("weird")}))["result"][
+        "task"
+    ]
     text = weird["artifacts"][0]["parts"][0]["text"]
     assert "\ud800" not in text and "\ufffd" in text
-    events = await sse(http, served.url, "SendStreamingMessage", {"message": message("weird again")})
+    events = await sse(
+        http, served.url, "SendStreamingMessage", {"message": message("weird again")}
+    )
     assert all("\ud800" not in json.dumps(e, ensure_ascii=False, allow_nan=False) for e in events)
-    nan = (await rpc(http, served.url, "SendMessage", {"message": message("nan please")}))["result"]["task"]
+    nan = (await rpc(http, served.url, "SendMessage", {"message": message("nan please")}))[
+        "result"
+    ]["task"]
     assert nan["status"]["state"] == "TASK_STATE_COMPLETED"
     got = await rpc(http, served.url, "GetTask", {"id": nan["id"]})
     assert got["result"]["id"] == nan["id"]
@@ -389,8 +476,17 @@ async def test_in_flight_cap(agent_toolkit, seen, http):
         assert third["error"]["code"] == -32603
         assert third["error"]["message"] == "Too many tasks in flight (limit 2); retry later"
         assert third["error"]["data"][0]["reason"] == "RESOURCE_EXHAUSTED"
-        legacy = await rpc(http, handle.url, "SendMessage", {"message": message("hold", dialect="0.3")}, version=None)
-        assert legacy["error"] == {"code": -32603, "message": "Too many tasks in flight (limit 2); retry later"}
+        legacy = await rpc(
+            http,
+            handle.url,
+            "SendMessage",
+            {"message": message("hold", dialect="0.3")},
+            version=None,
+        )
+        assert legacy["error"] == {
+            "code": -32603,
+            "message": "Too many tasks in flight (limit 2); retry later",
+        }
         many = await asyncio.gather(
             *(rpc(http, handle.url, "SendMessage", params) for _ in range(200))
         )
@@ -432,9 +528,14 @@ def test_card_golden():
     default = build_agent_card({"description": ""}, [], "http://h/")
     assert default["name"] == "toolnexus-agent" and default["version"] == "0.1.0"
     assert default["skills"] == [
-        {"id": "general", "name": "general", "description": "A toolnexus agent.", "tags": ["general"]}
+        {
+            "id": "general",
+            "name": "general",
+            "description": "A toolnexus agent.",
+            "tags": ["general"],
+        }
     ]
-    listed = build_agent_card({"skills": ["echo", "unknown"]}, skills + [{"name": "b"}], "http://h")
+    listed = build_agent_card({"skills": ["echo", "unknown"]}, [*skills, {"name": "b"}], "http://h")
     assert [s["id"] for s in listed["skills"]] == ["echo"]
     oracle.check_card(default)
 

@@ -9,7 +9,6 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx2
 import pytest
 import pytest_asyncio
 
@@ -21,7 +20,7 @@ from toolnexus.a2a import Agent, agent, agent_tools, parse_agents_config
 from toolnexus.client import create_in_process_client
 from toolnexus.skill import SkillDef
 from toolnexus.toolkit import Toolkit, create_toolkit
-from toolnexus.types import Tool, ToolContext, ToolResult, pending
+from toolnexus.types import Answer, Tool, ToolContext, ToolResult, pending
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 CARD = "/.well-known/agent-card.json"
@@ -107,12 +106,16 @@ async def test_submit_then_poll_to_completion(peer, tools):
     assert (result.output, result.is_error) == ("echo: echo hello", False)
     meta = result.metadata
     assert meta is not None
-    assert set(meta) == {"agent", "taskId", "state", "polls", "ms"}
+    assert set(meta) == {"agent", "taskId", "contextId", "state", "polls", "ms", "protocol"}
     assert (meta["agent"], meta["state"], meta["polls"]) == ("Peer Agent!", "completed", 2)
+    # the card says 0.3; the peer knows no message/send, so this agent now speaks legacy
+    assert meta["protocol"] == "legacy"
     assert UUID.fullmatch(meta["taskId"])
     assert isinstance(meta["ms"], int) and meta["ms"] >= 0
 
-    send, first_poll, second_poll = peer.requests
+    send, first_poll, second_poll = [
+        r for r in peer.requests if r["body"]["method"] != "message/send"
+    ]
     assert send["path"] == "/"  # no card url: the card URL's origin is the endpoint
     assert send["headers"]["content-type"] == "application/json"
     wire = UUID.sub("<uuid>", send["raw"].decode())
@@ -127,22 +130,27 @@ async def test_submit_then_poll_to_completion(peer, tools):
             '{"jsonrpc":"2.0","id":"<uuid>","method":"GetTask","params":{"id":"<uuid>"}}'
         )
         assert poll["body"]["params"]["id"] == meta["taskId"]
-    assert len({r["body"]["id"] for r in peer.requests}) == 3
+    assert len({r["body"]["id"] for r in peer.requests}) == len(peer.requests)
 
 
 async def test_card_url_names_the_endpoint(peer):
     [tool, *_] = await agent_tools(agent(peer.base_url + "/cards/rpc-path.json", poll_every=10))
     peer.requests.clear()
     assert (await call(tool, "immediate")).output == "echo: immediate"
-    assert [r["path"] for r in peer.requests] == ["/rpc"]
+    assert [r["path"] for r in peer.requests] == ["/rpc", "/rpc"]
+    assert [r["body"]["method"] for r in peer.requests] == ["message/send", "SendMessage"]
+    assert "a2a-version" not in peer.requests[1]["headers"]
+    peer.requests.clear()
+    assert (await call(tool, "immediate")).metadata["protocol"] == "legacy"  # type: ignore[index]
+    assert [r["body"]["method"] for r in peer.requests] == ["SendMessage"]
 
 
 @pytest.mark.parametrize(
     ("task", "output", "polls"),
     [
-        ("multi", "one\ntwo\nthree", 1),
-        ("history", "from history", 1),
-        ("empty", "", 1),
+        ("multi", 'one\ntwo\n{"x":1}\nthree', 1),
+        ("history", "{}", 1),  # the last agent message with a part: a data part
+        ("empty", "{}", 1),
         ("nostate", "echo: nostate", 1),
         ("immediate", "echo: immediate", 0),
     ],
@@ -180,7 +188,7 @@ async def test_failed_and_canceled_tasks(tools, task, template, state):
         ("http500", "HTTP 500: server broke"),
         ("rpcerror", "no capacity"),
         ("rpcbare", "JSON-RPC error -32099"),
-        ("notask", "the agent's SendMessage result has no task id"),
+        ("notask", "the agent's answer is a task without an id"),
     ],
 )
 async def test_transport_and_protocol_errors(tools, task, output):
@@ -384,24 +392,24 @@ async def test_round_trip_through_our_own_server():
         assert (result.output, result.is_error) == ("served: a long text", False)
         assert result.metadata is not None
         assert (result.metadata["agent"], result.metadata["state"]) == ("helper", "completed")
-        assert result.metadata["polls"] >= 1
+        # our server offers 1.0 with streaming: the whole call is one stream, no polling
+        assert (result.metadata["polls"], result.metadata["protocol"]) == (0, "1.0")
+        assert result.metadata["contextId"]
 
-        # input-required is not terminal for the caller: it keeps polling until its budget is
-        # spent; the best-effort CancelTask (unknown to our server) is ignored.
-        waiting = await toolkit_b.execute(
-            "helper_summarize", {"task": "ask me"}, ToolContext(timeout=0.2)
+        # input-required comes back as a suspension carrying the served Request
+        waiting = await toolkit_b.execute("helper_summarize", {"task": "ask me"})
+        assert waiting.metadata is not None and waiting.is_error
+        request = waiting.metadata["pending"]
+        assert (request.kind, request.prompt, waiting.output) == (
+            "question",
+            "Which color?",
+            "Which color?",
         )
-        assert waiting.metadata is not None
-        task_id, state = waiting.metadata["taskId"], waiting.metadata["state"]
-        assert state in ("submitted", "working", "input-required")
-        assert waiting.output == f"A2A task {task_id} timed out after 200ms (state={state})"
-
-        get_task = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}}
-
-        async def server_state(http: httpx2.AsyncClient) -> str | None:
-            got = (await http.post(a.url + "/", json=get_task)).json()["result"]["status"]["state"]
-            return got if got == "input-required" else None
-
-        async with httpx2.AsyncClient() as http:
-            assert await wait_until(lambda: server_state(http)) == "input-required"
+        assert request.data["a2a"]["taskId"] == waiting.metadata["taskId"]
+        answer = Answer(id=request.id, ok=True, data={"text": "red"})
+        done = await toolkit_b.execute(
+            "helper_summarize", {"task": "ask me"}, ToolContext(answer=answer)
+        )
+        assert (done.output, done.is_error) == ("served: red", False)
+        assert done.metadata is not None and done.metadata["taskId"] == waiting.metadata["taskId"]
     await toolkit_a.close()

@@ -131,14 +131,10 @@ async def agent_toolkit(seen: Seen) -> AsyncIterator[Toolkit]:
     await toolkit.close()
 
 
-async def serve_agent(
-    toolkit: Toolkit, seen: Seen, **a2a: Any
-) -> ServeHandle:
+async def serve_agent(toolkit: Toolkit, seen: Seen, **a2a: Any) -> ServeHandle:
     client = create_in_process_client(model="scripted", generate=Model(seen))
     profile = {"name": "tn", **a2a}
-    return await toolkit.serve(
-        "127.0.0.1:0", client=client, a2a=profile, on_task=seen.tasks.append
-    )
+    return await toolkit.serve("127.0.0.1:0", client=client, a2a=profile, on_task=seen.tasks.append)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
@@ -214,7 +210,12 @@ async def sse(
 
 def message(text: str, *, dialect: str = "1.0", **extra: Any) -> dict[str, Any]:
     if dialect == "1.0":
-        return {"messageId": "m-" + text[:8], "role": "ROLE_USER", "parts": [{"text": text}], **extra}
+        return {
+            "messageId": "m-" + text[:8],
+            "role": "ROLE_USER",
+            "parts": [{"text": text}],
+            **extra,
+        }
     return {
         "kind": "message",
         "messageId": "m-" + text[:8],

@@ -37,7 +37,12 @@ _V10_PARAMS = {
 }
 _V03_RESULT: dict[str, Any] = {
     "message/send": (v03.Task, v03.Message),
-    "message/stream": (v03.Task, v03.Message, v03.TaskStatusUpdateEvent, v03.TaskArtifactUpdateEvent),
+    "message/stream": (
+        v03.Task,
+        v03.Message,
+        v03.TaskStatusUpdateEvent,
+        v03.TaskArtifactUpdateEvent,
+    ),
     "tasks/resubscribe": (v03.Task, v03.TaskStatusUpdateEvent, v03.TaskArtifactUpdateEvent),
     "tasks/get": (v03.Task,),
     "tasks/cancel": (v03.Task,),
@@ -67,7 +72,9 @@ def _normal(value: Any) -> Any:
     if isinstance(value, list):
         return [_normal(v) for v in value]
     if isinstance(value, str):
-        return _STAMP.sub(lambda m: m.group(1) + "." + (m.group(2) or "").ljust(3, "0") + "Z", value)
+        return _STAMP.sub(
+            lambda m: m.group(1) + "." + (m.group(2) or "").ljust(3, "0") + "Z", value
+        )
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)):

@@ -19,7 +19,6 @@ Every request body that reaches the server is recorded with its headers.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import socket
 from collections.abc import AsyncIterator
@@ -38,9 +37,10 @@ from google.protobuf import struct_pb2
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-)
+from support.media import FIXTURE_PNG, GOLDEN_B64
+
+PNG = FIXTURE_PNG.read_bytes()
+GOLDEN_PNG_B64 = GOLDEN_B64
 
 
 @dataclass
@@ -111,7 +111,7 @@ class Executor(AgentExecutor):
             parts = [
                 pb.Part(text="see"),
                 pb.Part(data=data),
-                pb.Part(raw=PNG, media_type="image/png", filename="dot.png"),
+                pb.Part(raw=PNG, media_type="image/png", filename="fixture.png"),
             ]
             await updater.add_artifact(parts, name="answer")
             await updater.complete()
