@@ -201,7 +201,9 @@ class _Guard:
                             break
             except TimeoutError:
                 refusal = PlainTextResponse("request timeout", status_code=408)
-            if refusal is None and scope["method"] == "POST":
+            # The A2A endpoint (`POST /`) answers these itself: HTTP 200 with a JSON-RPC
+            # parse error, as its contract says.
+            if refusal is None and scope["method"] == "POST" and scope["path"] != "/":
                 reason = non_finite_reason(body)
                 if reason is not None:
                     refusal = _parse_error(reason)
