@@ -19,6 +19,7 @@ from toolnexus.agents._defs import AgentDef, Budget, check_name
 from toolnexus.agents._results import SpawnError, TaskResult
 from toolnexus.agents._runtime import AgentRuntime
 from toolnexus.agents._task import task_output
+from toolnexus.errors import ConfigError
 from toolnexus.types import Tool, ToolContext, ToolResult, pending
 
 if TYPE_CHECKING:
@@ -73,17 +74,17 @@ class Agent:
     ) -> None:
         self.name = check_name(name)
         if not isinstance(does, str) or not does.strip():
-            raise ValueError(f"toolnexus.agents: agent {name!r} needs a non-empty does=")
+            raise ConfigError(f"toolnexus.agents: agent {name!r} needs a non-empty does=")
         uses = dict(uses or {})
         extra = sorted(set(uses) - {"tools"})
         if extra:
-            raise ValueError(f"toolnexus.agents: uses= takes only 'tools', not {extra[0]!r}")
+            raise ConfigError(f"toolnexus.agents: uses= takes only 'tools', not {extra[0]!r}")
         tools = list(uses.get("tools") or ())
         for tool in tools:
             if not isinstance(tool, Tool):
                 raise TypeError(f"toolnexus.agents: uses['tools'] holds a {type(tool).__name__}")
         if soul is not None and soul_file is not None:
-            raise ValueError("toolnexus.agents: give soul= or soul_file=, not both")
+            raise ConfigError("toolnexus.agents: give soul= or soul_file=, not both")
         if soul is not None and not isinstance(soul, str):
             raise TypeError("toolnexus.agents: soul must be a string")
         for member in team or ():
@@ -151,7 +152,7 @@ class Agent:
             known = seen.get(current.name)
             if known is not None:
                 if known is not current:
-                    raise ValueError(
+                    raise ConfigError(
                         f'toolnexus.agents: two different agents are named "{current.name}"'
                     )
                 continue

@@ -14,6 +14,7 @@ from typing import Any
 from toolnexus._aio import call_maybe_async
 from toolnexus.content import decoded_len, is_part_dict
 from toolnexus.content import estimate_tokens as part_tokens
+from toolnexus.errors import ConfigError
 
 __all__ = ["FLUSH_REMINDER", "SUMMARY_HEADER", "compactor", "estimate_tokens"]
 
@@ -119,12 +120,12 @@ def compactor(
     between the leading system message and a recent tail of about `keep_tail` tokens with one
     system message holding `summarize(older)` (sync or async; it may call a model)."""
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise ValueError(f"compactor: max_tokens must be an integer >= 1, not {max_tokens!r}")
+        raise ConfigError(f"compactor: max_tokens must be an integer >= 1, not {max_tokens!r}")
     if not callable(summarize):
         raise TypeError("compactor: summarize must be callable")
     tail_budget = max_tokens // 2 if keep_tail is None else keep_tail
     if isinstance(tail_budget, bool) or not isinstance(tail_budget, int) or tail_budget < 0:
-        raise ValueError(f"compactor: keep_tail must be an integer >= 0, not {keep_tail!r}")
+        raise ConfigError(f"compactor: keep_tail must be an integer >= 0, not {keep_tail!r}")
 
     async def before_llm(event: dict[str, Any]) -> dict[str, Any] | None:
         messages: list[Message] = list(event.get("messages") or ())

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
+from toolnexus.errors import ConfigError
 from toolnexus.types import Tool
 
 __all__ = [
@@ -29,7 +30,9 @@ _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 def check_name(name: Any, what: str = "agent name") -> str:
     if not isinstance(name, str) or _NAME.fullmatch(name) is None:
-        raise ValueError(f"toolnexus.agents: {what} must match [A-Za-z0-9_-]{{1,64}}, not {name!r}")
+        raise ConfigError(
+            f"toolnexus.agents: {what} must match [A-Za-z0-9_-]{{1,64}}, not {name!r}"
+        )
     return name
 
 
@@ -55,7 +58,7 @@ class Budget:
                 raise TypeError(f"Budget.{f.name} must be a number, not {value!r}")
             floor = 1 if f.name in ("max_turns", "max_concurrent") else 0
             if value < floor:
-                raise ValueError(f"Budget.{f.name} must be >= {floor}, not {value!r}")
+                raise ConfigError(f"Budget.{f.name} must be >= {floor}, not {value!r}")
         if self.max_turns is not None and not isinstance(self.max_turns, int):
             raise TypeError(f"Budget.max_turns must be an integer, not {self.max_turns!r}")
 

@@ -11,6 +11,7 @@ from typing import Any
 from toolnexus._aio import call_maybe_async
 from toolnexus.agents._constants import LIMIT_COMPLETION, TASK_STATUS_DONE, TASK_STATUS_PENDING
 from toolnexus.client._hooks import HOOK_NAMES
+from toolnexus.errors import ConfigError
 from toolnexus.types import ToolResult
 
 __all__ = [
@@ -52,10 +53,10 @@ class Completion:
 
     def __post_init__(self) -> None:
         if not callable(self.verify):
-            raise ValueError("toolnexus: Completion.verify is required")
+            raise ConfigError("toolnexus: Completion.verify is required")
         attempts = self.max_attempts
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
-            raise ValueError("toolnexus: Completion.max_attempts must be an integer >= 1")
+            raise ConfigError("toolnexus: Completion.max_attempts must be an integer >= 1")
 
 
 def _verdict(value: Any) -> Verdict:

@@ -18,6 +18,7 @@ from toolnexus.agents._constants import TASK_STATUS_PENDING
 from toolnexus.agents._handle import Handle
 from toolnexus.agents._results import InboxItem, SpawnError, TaskResult
 from toolnexus.agents._runtime import AgentRuntime
+from toolnexus.errors import ConfigError
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message, sanitize
 
 __all__ = [
@@ -237,7 +238,7 @@ def start_agent(
     `tick` every interval and wake it with the heartbeat prompt whenever it is idle."""
     check_runtime_options(runtime_options, "start_agent")
     if every_ms is not None and (isinstance(every_ms, bool) or every_ms <= 0):
-        raise ValueError(f"start_agent: every_ms must be > 0, not {every_ms!r}")
+        raise ConfigError(f"start_agent: every_ms must be > 0, not {every_ms!r}")
     asyncio.get_running_loop()
     rt = AgentRuntime(registry=agent.registry(), **runtime_options)
     handle = rt.spawn(rt.root, agent.name)

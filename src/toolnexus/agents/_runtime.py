@@ -49,6 +49,7 @@ from toolnexus.agents._task import make_task_tool
 from toolnexus.client import Client
 from toolnexus.client._hooks import resolve_hooks
 from toolnexus.client.memory import ConversationStore, InMemoryConversationStore, KeyedLock
+from toolnexus.errors import ConfigError
 from toolnexus.toolkit import Toolkit
 from toolnexus.types import Answer, Request, Tool, error_message
 
@@ -108,7 +109,9 @@ def _stamp(request: Request, handle: Handle) -> Request:
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"toolnexus.agents: {name} must be an integer >= {minimum}, not {value!r}")
+        raise ConfigError(
+            f"toolnexus.agents: {name} must be an integer >= {minimum}, not {value!r}"
+        )
     return value
 
 
@@ -143,9 +146,9 @@ class AgentRuntime:
         self._inbox_cap = _check_int("inbox_cap", inbox_cap, 1)
         _check_int("max_concurrent_turns", max_concurrent_turns, 1)
         if isinstance(shutdown_ms, bool) or not isinstance(shutdown_ms, int | float):
-            raise ValueError(f"toolnexus.agents: shutdown_ms must be >= 0, not {shutdown_ms!r}")
+            raise ConfigError(f"toolnexus.agents: shutdown_ms must be >= 0, not {shutdown_ms!r}")
         if shutdown_ms < 0:
-            raise ValueError(f"toolnexus.agents: shutdown_ms must be >= 0, not {shutdown_ms!r}")
+            raise ConfigError(f"toolnexus.agents: shutdown_ms must be >= 0, not {shutdown_ms!r}")
         if trace_limit is not None:
             _check_int("trace_limit", trace_limit, 1)
         if wait_for is not None and not callable(wait_for):
@@ -184,13 +187,13 @@ class AgentRuntime:
                 raise TypeError(f"toolnexus.agents: registry[{key!r}] must be an AgentDef")
             check_name(key)
             if defn.name != key:
-                raise ValueError(
+                raise ConfigError(
                     f"toolnexus.agents: registry key {key!r} differs from its def's name "
                     f"{defn.name!r}"
                 )
             for target in defn.task_targets or ():
                 if target not in registry:
-                    raise ValueError(
+                    raise ConfigError(
                         f'toolnexus.agents: agent "{key}" delegates to unknown agent "{target}"'
                     )
         return dict(registry)

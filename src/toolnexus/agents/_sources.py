@@ -20,6 +20,7 @@ from toolnexus.client._errors import ProviderError
 from toolnexus.client._hooks import resolve_hooks
 from toolnexus.client._transport import StreamBody, Transport
 from toolnexus.client.memory import ConversationStore, KeyedLock
+from toolnexus.errors import ConfigError
 
 __all__ = [
     "MODEL_OPTIONS",
@@ -61,11 +62,11 @@ def resolve_model_source(
         if value is not None
     ]
     if len(given) > 1:
-        raise ValueError(
+        raise ConfigError(
             f"toolnexus.agents: {' and '.join(f'{n}=' for n in given)} are mutually exclusive"
         )
     if not given:
-        raise ValueError(_NEEDS_MODEL)
+        raise ConfigError(_NEEDS_MODEL)
     if client is not None:
         if not isinstance(client, Client):
             raise TypeError(f"client= must be a toolnexus Client, not {type(client).__name__}")
