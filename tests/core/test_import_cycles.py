@@ -95,14 +95,6 @@ KNOWN: list[list[str]] = [
         "toolnexus.serve._mcp",
         "toolnexus.toolkit",
     ],
-    # toolnexus.agents, new: its runtime, handles, results and task tool.
-    [
-        "toolnexus.agents._handle",
-        "toolnexus.agents._results",
-        "toolnexus.agents._runtime",
-        "toolnexus.agents._task",
-    ],
-    ["toolnexus.agents._agent", "toolnexus.agents._loop"],
 ]
 
 

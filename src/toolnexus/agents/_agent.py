@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections import OrderedDict, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus.agents._constants import (
     TASK_STATUS_ERROR,
@@ -16,6 +17,7 @@ from toolnexus.agents._constants import (
     TASK_STATUS_TIMEOUT,
 )
 from toolnexus.agents._defs import AgentDef, Budget, check_name
+from toolnexus.agents._loop import Loop
 from toolnexus.agents._results import SpawnError, TaskResult
 from toolnexus.agents._runtime import AgentRuntime
 from toolnexus.agents._task import task_output
@@ -23,11 +25,12 @@ from toolnexus.errors import ConfigError
 from toolnexus.types import Tool, ToolContext, ToolResult, pending
 
 if TYPE_CHECKING:
-    from toolnexus.agents._loop import Loop
     from toolnexus.client import Client
     from toolnexus.toolkit import Toolkit
 
 __all__ = ["Agent", "agent", "check_runtime_options"]
+
+T = TypeVar("T")
 
 _RUNTIME_OPTIONS = frozenset(inspect.signature(AgentRuntime).parameters) - {"registry"}
 _MAX_PARKED = 64
@@ -166,13 +169,19 @@ class Agent:
         """Run once in a fresh runtime; the tree is closed unless the result is `pending`
         (then `await result.runtime.resume(answer)` continues it)."""
         check_runtime_options(runtime_options, "Agent.run")
+        result, _ = await self._run_once(prompt, runtime_options)
+        return result
+
+    async def _run_once(
+        self, prompt: str, runtime_options: Mapping[str, Any]
+    ) -> tuple[TaskResult, AgentRuntime]:
         registry = await asyncio.to_thread(self.registry)
         rt = AgentRuntime(registry=registry, **runtime_options)
         rt._one_shot = True
         handle = rt.spawn(rt.root, self.name)
         if isinstance(handle, SpawnError):
             await rt.close(rt.root)
-            return TaskResult(text=handle.error, is_error=True, status=TASK_STATUS_ERROR)
+            return TaskResult(text=handle.error, is_error=True, status=TASK_STATUS_ERROR), rt
         try:
             result = await rt.run_turn(handle, prompt)
         except asyncio.CancelledError:
@@ -181,7 +190,7 @@ class Agent:
         result.runtime = rt
         if result.status != TASK_STATUS_PENDING:
             await rt.close(rt.root)
-        return result
+        return result, rt
 
     def as_tool(self, **runtime_options: Any) -> Tool:
         """This agent as one tool (`{"prompt"}` in, the final text out) for `extra_tools`.
@@ -204,9 +213,9 @@ class Agent:
                 closing.add(task)
                 task.add_done_callback(closing.discard)
 
-        async def resume(rt: AgentRuntime, answer: Any) -> TaskResult:
+        async def resume(rt: AgentRuntime, answer: Any) -> tuple[TaskResult, AgentRuntime]:
             try:
-                return await rt.resume(answer)
+                return await rt.resume(answer), rt
             except asyncio.CancelledError:
                 await asyncio.shield(rt.close(rt.root, force=True, reason="interrupted"))
                 raise
@@ -216,16 +225,15 @@ class Agent:
             if answer is not None and answer.id in parked:
                 work = resume(parked.pop(answer.id), answer)
             else:
-                work = self.run(str(args.get("prompt", "")), **runtime_options)
-            result = await _bounded(work, ctx)
-            if isinstance(result, tuple):
-                status, text = result
-                metadata = {"agent": name, "turns": 0, "totalTokens": 0, "status": status}
-                return ToolResult(f"[{status}] {text}", True, metadata)
+                work = self._run_once(str(args.get("prompt", "")), runtime_options)
+            outcome = await _bounded(work, ctx)
+            if isinstance(outcome, _Cut):
+                metadata = {"agent": name, "turns": 0, "totalTokens": 0, "status": outcome.status}
+                return ToolResult(f"[{outcome.status}] {outcome.text}", True, metadata)
+            result, rt = outcome
             if result.status == TASK_STATUS_PENDING and result.pending is not None:
                 request = result.pending
-                if result.runtime is not None:
-                    park(result.runtime, request.id)
+                park(rt, request.id)
                 return pending(
                     kind=request.kind,
                     prompt=request.prompt,
@@ -239,12 +247,18 @@ class Agent:
 
     def loop(self, options: Mapping[str, Any] | Client, toolkit: Toolkit | None = None) -> Loop:
         """This agent's soul and gate on one client loop, without the runtime."""
-        from toolnexus.agents._loop import Loop
-
         return Loop(self, options, toolkit)
 
 
-async def _bounded(work: Any, ctx: ToolContext) -> TaskResult | tuple[str, str]:
+@dataclass(slots=True, frozen=True)
+class _Cut:
+    """An agent tool call cut short by its signal or its timeout."""
+
+    status: str
+    text: str
+
+
+async def _bounded(work: Awaitable[T], ctx: ToolContext) -> T | _Cut:
     """Await `work` within the call's signal and timeout; a cut cancels it (closing its tree)."""
     task = asyncio.ensure_future(work)
     waiters: set[asyncio.Future[Any]] = {task}
@@ -266,13 +280,12 @@ async def _bounded(work: Any, ctx: ToolContext) -> TaskResult | tuple[str, str]:
         if watcher is not None:
             watcher.cancel()
     if task in done:
-        result: TaskResult = task.result()
-        return result
+        return task.result()
     task.cancel()
     await asyncio.wait((task,))
     if watcher is not None and watcher in done:
-        return TASK_STATUS_INTERRUPTED, "interrupted"
-    return TASK_STATUS_TIMEOUT, f"agent run exceeded {ctx.timeout:g}s"
+        return _Cut(TASK_STATUS_INTERRUPTED, "interrupted")
+    return _Cut(TASK_STATUS_TIMEOUT, f"agent run exceeded {ctx.timeout:g}s")
 
 
 def agent(name: str, **spec: Any) -> Agent:

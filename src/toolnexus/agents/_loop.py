@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from toolnexus.agents._constants import LIMIT_COMPLETION, TASK_STATUS_DONE
 from toolnexus.agents._harness import guarded_hooks, run_gated
@@ -13,11 +13,25 @@ from toolnexus.client import Client, create_client
 from toolnexus.client._hooks import resolve_hooks
 
 if TYPE_CHECKING:
-    from toolnexus.agents._agent import Agent
+    from toolnexus.agents._defs import Budget
     from toolnexus.client import RunResult
     from toolnexus.toolkit import Toolkit
 
-__all__ = ["Loop", "Outcome"]
+__all__ = ["Loop", "LoopAgent", "Outcome"]
+
+
+class LoopAgent(Protocol):
+    """What a `Loop` reads from the agent it runs (an `Agent`)."""
+
+    budget: Budget | None
+    model: str | None
+    wait_for: Callable[..., Any] | None
+    on_metric: Callable[[dict[str, Any]], Any] | None
+    hooks: Any
+    guardrails: list[Any]
+    completion: Any
+
+    def session_soul(self) -> str: ...
 
 
 @dataclass(slots=True)
@@ -36,7 +50,7 @@ class Loop:
     """Runs one agent on a client loop (built once): a fresh transcript per `run`."""
 
     def __init__(
-        self, agent: Agent, options: Mapping[str, Any] | Client, toolkit: Toolkit | None
+        self, agent: LoopAgent, options: Mapping[str, Any] | Client, toolkit: Toolkit | None
     ) -> None:
         self.agent = agent
         self.toolkit = toolkit

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from toolnexus.types import Request
 
-if TYPE_CHECKING:
-    from toolnexus.agents._runtime import AgentRuntime
+__all__ = ["HandleView", "InboxItem", "PostResult", "ResumableRuntime", "SpawnError", "TaskResult"]
 
-__all__ = ["HandleView", "InboxItem", "PostResult", "SpawnError", "TaskResult"]
+
+class ResumableRuntime(Protocol):
+    """The runtime a one-shot `Agent.run` leaves on its result (an `AgentRuntime`)."""
+
+    @property
+    def trace(self) -> list[str]: ...
+
+    async def resume(self, answer: Any) -> TaskResult: ...
 
 
 @dataclass(slots=True)
@@ -27,7 +33,7 @@ class TaskResult:
     total_tokens: int = 0
     own_tokens: int = 0
     limit: str | None = None
-    runtime: AgentRuntime | None = None
+    runtime: ResumableRuntime | None = None
 
     async def resume(self, answer: Any) -> TaskResult:
         """Continue a `pending` result of `Agent.run` with the host's `Answer`."""

@@ -3,17 +3,34 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from toolnexus.agents._constants import TASK_STATUS_DONE, TASK_STATUS_PENDING
+from toolnexus.agents._defs import AgentDef
+from toolnexus.agents._handle import Handle
 from toolnexus.agents._results import SpawnError, TaskResult
 from toolnexus.types import Tool, ToolContext, ToolResult
 
-if TYPE_CHECKING:
-    from toolnexus.agents._handle import Handle
-    from toolnexus.agents._runtime import AgentRuntime
+__all__ = ["TASK_SCHEMA", "Delegator", "make_task_tool", "task_output"]
 
-__all__ = ["TASK_SCHEMA", "make_task_tool", "task_output"]
+
+class Delegator(Protocol):
+    """What the `task` tool needs from the runtime that owns the calling handle."""
+
+    @property
+    def registry(self) -> Mapping[str, AgentDef]: ...
+
+    def spawn(self, parent: Handle, def_name: str) -> Handle | SpawnError: ...
+
+    async def run_turn(self, h: Handle, prompt: str | None = None) -> TaskResult: ...
+
+    async def settled_result(self, child: Handle) -> TaskResult: ...
+
+    async def close(self, h: Handle, *, force: bool = False, reason: str | None = None) -> None: ...
+
+    def log(self, h: Handle, text: str) -> None: ...
+
 
 TASK_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -38,7 +55,7 @@ def task_output(name: str, result: TaskResult) -> ToolResult:
     )
 
 
-def make_task_tool(rt: AgentRuntime, caller: Handle) -> Tool:
+def make_task_tool(rt: Delegator, caller: Handle) -> Tool:
     team = sorted(caller.defn.task_targets or ())
     registry = rt.registry
     listing = "; ".join(
