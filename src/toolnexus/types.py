@@ -164,11 +164,15 @@ def _required(data: Mapping[str, Any], key: str, what: str) -> Any:
 
 @dataclass(slots=True)
 class ToolContext:
-    """Per-call context: cancellation `signal`, `timeout` in seconds, and a resolved `answer`."""
+    """Per-call context: cancellation `signal`, `timeout` in seconds, a resolved `answer` with
+    the `request` it answers (when resuming a suspension), and `on_progress`, a sync or async
+    callable taking `{"progress", "total", "message"}` that any tool may call."""
 
     signal: Signal | None = None
     timeout: float | None = None
     answer: Answer | None = None
+    request: Request | None = None
+    on_progress: Callable[[dict[str, Any]], Any] | None = None
 
     @property
     def cancelled(self) -> bool:
@@ -193,6 +197,7 @@ class Tool:
         "_validator",
         "description",
         "input_schema",
+        "metadata",
         "name",
         "original_name",
         "self_validating",
@@ -209,6 +214,7 @@ class Tool:
         *,
         original_name: str | None = None,
         self_validating: bool = False,
+        metadata: dict[str, Any] | None = None,
     ) -> None:
         if execute is None:
             raise TypeError(f"Tool {name!r} needs an execute callable")
@@ -220,6 +226,8 @@ class Tool:
         self.source = source
         # The name before sanitising/capping, used to tell real duplicates from collisions.
         self.original_name = original_name if original_name is not None else name
+        # What the source knows beyond the schema (an MCP tool: server, title, annotations...).
+        self.metadata = metadata
         self._execute = execute
         self._is_async = inspect.iscoroutinefunction(execute) or inspect.iscoroutinefunction(
             getattr(execute, "__call__", None)  # noqa: B004 - async callable objects
@@ -258,6 +266,7 @@ class Tool:
             self._execute,
             original_name=self.original_name,
             self_validating=self.self_validating,
+            metadata=self.metadata,
         )
         clone._is_async = self._is_async
         return clone

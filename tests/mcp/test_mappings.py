@@ -72,6 +72,19 @@ def test_an_error_keeps_only_non_blank_texts() -> None:
     assert (mapped.output, mapped.is_error) == ("x\n\ny", True)
 
 
+def test_an_error_with_only_structured_content_reports_it() -> None:
+    mapped = map_call_result(result(structured_content={"why": "quota"}, is_error=True), "s")
+    assert (mapped.output, mapped.is_error) == ('{"why":"quota"}', True)
+
+
+def test_a_resource_link_becomes_a_url_part() -> None:
+    block = types.ResourceLink(uri="https://x/y", name="y")
+    mapped = map_call_result(result(block), "s")
+    assert mapped.parts == [
+        {"type": "file", "mimeType": "application/octet-stream", "url": "https://x/y", "name": "y"}
+    ]
+
+
 def test_an_error_with_structured_content_still_reports_the_texts() -> None:
     mapped = map_call_result(result(text("bad"), structured_content={"a": 1}, is_error=True), "s")
     assert mapped.output == "bad"
@@ -81,10 +94,8 @@ def test_an_error_without_text_uses_the_fallback_and_keeps_parts() -> None:
     image = types.ImageContent(data=base64.b64encode(b"1234").decode(), mime_type="image/gif")
     mapped = map_call_result(result(image, is_error=True), "s")
     assert mapped.output == "MCP tool returned an error\n[image: image/gif, 4 bytes]"
+    assert mapped.parts == [{"type": "image", "mimeType": "image/gif", "data": "MTIzNA=="}]
     assert mapped.metadata is not None
-    assert mapped.metadata["parts"] == [
-        {"type": "image", "mimeType": "image/gif", "data": "MTIzNA=="}
-    ]
     assert mapped.metadata["content"] == [
         {"type": "image", "mimeType": "image/gif", "data": "MTIzNA=="}
     ]
@@ -100,9 +111,8 @@ def test_a_binary_embedded_resource() -> None:
     blob = types.BlobResourceContents(uri="file:///a.bin", blob="AAEC", mime_type="application/x")
     mapped = map_call_result(result(text("see"), types.EmbeddedResource(resource=blob)), "s")
     assert mapped.output == "see\n[resource: file:///a.bin]"
-    assert mapped.metadata is not None
-    assert mapped.metadata["parts"] == [
-        {"type": "resource", "uri": "file:///a.bin", "mimeType": "application/x", "blob": "AAEC"}
+    assert mapped.parts == [
+        {"type": "file", "mimeType": "application/x", "data": "AAEC", "name": "file:///a.bin"}
     ]
 
 

@@ -97,32 +97,27 @@ async def test_error_result_without_text_uses_the_fallback(shared: Shared) -> No
 async def test_image_content_is_kept_and_summarised(shared: Shared) -> None:
     result = await shared.tools["basic_image"].execute()
     assert result.output == "a picture\n[image: image/png, 48213 bytes]"
-    assert result.metadata is not None
-    [part] = result.metadata["parts"]
+    [part] = result.parts or []
     assert part["type"] == "image" and part["mimeType"] == "image/png"
     assert base64.b64decode(part["data"]) == IMAGE_BYTES
+    assert part["data"] not in result.output
 
 
 async def test_audio_and_resources_without_text(shared: Shared) -> None:
     result = await shared.tools["basic_media"].execute()
     assert result.output == (
-        "[audio: audio/wav, 100 bytes]\n[resource: file:///x.txt]\n[resource link: file:///y.md]"
+        "[audio: audio/wav, 100 bytes]\n[resource: file:///x.txt]\nhello\n"
+        "[resource link: file:///y.md]"
     )
-    assert result.metadata is not None
-    audio, embedded, link = result.metadata["parts"]
+    audio, link = result.parts or []  # the text resource is in the output
     assert base64.b64decode(audio["data"]) == AUDIO_BYTES
-    assert embedded == {
-        "type": "resource",
-        "uri": "file:///x.txt",
-        "mimeType": "text/plain",
-        "text": "hello",
-    }
-    assert link == {
-        "type": "resource_link",
-        "uri": "file:///y.md",
-        "name": "y",
-        "mimeType": "text/markdown",
-    }
+    assert link == {"type": "file", "mimeType": "text/markdown", "url": "file:///y.md", "name": "y"}
+    assert result.metadata is not None
+    assert [block["type"] for block in result.metadata["content"]] == [
+        "audio",
+        "resource",
+        "resource_link",
+    ]
 
 
 async def test_environment_is_merged_over_the_process_environment(shared: Shared) -> None:

@@ -30,10 +30,10 @@ from mcp.client.subscriptions import ToolsListChanged
 from mcp.client.subscriptions import listen as listen_for
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from toolnexus import __version__
-from toolnexus._aio import call_in_thread_maybe_async, wait_signal
+from toolnexus._aio import call_in_thread_maybe_async, call_maybe_async, wait_signal
 from toolnexus._env import EnvVarError, expand_env_headers
 from toolnexus._log import logger, warn
 from toolnexus.errors import ToolnexusError
@@ -60,6 +60,7 @@ _SYNTHETIC_HTTP_ERRORS = frozenset(
 
 
 _tls: ssl.SSLContext | None = None
+_RESPONSES: TypeAdapter[dict[str, Any]] = TypeAdapter(types.InputResponses)
 
 
 async def _tls_context() -> ssl.SSLContext:
@@ -213,13 +214,31 @@ class Connection:
     # -- calls (any task) -----------------------------------------------------------------------
 
     async def call_tool(
-        self, name: str, args: dict[str, Any], timeout: float | None, signal: Signal | None
-    ) -> types.CallToolResult:
-        """`tools/call`, bounded by `timeout` seconds and cancelled when `signal` is set."""
+        self,
+        name: str,
+        args: dict[str, Any],
+        budget: Budget,
+        signal: Signal | None,
+        *,
+        responses: dict[str, Any] | None = None,
+        request_state: str | None = None,
+    ) -> Any:
+        """One `tools/call` round (with a progress token), bounded by `budget` and cancelled
+        when `signal` is set: a `CallToolResult`, an `InputRequiredResult` (2026-07-28) or an
+        extension's result."""
         session = self.session
         if session is None:
             raise LoadError("not connected")
-        return await run_bounded(session.call_tool(name, args), timeout, signal)
+        call = session.call_tool(
+            name,
+            args,
+            progress_callback=budget.progress,
+            input_responses=_input_responses(responses),
+            request_state=request_state,
+            allow_input_required=True,
+            allow_claimed=True,
+        )
+        return await budget.run(call, signal)
 
     def lost_text(self) -> str:
         """Why a connection that was ready went away."""
@@ -551,6 +570,13 @@ class Connection:
         return readable_error(root)
 
 
+def _input_responses(responses: dict[str, Any] | None) -> Any:
+    """Wire responses as the SDK's typed `InputResponses` (`None` for none)."""
+    if responses is None:
+        return None
+    return _RESPONSES.validate_python(responses)
+
+
 def _wire(model: Any) -> dict[str, Any]:
     dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json", exclude_none=True)
     return dumped
@@ -596,26 +622,73 @@ async def list_all_tools(session: ClientSession, listing: ListingRepair) -> list
     raise LoadError(f"MCP list returned more than {MAX_PAGES} pages")
 
 
-async def run_bounded(call: Awaitable[T], timeout: float | None, signal: Signal | None) -> T:
-    """Await `call` in its own task, abandoning it on `timeout` or when `signal` is set.
+class Budget:
+    """The two time budgets of one tool call: `idle` (seconds), restarted by each progress
+    notification, and the `hard` cap, which nothing extends. Time between rounds (a host
+    answering an input request) counts against neither."""
 
-    Abandoning cancels the task, which makes the SDK send the server `notifications/cancelled`.
-    Without a signal the call runs in the caller's task under `asyncio.timeout` (no extra task).
-    """
-    if signal is None:
-        bound = asyncio.timeout(timeout)
+    def __init__(
+        self, idle: float, hard: float, on_progress: Callable[[dict[str, Any]], Any] | None
+    ) -> None:
+        self.idle = idle
+        self.hard = hard
+        self.spent = 0.0
+        self.ran_out = idle  # the budget that ended the call, for the message
+        self._on_progress = on_progress
+        self._hard_end = math.inf
+        self._bound: asyncio.Timeout | None = None
+
+    def _deadline(self, now: float) -> float:
+        idle_end = now + self.idle
+        if self._hard_end <= idle_end:
+            self.ran_out = self.hard
+            return self._hard_end
+        self.ran_out = self.idle
+        return idle_end
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """The SDK's progress callback: extend the idle budget, tell the host."""
+        bound = self._bound
+        if bound is None:
+            return  # the round already ended
+        bound.reschedule(self._deadline(asyncio.get_running_loop().time()))
+        callback = self._on_progress
+        if callback is not None:
+            event = {"progress": progress, "total": total, "message": message}
+            try:
+                await call_maybe_async(callback, event)
+            except Exception as exc:
+                logger.debug("[toolnexus] on_progress raised; ignored: %s", error_message(exc))
+
+    async def run(self, call: Awaitable[T], signal: Signal | None) -> T:
+        """Await one round of the call within what is left of the budgets.
+
+        Timing out or `signal` cancels the round, which makes the SDK send the server
+        `notifications/cancelled`."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        self._hard_end = started + max(0.0, self.hard - self.spent)
+        bound = asyncio.timeout_at(self._deadline(started))
+        self._bound = bound
         try:
             async with bound:
-                return await call
+                if signal is None:
+                    return await call
+                return await _until_signal(call, signal)
         except TimeoutError:
             if bound.expired():
                 raise CallTimedOut from None
             raise
+        finally:
+            self._bound = None
+            self.spent += loop.time() - started
+
+
+async def _until_signal(call: Awaitable[T], signal: Signal) -> T:
     task: asyncio.Future[T] = asyncio.ensure_future(call)
     watcher: asyncio.Future[Any] = asyncio.ensure_future(wait_signal(signal))
-    waiters: set[asyncio.Future[Any]] = {task, watcher}
     try:
-        done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
     except BaseException:
         await _abandon(task)
         raise
@@ -624,9 +697,7 @@ async def run_bounded(call: Awaitable[T], timeout: float | None, signal: Signal 
     if task in done:
         return task.result()
     await _abandon(task)
-    if watcher in done:
-        raise CallCancelled
-    raise CallTimedOut
+    raise CallCancelled
 
 
 async def _abandon(task: asyncio.Future[Any]) -> None:

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from toolnexus._aio import wait_signal
 from toolnexus._filters import apply_name_filter
 from toolnexus._log import warn
+from toolnexus.mcp_source import _input
 from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_server, is_enabled
 from toolnexus.mcp_source._config import parse_mcp_config as _parse_mcp_config
 from toolnexus.mcp_source._process import SpawnError, discard, spawn
-from toolnexus.mcp_source._results import map_call_result
 from toolnexus.mcp_source._roots import RootInput, server_roots
 from toolnexus.mcp_source._state import (
     McpInventory,
@@ -181,6 +181,10 @@ class _Server:
             warn(f'MCP server "{name}" failed: {exc}')
 
     @property
+    def wait_for(self) -> WaitFor | None:
+        return self._wait_for
+
+    @property
     def wants_connection(self) -> bool:
         return self.spec is not None and self.status != "disabled"
 
@@ -258,17 +262,44 @@ class _Server:
     def _build_tools(self, listed: Sequence[Any]) -> list[Tool]:
         assert self.spec is not None
         prefix = sanitize(self.name) + "_"
-        return [
-            Tool(
-                prefix + sanitize(t.name),
-                t.description or "",
-                t.input_schema,
-                "mcp",
-                self._executor(t.name),
-                original_name=f"{self.name}_{t.name}",
+        tools: list[Tool] = []
+        for t in apply_tools_filter(self.name, listed, self.spec.tools_filter):
+            info = tool_info(t)
+            if info.task_support == "required":
+                warn(
+                    f'MCP server "{self.name}" tool "{t.name}" requires task-augmented calls, '
+                    "which toolnexus does not support; skipped"
+                )
+                continue
+            tools.append(
+                Tool(
+                    prefix + sanitize(t.name),
+                    t.description or "",
+                    t.input_schema,
+                    "mcp",
+                    self._executor(t.name),
+                    original_name=f"{self.name}_{t.name}",
+                    metadata=self._tool_metadata(t, info),
+                )
             )
-            for t in apply_tools_filter(self.name, listed, self.spec.tools_filter)
-        ]
+        return tools
+
+    def _tool_metadata(self, listed: Any, info: ToolInfo) -> dict[str, Any]:
+        """`server` and, when the server sent them, `title`, `annotations`, `outputSchema` and
+        `icons` (wire keys)."""
+        metadata: dict[str, Any] = {"server": self.name}
+        if info.title is not None:
+            metadata["title"] = info.title
+        if info.annotations is not None:
+            metadata["annotations"] = info.annotations
+        if info.output_schema is not None:
+            metadata["outputSchema"] = info.output_schema
+        icons = getattr(listed, "icons", None)
+        if icons:
+            metadata["icons"] = [
+                i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in icons
+            ]
+        return metadata
 
     def _executor(self, tool_name: str) -> Callable[..., Coroutine[Any, Any, ToolResult]]:
         async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -301,12 +332,18 @@ class _Server:
     # -- calls ----------------------------------------------------------------------------------
 
     async def call(self, tool_name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        """`tools/call` on this server, mapped to a `ToolResult` (never raises a tool failure)."""
+        """`tools/call` on this server, mapped to a `ToolResult` (never raises a tool failure).
+
+        Input requests are answered through `wait_for`, or become a suspension; resuming one
+        (`ctx.answer` with `ctx.request`) continues the round it stands for."""
         sdk = _sdk  # imported by the connect that made this tool
         assert sdk is not None
         meta = {"server": self.name}
         if ctx.cancelled:
             return ToolResult(f"MCP tool {tool_name} was cancelled", True, meta)
+        resume = self._resumed(ctx)
+        if resume is not None and not _input.belongs(resume, ctx.answer, self.name, tool_name):
+            return ToolResult("the answer does not belong to this call", True, meta)
         conn = self.conn
         if conn is None or not conn.alive or self._lost is not None or self.status != "connected":
             problem = await self._recover()
@@ -315,12 +352,21 @@ class _Server:
             conn = self.conn
             assert conn is not None
         assert self.spec is not None
-        timeout = ctx.timeout if ctx.timeout is not None else self.spec.timeout
+        hard = (
+            self.spec.max_timeout
+            if ctx.timeout is None
+            else min(ctx.timeout, self.spec.max_timeout)
+        )
+        budget = sdk.Budget(min(self.spec.timeout, hard), hard, ctx.on_progress)
+        from toolnexus.mcp_source._rounds import Call  # loaded with the SDK
+
         try:
-            result = await conn.call_tool(tool_name, args, timeout, ctx.signal)
+            return await Call(self, conn, tool_name, args, ctx, budget).run(resume)
         except sdk.CallTimedOut:
             return ToolResult(
-                f"MCP tool {tool_name} timed out after {sdk.format_ms(timeout)} ms", True, meta
+                f"MCP tool {tool_name} timed out after {sdk.format_ms(budget.ran_out)} ms",
+                True,
+                meta,
             )
         except sdk.CallCancelled:
             return ToolResult(f"MCP tool {tool_name} was cancelled", True, meta)
@@ -337,7 +383,16 @@ class _Server:
                 self._mark_lost(conn, reported=True)
                 return ToolResult(f'MCP server "{self.name}" {self.error}', True, meta)
             return ToolResult(sdk.readable_error(exc), True, meta)
-        return map_call_result(result, self.name)
+
+    @staticmethod
+    def _resumed(ctx: ToolContext) -> Request | None:
+        """The suspension `ctx.answer` resolves: `ctx.request`, else the one remembered here."""
+        if ctx.answer is None:
+            return None
+        request = ctx.request or _input.PENDING.get(ctx.answer.id)
+        if request is None or not isinstance((request.data or {}).get("mcp"), Mapping):
+            return None
+        return request
 
     async def _recover(self) -> str | None:
         """After the server went away: report it once, then try one reconnect (per loss)."""

@@ -273,6 +273,32 @@ def build(name: str = "eras", state_key: str | None = None) -> MCPServer:
     return mcp
 
 
+def tasks_server() -> Any:
+    """A lowlevel `Server` whose tools declare `execution.taskSupport` (a 2025-11-25 field)."""
+    from mcp.server.lowlevel import Server
+    from mcp_types import ListToolsResult, Tool, ToolExecution
+
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
+    listing = ListToolsResult(
+        tools=[
+            Tool(
+                name=f"{support}_task",
+                input_schema=schema,
+                execution=ToolExecution(task_support=support),
+            )  # type: ignore[arg-type]
+            for support in ("required", "optional", "forbidden")
+        ]
+    )
+
+    async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
+        return listing
+
+    async def call_tool(ctx: Any, params: Any) -> CallToolResult:
+        return CallToolResult(content=[TextContent(text=f"ran {params.name}")])
+
+    return Server("tasks", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
 # -- era filters ------------------------------------------------------------------------------
 
 _HANDSHAKE = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
@@ -347,6 +373,11 @@ def _unsupported(message: dict[str, Any]) -> dict[str, Any]:
             "data": {"supported": ["2026-07-28"], "requested": requested},
         },
     }
+
+
+def tasks_app() -> Any:
+    """`tasks_server()` over streamable HTTP."""
+    return tasks_server().streamable_http_app()
 
 
 def app(*argv: str) -> Any:

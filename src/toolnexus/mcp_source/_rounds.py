@@ -1,0 +1,244 @@
+"""One MCP tool call, round by round: input requests, URL elicitations, resumes, stale state.
+
+At 2026-07-28 a server may answer `tools/call` with input requests instead of a result. Each
+round is answered here (roots), through the host's `wait_for` (elicitations, one at a time in
+server order), or handed to the host as a suspension to resume later; then the call is retried
+with the responses and the echoed `requestState`. A -32042 error (URL elicitation required) is
+handled the same way in either era. Imported with the SDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from toolnexus._aio import call_in_thread_maybe_async
+from toolnexus._log import warn
+from toolnexus.mcp_source import _input
+from toolnexus.mcp_source._connection import Budget, Connection
+from toolnexus.mcp_source._results import map_call_result
+from toolnexus.types import Answer, Request, ToolContext, ToolResult, error_message
+
+if TYPE_CHECKING:
+    from toolnexus.mcp_source._source import _Server
+
+_STALE_STATE = "requestState"
+
+
+class Call:
+    """A `tools/call` of `tool` with `args` on `server`, from first round to result."""
+
+    def __init__(
+        self,
+        server: _Server,
+        conn: Connection,
+        tool: str,
+        args: dict[str, Any],
+        ctx: ToolContext,
+        budget: Budget,
+    ) -> None:
+        self.server = server
+        self.name = server.name
+        self.conn = conn
+        self.tool = tool
+        self.args = args
+        self.ctx = ctx
+        self.budget = budget
+        self.meta: dict[str, Any] = {"server": server.name}
+
+    def error(self, text: str) -> ToolResult:
+        return ToolResult(text, True, dict(self.meta))
+
+    async def run(self, resume: Request | None) -> ToolResult:
+        responses: dict[str, Any] | None = None
+        state: str | None = None
+        asked: dict[str, dict[str, Any]] = {}  # the round the responses answer
+        url_resent = False
+        resumed = False
+        if resume is not None:
+            mcp = dict((resume.data or {})["mcp"])
+            answer = self.ctx.answer
+            if "elicitationId" in mcp:  # a -32042 suspension
+                if answer is None or not answer.ok:
+                    return self.error(
+                        _input.describe_url_elicitations(resume.prompt, [{"url": resume.url}])
+                    )
+                url_resent = True
+            else:
+                asked = dict(mcp.get("inputRequests") or {})
+                responses = dict(mcp.get("responses") or {})
+                key = str(mcp.get("key"))
+                problem = self.check_form(resume, answer)
+                if problem is not None:
+                    return problem
+                responses[key] = _input.elicit_response(resume, answer)
+                state = mcp.get("requestState")
+                following = _input.next_host_key(asked, responses)
+                if following is not None:
+                    return self.suspend(asked, following, responses, state)
+                resumed = True
+        reuse: tuple[dict[str, Any], dict[str, Any]] | None = None
+        for round_number in range(_input.MAX_ROUNDS + 1):
+            try:
+                result = await self.conn.call_tool(
+                    self.tool,
+                    self.args,
+                    self.budget,
+                    self.ctx.signal,
+                    responses=responses,
+                    request_state=state,
+                )
+            except MCPError as exc:
+                if exc.code == types.URL_ELICITATION_REQUIRED:
+                    outcome = await self.url_required(exc, url_resent)
+                    if outcome is not None:
+                        return outcome
+                    url_resent = True
+                    continue
+                if resumed and exc.code == types.INVALID_PARAMS and _STALE_STATE in exc.message:
+                    # The server no longer accepts the state (restart, other key, expiry): ask
+                    # afresh once; questions answered before are answered the same way.
+                    reuse = (asked, responses or {})
+                    responses, state, resumed = None, None, False
+                    continue
+                if exc.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY:
+                    return self.error(self.missing_capability(exc))
+                raise
+            if isinstance(result, types.CallToolResult):
+                return map_call_result(result, self.name)
+            if not isinstance(result, types.InputRequiredResult):
+                return self.error(
+                    f'MCP server "{self.name}" answered with a task, which toolnexus does not '
+                    "support"
+                )
+            if round_number == _input.MAX_ROUNDS:
+                break
+            asked = _input.wire_requests(result.input_requests or {})
+            gathered: dict[str, Any] = {}
+            if reuse is not None:
+                gathered.update(_input.reuse_answers(asked, *reuse))
+                reuse = None
+            problem = await self.answer_round(asked, gathered)
+            if problem is not None:
+                return problem
+            state = result.request_state
+            following = _input.next_host_key(asked, gathered)
+            if following is not None:  # no wait_for: the host answers later
+                return self.suspend(asked, following, gathered, state)
+            responses = gathered
+        return self.error(
+            f"MCP tool {self.tool} asked for input more than {_input.MAX_ROUNDS} times"
+        )
+
+    async def answer_round(
+        self, asked: Mapping[str, Mapping[str, Any]], gathered: dict[str, Any]
+    ) -> ToolResult | None:
+        """Answer what toolnexus answers itself, and (with `wait_for`) what the host answers."""
+        wait_for = self.server.wait_for
+        for key, entry in asked.items():
+            if key in gathered:
+                continue
+            method = entry.get("method")
+            if method == _input.ROOTS:
+                if not self.conn.roots:
+                    return self.error(self.no_roots())
+                gathered[key] = {"roots": list(self.conn.roots)}
+            elif method == _input.SAMPLING:
+                return self.error(self.no_sampling())
+            elif method == _input.ELICIT:
+                if wait_for is None:
+                    continue
+                request = _input.host_request(entry, key)
+                answer = await self.ask(request)
+                problem = self.check_form(request, answer)
+                if problem is not None:
+                    return problem
+                gathered[key] = _input.elicit_response(request, answer)
+            else:
+                return self.error(
+                    f'MCP server "{self.name}" asked for {method}, which toolnexus does not provide'
+                )
+        return None
+
+    async def ask(self, request: Request) -> Answer | None:
+        wait_for = self.server.wait_for
+        assert wait_for is not None
+        try:
+            return Answer.coerce(await call_in_thread_maybe_async(wait_for, request))
+        except Exception as exc:
+            warn(
+                f'MCP server "{self.name}": wait_for raised while answering an input request: '
+                f"{error_message(exc)}"
+            )
+            return None
+
+    def check_form(self, request: Request, answer: Answer | None) -> ToolResult | None:
+        """A form answer that breaks the requested schema is never sent."""
+        if request.kind != "input" or answer is None or not answer.ok:
+            return None
+        schema = (request.data or {}).get("schema")
+        invalid = _input.invalid_fields(schema, answer.data)
+        if not invalid:
+            return None
+        return self.error(
+            f'The answer does not fit the form MCP server "{self.name}" asked for; invalid: '
+            + ", ".join(invalid)
+        )
+
+    def suspend(
+        self,
+        asked: Mapping[str, Mapping[str, Any]],
+        key: str,
+        responses: Mapping[str, Any],
+        state: str | None,
+    ) -> ToolResult:
+        return _input.suspension(
+            server=self.name,
+            tool=self.tool,
+            arguments=self.args,
+            protocol=self.conn.protocol or "2026-07-28",
+            request_state=state,
+            input_requests=asked,
+            key=key,
+            responses=responses,
+        )
+
+    async def url_required(self, exc: MCPError, resent: bool) -> ToolResult | None:
+        """-32042: the URLs through `wait_for` (then `None`: resend once), else a result."""
+        data = exc.error.data if isinstance(exc.error.data, Mapping) else {}
+        elicitations = [e for e in data.get("elicitations") or () if isinstance(e, Mapping)]
+        text = _input.describe_url_elicitations(exc.message, elicitations)
+        if resent or not elicitations:
+            return self.error(text)
+        if self.server.wait_for is None:
+            return _input.url_suspension(
+                server=self.name, tool=self.tool, arguments=self.args, elicitation=elicitations[0]
+            )
+        for elicitation in elicitations:
+            request = _input.host_request({"params": {**elicitation, "mode": "url"}})
+            answer = await self.ask(request)
+            if answer is None or not answer.ok:
+                return self.error(text)
+        return None
+
+    def missing_capability(self, exc: MCPError) -> str:
+        data = exc.error.data if isinstance(exc.error.data, Mapping) else {}
+        required = data.get("requiredCapabilities")
+        if isinstance(required, Mapping):
+            if "sampling" in required:
+                return self.no_sampling()
+            if "roots" in required:
+                return self.no_roots()
+        return exc.message
+
+    def no_sampling(self) -> str:
+        return f'MCP server "{self.name}" asked for sampling, which toolnexus does not provide'
+
+    def no_roots(self) -> str:
+        return (
+            f'MCP server "{self.name}" asked for roots; none are configured '
+            "(create_toolkit(roots=...))"
+        )
