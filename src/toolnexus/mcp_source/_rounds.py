@@ -9,8 +9,8 @@ handled the same way in either era. Imported with the SDK.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
@@ -22,9 +22,6 @@ from toolnexus.mcp_source._connection import Budget, Connection
 from toolnexus.mcp_source._results import map_call_result
 from toolnexus.types import Answer, Request, ToolContext, ToolResult, error_message
 
-if TYPE_CHECKING:
-    from toolnexus.mcp_source._source import _Server
-
 _STALE_STATE = "requestState"
 
 
@@ -33,21 +30,22 @@ class Call:
 
     def __init__(
         self,
-        server: _Server,
+        server: str,
+        wait_for: Callable[[Request], Any] | None,
         conn: Connection,
         tool: str,
         args: dict[str, Any],
         ctx: ToolContext,
         budget: Budget,
     ) -> None:
-        self.server = server
-        self.name = server.name
+        self.name = server
+        self.wait_for = wait_for
         self.conn = conn
         self.tool = tool
         self.args = args
         self.ctx = ctx
         self.budget = budget
-        self.meta: dict[str, Any] = {"server": server.name}
+        self.meta: dict[str, Any] = {"server": server}
 
     def error(self, text: str) -> ToolResult:
         return ToolResult(text, True, dict(self.meta))
@@ -137,7 +135,7 @@ class Call:
         self, asked: Mapping[str, Mapping[str, Any]], gathered: dict[str, Any]
     ) -> ToolResult | None:
         """Answer what toolnexus answers itself, and (with `wait_for`) what the host answers."""
-        wait_for = self.server.wait_for
+        wait_for = self.wait_for
         for key, entry in asked.items():
             if key in gathered:
                 continue
@@ -164,7 +162,7 @@ class Call:
         return None
 
     async def ask(self, request: Request) -> Answer | None:
-        wait_for = self.server.wait_for
+        wait_for = self.wait_for
         assert wait_for is not None
         try:
             return Answer.coerce(await call_in_thread_maybe_async(wait_for, request))
@@ -213,7 +211,7 @@ class Call:
         text = _input.describe_url_elicitations(exc.message, elicitations)
         if resent or not elicitations:
             return self.error(text)
-        if self.server.wait_for is None:
+        if self.wait_for is None:
             return _input.url_suspension(
                 server=self.name, tool=self.tool, arguments=self.args, elicitation=elicitations[0]
             )

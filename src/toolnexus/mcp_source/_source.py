@@ -181,10 +181,6 @@ class _Server:
             warn(f'MCP server "{name}" failed: {exc}')
 
     @property
-    def wait_for(self) -> WaitFor | None:
-        return self._wait_for
-
-    @property
     def wants_connection(self) -> bool:
         return self.spec is not None and self.status != "disabled"
 
@@ -361,7 +357,9 @@ class _Server:
         from toolnexus.mcp_source._rounds import Call  # loaded with the SDK
 
         try:
-            return await Call(self, conn, tool_name, args, ctx, budget).run(resume)
+            return await Call(self.name, self._wait_for, conn, tool_name, args, ctx, budget).run(
+                resume
+            )
         except sdk.CallTimedOut:
             return ToolResult(
                 f"MCP tool {tool_name} timed out after {sdk.format_ms(budget.ran_out)} ms",
