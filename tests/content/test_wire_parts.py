@@ -672,5 +672,24 @@ async def test_conversation_send_takes_parts(
     assert conversation.messages[0]["content"][1] == FIXTURE
 
 
+@pytest.mark.parametrize("style", STYLES)
+async def test_part_objects_in_a_history_are_stored_as_dicts(
+    style: str, llm: FakeLLM, make_client: Callable[..., Client], tmp_path: Path
+) -> None:
+    store = SQLiteConversationStore(tmp_path / "h.db")
+    client = make_client(style, store=store)
+    history = [
+        {"role": "user", "content": ["earlier", image(FIXTURE_PNG)]},
+        {"role": "assistant", "content": "noted"},
+    ]
+    llm.push(text("ok"))
+    result = await client.run("again", history=history)
+    assert result.messages[0]["content"] == [{"type": "text", "text": "earlier"}, FIXTURE]
+    assert isinstance(history[0]["content"][1], toolnexus.ContentPart)  # the caller's, untouched
+    await store.save("h", result.messages)
+    assert await store.get("h") == result.messages
+    await store.aclose()
+
+
 def test_url_parts_from_a_link() -> None:
     assert part(type="file", mimeType="application/octet-stream", url="file:///data/r.bin")

@@ -33,6 +33,7 @@ __all__ = [
     "PartPolicy",
     "Prompt",
     "anthropic_request_messages",
+    "canonical_messages",
     "openai_request_messages",
     "prompt_content",
     "relocation_label",
@@ -56,6 +57,34 @@ def prompt_content(prompt: Prompt) -> str | list[dict[str, Any]]:
     if not prompt:
         raise ContentPartError("a prompt needs at least one part")
     return normalize_parts(prompt)
+
+
+def canonical_messages(messages: Sequence[Message]) -> list[Message]:
+    """`messages` with each `ContentPart` object (in a content list or a `parts` list) replaced
+    by its canonical dict, and each `str` in a user message's content list by a text part, so
+    the transcript and the stores hold plain JSON. Other messages are kept as they are."""
+    return [_canonical(m, m.get("role") == "user") for m in messages]
+
+
+def _canonical(node: Any, texts: bool = False) -> Any:
+    if isinstance(node, ContentPart):
+        return to_dict(node)
+    if isinstance(node, str) and texts:
+        return {"type": "text", "text": node}
+    if isinstance(node, dict):
+        for key in ("content", "parts"):
+            items = node.get(key)
+            wrap = texts and key == "content"
+            if isinstance(items, list) and any(_needs_canonical(i, wrap) for i in items):
+                node = {**node, key: [_canonical(i, wrap) for i in items]}
+    return node
+
+
+def _needs_canonical(item: Any, texts: bool) -> bool:
+    if isinstance(item, ContentPart) or (texts and isinstance(item, str)):
+        return True
+    parts = item.get("parts") if isinstance(item, dict) else None
+    return isinstance(parts, list) and any(isinstance(p, ContentPart) for p in parts)
 
 
 def relocation_label(name: str, call_id: str) -> str:

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from toolnexus.adapters import ToolCall
 from toolnexus.client._errors import ProviderError, is_error_payload
+from toolnexus.client._parts import canonical_messages
 from toolnexus.client._results import add_usage
 
 if TYPE_CHECKING:
@@ -166,7 +167,7 @@ class Wire:
         prompt: str | list[dict[str, Any]],
     ) -> list[dict[str, Any]]:
         """The first request's transcript: `history` (or the system message) and the prompt."""
-        messages = list(history) if history else []
+        messages = canonical_messages(history) if history else []
         if self.system_in_messages and system and not history:
             messages.append({"role": "system", "content": system})
         messages.append({"role": "user", "content": prompt})
