@@ -187,3 +187,13 @@ async def _idle(handle: Any) -> None:
         if handle.state == "idle" and not handle._wakes:
             return
     raise AssertionError(f"{handle} never went idle")
+
+
+def test_invalid_utf8_is_replaced_and_a_cut_drops_only_the_broken_character(home: Path) -> None:
+    (home / "IDENTITY.md").write_bytes(b"name: Ava \xff\n" + "é".encode() * (1024 * 1024))
+    soul, found = compose_soul(home)
+    assert "IDENTITY.md" in found
+    section = soul.split("## IDENTITY.md\n\n", 1)[1].split("\n\n## ", 1)[0]
+    assert section.startswith("name: Ava \ufffd")
+    body = section.removesuffix("\n[truncated: exceeds 2 MB bootstrap cap]")
+    assert body != section and body.count("\ufffd") == 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -23,6 +24,7 @@ Summarize = Callable[[list[Message]], "str | Awaitable[str]"]
 CountTokens = Callable[[list[Message]], int]
 
 SUMMARY_HEADER = "[Summary of earlier conversation]\n"
+_MEASURED_CAP = 4096
 FLUSH_REMINDER = (
     "Before continuing: if anything from earlier is worth keeping, save it with the memory "
     "tool now — the earlier transcript is about to be summarized."
@@ -127,10 +129,26 @@ def compactor(
     if isinstance(tail_budget, bool) or not isinstance(tail_budget, int) or tail_budget < 0:
         raise ConfigError(f"compactor: keep_tail must be an integer >= 0, not {keep_tail!r}")
 
+    # A transcript grows by appending: each message is measured once, then looked up by
+    # identity (bounded, so a long-lived hook does not pin old transcripts).
+    measured: OrderedDict[int, tuple[Message, int]] = OrderedDict()
+
+    def measure(message: Message) -> int:
+        key = id(message)
+        hit = measured.get(key)
+        if hit is not None and hit[0] is message:
+            measured.move_to_end(key)
+            return hit[1]
+        tokens = _message_tokens(message)
+        measured[key] = (message, tokens)
+        if len(measured) > _MEASURED_CAP:
+            measured.popitem(last=False)
+        return tokens
+
     async def before_llm(event: dict[str, Any]) -> dict[str, Any] | None:
         messages: list[Message] = list(event.get("messages") or ())
         if count_tokens is None:
-            counts = [_message_tokens(m) for m in messages]
+            counts = [measure(m) for m in messages]
             total = sum(counts)
         else:
             total = count_tokens(messages)

@@ -55,13 +55,12 @@ def _read_capped(path: Path) -> str:
         raw = f.read(_CAP + 1)
     if len(raw) <= _CAP:
         return raw.decode("utf-8", "replace")
-    cut = raw[:_CAP]
-    # Drop a character the cut broke (at most 3 continuation bytes of a UTF-8 sequence).
-    text = cut.decode("utf-8", "ignore") if _broken_tail(cut) else cut.decode("utf-8", "replace")
-    return text + _TRUNCATED
+    cut = raw[: _CAP - _broken_tail(raw[:_CAP])]
+    return cut.decode("utf-8", "replace") + _TRUNCATED
 
 
-def _broken_tail(data: bytes) -> bool:
+def _broken_tail(data: bytes) -> int:
+    """How many bytes at the end of `data` start a UTF-8 character the cut left incomplete."""
     for back in range(1, min(4, len(data)) + 1):
         byte = data[-back]
         if byte & 0xC0 != 0x80:  # a lead byte (or ASCII): is its sequence complete?
@@ -73,8 +72,8 @@ def _broken_tail(data: bytes) -> bool:
                 need = 3
             else:
                 need = 4
-            return back < need
-    return False
+            return back if back < need else 0
+    return 0
 
 
 def compose_soul(dir: str | os.PathLike[str]) -> tuple[str, list[str]]:
