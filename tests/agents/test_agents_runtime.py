@@ -366,3 +366,36 @@ async def test_interrupting_a_durable_parent_closes_the_children_of_that_turn() 
     assert child.state == "closed"
     assert f"{child.id}: suspended→closed (interrupted)" in rt.trace
     await rt.close(rt.root)
+
+
+async def test_interrupt_reaches_a_running_tools_signal() -> None:
+    from toolnexus import Tool, ToolContext
+
+    entered = asyncio.Event()
+    saw_signal = asyncio.Event()
+
+    async def waits(args: dict[str, Any], ctx: ToolContext) -> str:
+        entered.set()
+        assert ctx.signal is not None
+        try:
+            while not ctx.signal.is_set():
+                await asyncio.sleep(0.001)
+            saw_signal.set()
+        except asyncio.CancelledError:
+            if ctx.signal.is_set():
+                saw_signal.set()
+            raise
+        return "never"
+
+    tool = Tool("waits", "waits", {"type": "object", "properties": {}}, "native", waits)
+    model = model_of(WORLD)
+    model.overrides["m-waiter"] = lambda r: {"tool_calls": [{"name": "waits", "arguments": {}}]}
+    rt, _ = make(model, override={"slow": {"model": "m-waiter"}}, extra={"slow": {"tools": [tool]}})
+    h = spawn(rt, rt.root, "slow")
+    rt.wake(h, "go")
+    await asyncio.wait_for(entered.wait(), 5)
+    rt.interrupt(h)
+    result = await asyncio.wait_for(rt.wait(h), 5)
+    assert result.status == "interrupted"
+    assert saw_signal.is_set()
+    await rt.close(rt.root)
