@@ -399,3 +399,38 @@ async def test_interrupt_reaches_a_running_tools_signal() -> None:
     assert result.status == "interrupted"
     assert saw_signal.is_set()
     await rt.close(rt.root)
+
+
+async def test_a_task_call_whose_signal_is_set_closes_its_child() -> None:
+    from toolnexus import ToolContext
+
+    rt, model = make(override={"explore": {"model": "m-slow"}})
+    coordinator = spawn(rt, rt.root, "coordinator")
+    signal = asyncio.Event()
+    call = asyncio.ensure_future(
+        rt.task_tool(coordinator).execute(
+            {"agent": "explore", "prompt": "dig"}, ToolContext(signal=signal)
+        )
+    )
+    await asyncio.wait_for(model.started.wait(), 5)
+    signal.set()
+    result = await asyncio.wait_for(call, 5)
+    assert (result.is_error, result.output) == (True, "[interrupted] interrupted")
+    child = coordinator.children[0]
+    assert child.state == "closed"
+    assert f"{child.id}: running→closed (interrupted)" in rt.trace
+    await rt.close(rt.root)
+
+
+async def test_an_agent_tool_over_its_timeout_closes_its_tree() -> None:
+    from toolnexus import ToolContext
+    from toolnexus.agents import agent
+
+    model = model_of(WORLD)
+    closed: list[str] = []
+    slow = agent("slow", does="slow", model="m-slow", on_close=lambda h, r: closed.append(r))
+    tool = slow.as_tool(in_process=model)
+    result = await tool.execute({"prompt": "take long"}, ToolContext(timeout=0.05))
+    assert result.is_error and result.output.startswith("[timeout] ")
+    assert result.metadata is not None and result.metadata["status"] == "timeout"
+    assert closed == ["interrupted"]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from toolnexus._aio import Signalled, until_signalled
 from toolnexus.agents._constants import (
     TASK_STATUS_ERROR,
     TASK_STATUS_INTERRUPTED,
@@ -260,32 +261,12 @@ class _Cut:
 
 async def _bounded(work: Awaitable[T], ctx: ToolContext) -> T | _Cut:
     """Await `work` within the call's signal and timeout; a cut cancels it (closing its tree)."""
-    task = asyncio.ensure_future(work)
-    waiters: set[asyncio.Future[Any]] = {task}
-    watcher = None
-    if ctx.signal is not None:
-        from toolnexus._aio import wait_signal
-
-        watcher = asyncio.ensure_future(wait_signal(ctx.signal))
-        waiters.add(watcher)
     try:
-        done, _ = await asyncio.wait(
-            waiters, timeout=ctx.timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-    except asyncio.CancelledError:
-        task.cancel()
-        await asyncio.wait((task,))
-        raise
-    finally:
-        if watcher is not None:
-            watcher.cancel()
-    if task in done:
-        return task.result()
-    task.cancel()
-    await asyncio.wait((task,))
-    if watcher is not None and watcher in done:
+        return await asyncio.wait_for(until_signalled(work, ctx.signal), ctx.timeout)
+    except Signalled:
         return _Cut(TASK_STATUS_INTERRUPTED, "interrupted")
-    return _Cut(TASK_STATUS_TIMEOUT, f"agent run exceeded {ctx.timeout:g}s")
+    except TimeoutError:
+        return _Cut(TASK_STATUS_TIMEOUT, f"agent run exceeded {ctx.timeout:g}s")
 
 
 def agent(name: str, **spec: Any) -> Agent:

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from toolnexus._aio import Signalled, until_signalled
 from toolnexus.agents._constants import TASK_STATUS_DONE, TASK_STATUS_PENDING
 from toolnexus.agents._defs import AgentDef
 from toolnexus.agents._handle import Handle
@@ -85,15 +86,17 @@ def make_task_tool(rt: Delegator, caller: Handle) -> Tool:
             child = spawned
         if turn is not None:
             turn.spawns.append((key, child))
+        work = rt.run_turn(child, prompt) if fresh else rt.settled_result(child)
         try:
-            if fresh:
-                result = await rt.run_turn(child, prompt)
-            else:
-                result = await rt.settled_result(child)
-        except asyncio.CancelledError:
+            result = await until_signalled(work, ctx.signal)
+        except (asyncio.CancelledError, Signalled) as abandoned:
             # Abandoned with the caller's turn: the child it started must not keep running.
             await asyncio.shield(rt.close(child, force=True, reason="interrupted"))
-            raise
+            if isinstance(abandoned, asyncio.CancelledError):
+                raise
+            return ToolResult(
+                "[interrupted] interrupted", True, {"agent": agent, "status": "interrupted"}
+            )
         if result.status == TASK_STATUS_PENDING and result.pending is not None:
             return ToolResult(result.pending.prompt, True, {"pending": result.pending})
         await rt.close(child)
