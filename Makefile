@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# a2a-sdk 0.3.x cannot live beside 1.x: its side of the a2a03 tests runs in this second venv.
+A2A03_VENV ?= .venv-a2a03
+A2A03_STAMP := $(A2A03_VENV)/.installed
 
 .PHONY: demo test lint typecheck check bench-quick clean
 
@@ -15,8 +18,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)  ## the offline demo on embedded defaults
 	$(BIN)/toolnexus demo
 
-test: $(STAMP)  ## the whole test suite
-	$(BIN)/python -m pytest
+$(A2A03_STAMP): tests/support/a2a03/requirements.txt
+	$(PYTHON) -m venv $(A2A03_VENV)
+	$(A2A03_VENV)/bin/python -m pip install -q -r tests/support/a2a03/requirements.txt
+	touch $(A2A03_STAMP)
+
+test: $(STAMP) $(A2A03_STAMP)  ## the whole test suite
+	TOOLNEXUS_A2A03_PYTHON=$(CURDIR)/$(A2A03_VENV)/bin/python $(BIN)/python -m pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
@@ -33,4 +41,4 @@ bench-quick: $(STAMP)
 	$(BIN)/python bench/run.py --quick
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(A2A03_VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -329,8 +329,8 @@ class _RemoteAgent:
     name: str
     endpoint: Endpoint
     dialect: Dialect = "1.0"
-    # Request.id of a suspension -> (taskId, contextId) of the task awaiting the reply.
-    waiting: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Request.id of a suspension -> (taskId, contextId, the status it stopped at).
+    waiting: dict[str, tuple[str, str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.dialect = self.endpoint.dialect
@@ -425,6 +425,9 @@ class _Call:
         self.polls = 0
         self.headers: dict[str, str] = {}
         self.answer_message: dict[str, Any] = {"parts": []}
+        # On a resume, the status the task was suspended at: seeing it again (a peer that
+        # answers before it has read the reply) does not settle the call.
+        self.stale = ""
 
     # -- time and cancellation ------------------------------------------------------------------
 
@@ -537,7 +540,7 @@ class _Call:
         try:
             self.headers = expand_env_headers(self.remote.agent.headers) or {}
             answer = self.ctx.answer
-            resume: tuple[str, str] | None = None
+            resume: tuple[str, str, str] | None = None
             if answer is not None and answer.ok:
                 resume = self.remote.waiting.pop(answer.id, None)
                 if resume is None:
@@ -545,7 +548,7 @@ class _Call:
                 data = answer.data
                 reply = data.get("text") if isinstance(data, dict) else None
                 task_text = reply if isinstance(reply, str) else wire.dumps(data or {}).decode()
-                self.task_id, self.context_id = resume
+                self.task_id, self.context_id, self.stale = resume
             if not isinstance(task_text, str):
                 return self.result('missing required argument "task" (a string)', True)
             if self.cancelled():
@@ -640,6 +643,11 @@ class _Call:
         artifacts.append(artifact)
 
     def settled(self) -> bool:
+        if self.state in wire.INTERRUPTED_STATES and self.stale and self.task is not None:
+            # A new question comes with a new message; anything else is the old status (or the
+            # SDK's message-less copy of it) seen before the peer has taken in the reply.
+            mark = _status_mark(self.task["status"])
+            return bool(mark) and mark != self.stale
         return self.state in wire.TERMINAL_STATES or self.state in wire.INTERRUPTED_STATES
 
     async def follow_stream(self, body: bytes) -> None:
@@ -790,7 +798,8 @@ class _Call:
             data=data,
             expiresAt=expires if isinstance(expires, str) else None,
         )
-        self.remote.waiting[request.id] = (self.task_id, self.context_id)
+        stopped_at = _status_mark(task["status"])
+        self.remote.waiting[request.id] = (self.task_id, self.context_id, stopped_at)
         metadata = {**self.metadata(), "pending": request}
         output = prompt if request.url is None else f"{prompt}\n{request.url}"
         return ToolResult(output, True, metadata)
@@ -815,6 +824,12 @@ class _Call:
             job = asyncio.get_running_loop().create_task(self.send_cancel())
             _background.add(job)
             job.add_done_callback(_background.discard)
+
+
+def _status_mark(status: Mapping[str, Any]) -> str:
+    """What tells one interrupted status from another: the id of its message."""
+    message = status.get("message")
+    return str(message.get("messageId", "")) if isinstance(message, Mapping) else ""
 
 
 async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
