@@ -99,6 +99,9 @@ _EXPORTS: dict[str, str] = {
     "ConversationStore": "toolnexus.client",
     "InMemoryConversationStore": "toolnexus.client",
     "SQLiteConversationStore": "toolnexus.client",
+    "AtomicConversationStore": "toolnexus.client",
+    "PostgresConversationStore": "toolnexus.client",
+    "RedisConversationStore": "toolnexus.client",
     # errors
     "ToolnexusError": "toolnexus.errors",
     "ConfigError": "toolnexus.errors",
@@ -112,6 +115,8 @@ _EXPORTS: dict[str, str] = {
     "RunCancelled": "toolnexus.errors",
     "A2AError": "toolnexus.errors",
     "SpawnError": "toolnexus.errors",
+    "StoreError": "toolnexus.errors",
+    "StoreConfigError": "toolnexus.errors",
     # serving
     "ServeHandle": "toolnexus.serve",
     "TaskStore": "toolnexus.serve",
@@ -132,6 +137,7 @@ __all__ = [
     "A2AError",
     "Agent",
     "Answer",
+    "AtomicConversationStore",
     "Client",
     "ConfigError",
     "ContentPart",
@@ -148,8 +154,10 @@ __all__ = [
     "McpServerState",
     "McpSource",
     "MissingApiKey",
+    "PostgresConversationStore",
     "ProviderConnectionError",
     "ProviderError",
+    "RedisConversationStore",
     "Request",
     "RunCancelled",
     "RunResult",
@@ -163,6 +171,8 @@ __all__ = [
     "SkillSkip",
     "SkillSource",
     "SpawnError",
+    "StoreConfigError",
+    "StoreError",
     "TaskStore",
     "Tool",
     "ToolContext",
@@ -241,10 +251,13 @@ if TYPE_CHECKING:  # static view of the lazy exports, for type checkers and IDEs
     from toolnexus.adapters import to_anthropic, to_gemini, to_openai, to_openai_responses
     from toolnexus.builtins import builtins_enabled, create_builtin_tools, select_builtins
     from toolnexus.client import (
+        AtomicConversationStore,
         Client,
         ConversationStore,
         Hooks,
         InMemoryConversationStore,
+        PostgresConversationStore,
+        RedisConversationStore,
         RunResult,
         SQLiteConversationStore,
         TranslateResult,
@@ -279,6 +292,8 @@ if TYPE_CHECKING:  # static view of the lazy exports, for type checkers and IDEs
         RunTimeout,
         ServerConfigError,
         SpawnError,
+        StoreConfigError,
+        StoreError,
         ToolnexusError,
     )
     from toolnexus.http_tools import http_tool

@@ -33,6 +33,8 @@ __all__ = [
     "RunTimeout",
     "ServerConfigError",
     "SpawnError",
+    "StoreConfigError",
+    "StoreError",
     "ToolnexusError",
 ]
 
@@ -174,6 +176,20 @@ class RunCancelled(ToolnexusError):
 
 def _ms_text(ms: float) -> str:
     return str(int(ms)) if float(ms).is_integer() else str(ms)
+
+
+# --- stores ----------------------------------------------------------------------------------
+
+
+class StoreError(ToolnexusError):
+    """A conversation or task store failed: unreachable, a corrupt row, or a lost claim on an id.
+
+    The message names the store (its URL without the password) and the id concerned.
+    """
+
+
+class StoreConfigError(StoreError, ConfigError):
+    """A store cannot be opened: unknown URL, missing driver, server unreachable at start."""
 
 
 # --- tool sources ----------------------------------------------------------------------------

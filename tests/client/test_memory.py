@@ -17,6 +17,8 @@ from toolnexus.client.memory import (
     InMemoryConversationStore,
     KeyedLock,
     SQLiteConversationStore,
+    StoreConfigError,
+    StoreError,
 )
 
 SAVER = Path(__file__).parent.parent / "support" / "sqlite_saver.py"
@@ -165,7 +167,7 @@ async def test_sqlite_close_is_idempotent_and_later_use_is_an_error(tmp_path: Pa
     await store.aclose()
     await store.aclose()
     store.close()
-    with pytest.raises(RuntimeError, match="SQLiteConversationStore is closed"):
+    with pytest.raises(StoreError, match=r"SQLite conversation store '.*c\.db' is closed"):
         await store.get("a")
     sync_closed = SQLiteConversationStore(tmp_path / "d.db")
     sync_closed.close()  # never used: nothing to close but the worker
@@ -178,7 +180,7 @@ async def test_sqlite_bad_arguments_are_precise(tmp_path: Path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     store = SQLiteConversationStore(blocker / "c.db")
-    with pytest.raises(sqlite3.OperationalError, match="cannot open SQLite conversation store"):
+    with pytest.raises(StoreConfigError, match="cannot open SQLite conversation store"):
         await store.get("a")
     await store.aclose()
 

@@ -18,22 +18,34 @@ from toolnexus.client._errors import ProviderError, RunCancelled, RunTimeout
 from toolnexus.client._hooks import Hooks
 from toolnexus.client._results import RunResult, TranslatedToolCall, TranslateResult
 from toolnexus.client.memory import (
+    AtomicConversationStore,
+    ConversationLease,
     ConversationStore,
     InMemoryConversationStore,
+    PostgresConversationStore,
+    RedisConversationStore,
     SQLiteConversationStore,
+    StoreConfigError,
+    StoreError,
 )
 
 __all__ = [
+    "AtomicConversationStore",
     "Client",
     "Conversation",
+    "ConversationLease",
     "ConversationStore",
     "Hooks",
     "InMemoryConversationStore",
+    "PostgresConversationStore",
     "ProviderError",
+    "RedisConversationStore",
     "RunCancelled",
     "RunResult",
     "RunTimeout",
     "SQLiteConversationStore",
+    "StoreConfigError",
+    "StoreError",
     "TranslateResult",
     "TranslatedToolCall",
     "create_client",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
@@ -20,7 +21,12 @@ from toolnexus.client._results import RunResult, TranslateResult
 from toolnexus.client._settings import RunSettings
 from toolnexus.client._translate import translate
 from toolnexus.client._transport import HttpTransport, Transport
-from toolnexus.client.memory import ConversationStore, InMemoryConversationStore, KeyedLock
+from toolnexus.client.memory import (
+    ConversationStore,
+    InMemoryConversationStore,
+    KeyedLock,
+    open_conversation_store,
+)
 from toolnexus.errors import ConfigError
 from toolnexus.types import error_message
 
@@ -86,7 +92,7 @@ class Client:
         retries: int = 2,
         retry_base_ms: float = 500,
         timeout_ms: float | None = None,
-        store: ConversationStore | None = None,
+        store: ConversationStore | str | os.PathLike[str] | None = None,
         on_metric: Callable[[dict[str, Any]], Any] | None = None,
         wait_for: Callable[..., Any] | None = None,
         request_params: Mapping[str, Any] | None = None,
@@ -149,7 +155,7 @@ class Client:
         retries: int = 2,
         retry_base_ms: float = 500,
         timeout_ms: float | None = None,
-        store: ConversationStore | None = None,
+        store: ConversationStore | str | os.PathLike[str] | None = None,
         on_metric: Callable[[dict[str, Any]], Any] | None = None,
         wait_for: Callable[..., Any] | None = None,
         request_params: Mapping[str, Any] | None = None,
@@ -169,10 +175,9 @@ class Client:
             raise ConfigError(f"timeout_ms must be > 0 or None, not {timeout_ms!r}")
         if retry_base_ms is None or retry_base_ms < 0:
             raise ConfigError(f"retry_base_ms must be >= 0, not {retry_base_ms!r}")
-        if store is not None and not (
-            callable(getattr(store, "get", None)) and callable(getattr(store, "save", None))
-        ):
-            raise TypeError("store must have async get(id) and save(id, messages) methods")
+        # A config string or path opens a store this client owns (and closes); an object is used
+        # as given. Unusable values raise here.
+        opened = open_conversation_store(store) if store is not None else None
         self.model = model
         self.system_prompt = system_prompt
         self.max_turns = _require_int("max_turns", max_turns, 1)
@@ -182,7 +187,10 @@ class Client:
         self.wait_for = _require_callable("wait_for", wait_for)
         self._on_metric = _require_callable("on_metric", on_metric)
         self._parts = PartPolicy(on_unsupported_part, max_part_bytes)
-        self._store: ConversationStore = store if store is not None else InMemoryConversationStore()
+        self._store: ConversationStore = (
+            opened if opened is not None else InMemoryConversationStore()
+        )
+        self._owned_store = opened if opened is not store else None
         self._locks = KeyedLock()
         self._metrics = Metrics()
         self._metric_tasks: set[asyncio.Future[Any]] = set()
@@ -384,8 +392,13 @@ class Client:
         return self._store
 
     async def aclose(self) -> None:
-        """Close the HTTP connections this client owns (an injected `http_client` stays open)."""
+        """Close the HTTP connections this client owns (an injected `http_client` stays open),
+        and the store it opened from a config string."""
         await self._endpoint.aclose()
+        store, self._owned_store = self._owned_store, None
+        close = getattr(store, "aclose", None)
+        if close is not None:
+            await close()
 
     async def __aenter__(self) -> Client:
         return self

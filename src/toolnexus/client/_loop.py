@@ -24,6 +24,7 @@ from toolnexus.client._parts import Prompt, prompt_content
 from toolnexus.client._results import RunResult, add_usage, empty_usage
 from toolnexus.client._scope import RunScope
 from toolnexus.client._wire import Turn
+from toolnexus.client.memory import ConversationLease, claim_conversation
 from toolnexus.types import Answer, Request, ToolContext, ToolResult, error_message, pending_of
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ class _Outcome:
 class RunLoop:
     """One run of the loop. Iterate `events()`; the last event is `{"type": "done", ...}`.
 
-    With `conversation_id`, the run holds that id's lock from loading its transcript from the
+    With `conversation_id`, the run holds a claim on that id from loading its transcript from the
     client's store to saving the new one, so concurrent runs on one id never lose a turn.
     """
 
@@ -102,11 +103,12 @@ class RunLoop:
         try:
             async with contextlib.AsyncExitStack() as memory:
                 history = self.history
+                lease: ConversationLease | None = None
                 if self.conversation_id is not None:
                     # Queued behind another run on this id: the deadline and `cancel` still count.
-                    hold = c.locks.hold(self.conversation_id)
-                    await scope.race(memory.enter_async_context(hold))
-                    history = await c.store.get(self.conversation_id) or []
+                    claim = claim_conversation(c.store, c.locks, self.conversation_id)
+                    lease = await scope.race(memory.enter_async_context(claim))
+                    history = await scope.race(lease.get()) or []
                 scope.check()
                 system = compose_system(c.system_prompt, self.toolkit)
                 messages = wire.start_messages(system, history, self.prompt)
@@ -198,8 +200,8 @@ class RunLoop:
                     limit=limit,
                     pending=pending,
                 )
-                if self.conversation_id is not None:
-                    await c.store.save(self.conversation_id, messages)
+                if lease is not None:
+                    await scope.race(lease.save(messages))
         except BaseException as exc:
             scope.close()
             reason = (

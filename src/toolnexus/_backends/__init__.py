@@ -1,0 +1,65 @@
+"""What the shared stores (conversations, A2A tasks) have in common: errors, URLs, payloads.
+
+The PostgreSQL and Redis connection code lives in `_postgres` and `_redis` beside this module;
+each imports its driver only when a store of that kind is opened, so users of neither pay for
+them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from toolnexus.errors import StoreError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "decode_json_row",
+    "redact_url",
+]
+
+# The layout version every shared store writes beside its data. A store that finds a newer
+# version refuses to run (an older library must not write over a layout it does not know).
+SCHEMA_VERSION = 1
+
+
+_PASSWORD_PARAM = re.compile(r"(?i)\b(password|passwd|pwd)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
+
+
+def redact_url(url: str) -> str:
+    """`url` with any password replaced by `***`: in the userinfo, the query, or a key=value DSN."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return _PASSWORD_PARAM.sub(r"\1=***", url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user, colon, _password = userinfo.partition(":")
+        netloc = f"{user}:***@{host}" if colon else f"{user}@{host}"
+    query = _PASSWORD_PARAM.sub(r"\1=***", parts.query)
+    if not parts.scheme:
+        return _PASSWORD_PARAM.sub(r"\1=***", url)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def decode_json_row(raw: str | bytes, *, store: str, what: str, kind: type) -> Any:
+    """Decode one stored JSON value, or raise `StoreError` naming `store` and `what`.
+
+    `kind` is the container the value must be (`list` for a transcript, `dict` for a task):
+    a row of any other shape is corrupt, never passed on as data.
+    """
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise StoreError(f"{store}: {what} is corrupt (not JSON: {exc})") from None
+    if not isinstance(value, kind):
+        raise StoreError(
+            f"{store}: {what} is corrupt (a JSON {type(value).__name__}, "
+            f"not a {'list of messages' if kind is list else 'JSON object'})"
+        )
+    if isinstance(value, list) and not all(isinstance(m, dict) for m in value):
+        raise StoreError(f"{store}: {what} is corrupt (a message that is not a JSON object)")
+    return value

@@ -1,0 +1,178 @@
+"""One pooled PostgreSQL connection (psycopg 3, async) per shared store, opened on first use."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from toolnexus._backends import SCHEMA_VERSION, redact_url
+from toolnexus.errors import StoreConfigError
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["PostgresPool"]
+
+T = TypeVar("T")
+
+_SCHEMA_TABLE = """CREATE TABLE IF NOT EXISTS toolnexus_schema (
+    component TEXT PRIMARY KEY,
+    version INTEGER NOT NULL
+)"""
+
+# Serialises schema creation between processes opening the same database at once.
+_MIGRATION_LOCK = 0x746F6F6C6E6578  # "toolnex"
+
+
+def _import_drivers() -> tuple[Any, Any]:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:
+        raise StoreConfigError(
+            "PostgreSQL stores need psycopg 3 and psycopg-pool: pip install 'toolnexus[postgres]'"
+        ) from exc
+    return psycopg, psycopg_pool
+
+
+class PostgresPool:
+    """A psycopg connection pool for `dsn`, with `schema` applied once under `component`.
+
+    Nothing connects before the first `run`; then one connection checks the server and brings
+    the schema to `SCHEMA_VERSION` (a `StoreConfigError` naming the URL, password hidden, when
+    the server cannot be reached or has a newer schema), and the pool opens. `run(fn)` lends
+    `fn` a connection (autocommit) and retries once on a connection that the server dropped.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        label: str,
+        component: str,
+        schema: Sequence[str],
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout_ms: float = 10_000,
+    ) -> None:
+        if not isinstance(dsn, str) or not dsn:
+            raise StoreConfigError(f"{label}: the PostgreSQL URL must be a non-empty string")
+        self.dsn = dsn
+        self.label = f"{label} {redact_url(dsn)}"
+        self.component = component
+        self.schema = tuple(schema)
+        self.min_size = min_size
+        self.max_size = max_size
+        self.timeout_s = timeout_ms / 1000
+        self._pool: AsyncConnectionPool[Any] | None = None
+        self._opening = asyncio.Lock()
+        self._closing: set[asyncio.Future[None]] = set()
+        self._opened = False  # once: later failures to connect are outages, not bad config
+        self._closed = False
+
+    def _scrub(self, text: str) -> str:
+        psycopg, _ = _import_drivers()
+        try:
+            password = psycopg.conninfo.conninfo_to_dict(self.dsn).get("password")
+        except Exception:
+            password = None
+        return text.replace(str(password), "***") if password else text
+
+    async def _open(self) -> AsyncConnectionPool[Any]:
+        psycopg, psycopg_pool = _import_drivers()
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self.dsn, autocommit=True, connect_timeout=max(1, round(self.timeout_s))
+            )
+        except Exception as exc:
+            detail = self._scrub(str(exc)).strip()
+            if self._opened:  # an outage: the caller's error names what it was doing
+                raise ConnectionError(f"cannot reach the server again: {detail}") from None
+            raise StoreConfigError(f"cannot reach {self.label}: {detail}") from None
+        try:
+            await self._migrate(conn)
+        finally:
+            await conn.close()
+        pool: AsyncConnectionPool[Any] = psycopg_pool.AsyncConnectionPool(
+            self.dsn,
+            kwargs={"autocommit": True},
+            min_size=self.min_size,
+            max_size=self.max_size,
+            timeout=self.timeout_s,
+            open=False,
+        )
+        await pool.open(wait=False)
+        self._opened = True
+        return pool
+
+    async def _migrate(self, conn: AsyncConnection[Any]) -> None:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            await conn.execute(_SCHEMA_TABLE)
+            cursor = await conn.execute(
+                "SELECT version FROM toolnexus_schema WHERE component = %s", (self.component,)
+            )
+            row = await cursor.fetchone()
+            version = row[0] if row is not None else 0
+            if version > SCHEMA_VERSION:
+                raise StoreConfigError(
+                    f"{self.label} has schema version {version} for {self.component}, newer "
+                    f"than this toolnexus knows ({SCHEMA_VERSION}): upgrade toolnexus"
+                )
+            if version == SCHEMA_VERSION:
+                return
+            for statement in self.schema:
+                await conn.execute(statement)  # type: ignore[arg-type]
+            await conn.execute(
+                "INSERT INTO toolnexus_schema (component, version) VALUES (%s, %s)"
+                " ON CONFLICT (component) DO UPDATE SET version = excluded.version",
+                (self.component, SCHEMA_VERSION),
+            )
+
+    async def pool(self) -> AsyncConnectionPool[Any]:
+        """The open pool (opening it, and creating the schema, on first use)."""
+        pool = self._pool
+        if pool is not None:
+            return pool
+        async with self._opening:
+            if self._closed:
+                raise StoreConfigError(f"{self.label} is closed")
+            if self._pool is None:
+                self._pool = await self._open()
+            return self._pool
+
+    async def run(self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
+        """`fn(connection)` on a pooled connection; once more on a fresh pool if it broke."""
+        psycopg, psycopg_pool = _import_drivers()
+        for attempt in range(2):
+            pool = await self.pool()
+            try:
+                async with pool.connection() as conn:
+                    return await fn(conn)
+            except psycopg.OperationalError as exc:
+                # The server went away or restarted: the pool's own reconnection backs off for
+                # seconds, so it is replaced by a fresh one, which reconnects at once. Waiting
+                # for a free connection is not retried (it already took the whole timeout).
+                self._discard(pool)
+                if attempt or self._closed or isinstance(exc, psycopg_pool.PoolTimeout):
+                    raise type(exc)(self._scrub(str(exc))) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _discard(self, pool: AsyncConnectionPool[Any]) -> None:
+        if self._pool is pool:
+            self._pool = None
+            closing = asyncio.ensure_future(pool.close(timeout=1))
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+
+    async def aclose(self) -> None:
+        """Close the pool's connections. Idempotent."""
+        async with self._opening:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)

@@ -1,0 +1,119 @@
+"""One pooled Redis connection (redis-py asyncio) per shared store, opened on first use."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from toolnexus._backends import SCHEMA_VERSION, redact_url
+from toolnexus.errors import StoreConfigError
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+__all__ = ["SCHEMA_KEY", "RedisPool"]
+
+# A hash of component → layout version, beside the data under the store's key prefix.
+SCHEMA_KEY = "schema"
+
+
+class RedisPool:
+    """A redis-py asyncio client (its own connection pool) for `url`, checked on first use.
+
+    The first `client()` pings the server (a `StoreConfigError` naming the URL, password hidden,
+    when it cannot be reached) and records or checks the layout version of `component` under
+    `<prefix>schema`. Operations time out after `timeout_ms`.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        label: str,
+        component: str,
+        prefix: str = "toolnexus:",
+        max_connections: int = 50,
+        timeout_ms: float = 10_000,
+    ) -> None:
+        if not isinstance(url, str) or not url:
+            raise StoreConfigError(f"{label}: the Redis URL must be a non-empty string")
+        self.url = url
+        self.label = f"{label} {redact_url(url)}"
+        self.component = component
+        self.prefix = prefix
+        self.max_connections = max_connections
+        self.timeout_s = timeout_ms / 1000
+        self._client: Redis | None = None
+        self._opening = asyncio.Lock()
+        self._closed = False
+
+    async def _open(self) -> Redis:
+        try:
+            from redis.asyncio import Redis
+            from redis.asyncio.retry import Retry
+            from redis.backoff import ExponentialBackoff
+            from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
+        except ImportError as exc:
+            raise StoreConfigError(
+                "Redis stores need redis-py: pip install 'toolnexus[redis]'"
+            ) from exc
+        try:
+            client = Redis.from_url(
+                self.url,
+                socket_timeout=self.timeout_s,
+                socket_connect_timeout=self.timeout_s,
+                max_connections=self.max_connections,
+                decode_responses=False,
+                # A server restarting (refusing, or loading its data) is retried for about a
+                # second before the operation fails.
+                retry=Retry(ExponentialBackoff(cap=0.25, base=0.01), 8),
+                retry_on_error=[BusyLoadingError, ConnectionError, TimeoutError],
+            )
+        except ValueError as exc:
+            raise StoreConfigError(f"{self.label}: bad Redis URL ({exc})") from None
+        try:
+            await client.ping()
+            key = self.prefix + SCHEMA_KEY
+            await client.hsetnx(key, self.component, SCHEMA_VERSION)  # type: ignore[misc]
+            stored = await client.hget(key, self.component)  # type: ignore[misc]
+        except Exception as exc:
+            await client.aclose()
+            raise StoreConfigError(f"cannot reach {self.label}: {exc}") from None
+        version = int(stored or 0)
+        if version > SCHEMA_VERSION:
+            await client.aclose()
+            raise StoreConfigError(
+                f"{self.label} has schema version {version} for {self.component}, newer than "
+                f"this toolnexus knows ({SCHEMA_VERSION}): upgrade toolnexus"
+            )
+        return client
+
+    async def client(self) -> Redis:
+        """The connected client (connecting, and checking the schema version, on first use)."""
+        client = self._client
+        if client is not None:
+            return client
+        async with self._opening:
+            if self._closed:
+                raise StoreConfigError(f"{self.label} is closed")
+            if self._client is None:
+                self._client = await self._open()
+            return self._client
+
+    def key(self, *parts: str) -> str:
+        return self.prefix + ":".join(parts)
+
+    async def aclose(self) -> None:
+        """Close the client's connections. Idempotent."""
+        async with self._opening:
+            self._closed = True
+            client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+
+def as_text(value: Any) -> str | None:
+    """A Redis reply as text (`None` stays `None`)."""
+    if value is None:
+        return None
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)

@@ -1,0 +1,77 @@
+"""Conversation memory: the store protocols, the stores, and claims on an id.
+
+`Client.ask(id=...)` claims the id, loads its transcript, runs, and saves the new transcript
+through the claim, so load → run → save is atomic per id. Stores that implement
+`AtomicConversationStore` (all of ours) make that hold for every client and process sharing
+them; a store with only `get`/`save` is guarded by a lock in each client.
+
+`open_conversation_store` turns a config string into a store: `"memory"`, a SQLite path (or
+`sqlite:<path>`), `postgres://…`/`postgresql://…` or `redis://…`/`rediss://…`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from toolnexus._backends import redact_url
+from toolnexus.client.memory._lease import KeyedLock, LeasedStore, claim_conversation
+from toolnexus.client.memory._memory import InMemoryConversationStore
+from toolnexus.client.memory._postgres import PostgresConversationStore
+from toolnexus.client.memory._protocol import (
+    AtomicConversationStore,
+    ConversationLease,
+    ConversationStore,
+)
+from toolnexus.client.memory._redis import RedisConversationStore
+from toolnexus.client.memory._sqlite import SQLiteConversationStore
+from toolnexus.errors import StoreConfigError, StoreError
+
+__all__ = [
+    "AtomicConversationStore",
+    "ConversationLease",
+    "ConversationStore",
+    "InMemoryConversationStore",
+    "KeyedLock",
+    "LeasedStore",
+    "PostgresConversationStore",
+    "RedisConversationStore",
+    "SQLiteConversationStore",
+    "StoreConfigError",
+    "StoreError",
+    "claim_conversation",
+    "open_conversation_store",
+]
+
+_POSTGRES = ("postgres://", "postgresql://")
+_REDIS = ("redis://", "rediss://", "unix://")
+
+
+def open_conversation_store(store: Any) -> ConversationStore:
+    """The store a `store=` value names: a store object as is, or a config string.
+
+    Strings: `"memory"`; `postgres://…`/`postgresql://…` (needs `toolnexus[postgres]`);
+    `redis://…`/`rediss://…`/`unix://…` (needs `toolnexus[redis]`); `sqlite:<path>` or any other
+    string or path-like is a SQLite file. Connections open on first use.
+    """
+    if isinstance(store, os.PathLike):
+        return SQLiteConversationStore(store)
+    if not isinstance(store, str):
+        if not (callable(getattr(store, "get", None)) and callable(getattr(store, "save", None))):
+            raise TypeError("store must have async get(id) and save(id, messages) methods")
+        return store  # type: ignore[no-any-return]
+    if store == "memory":
+        return InMemoryConversationStore()
+    lowered = store.lower()
+    if lowered.startswith(_POSTGRES):
+        return PostgresConversationStore(store)
+    if lowered.startswith(_REDIS):
+        return RedisConversationStore(store)
+    if lowered.startswith("sqlite:"):
+        store = store[len("sqlite:") :]
+    if not store or "://" in store:
+        raise StoreConfigError(
+            f'unknown conversation store {redact_url(store)!r}: expected "memory", a SQLite '
+            "path, postgres://… or redis://…"
+        )
+    return SQLiteConversationStore(store)

@@ -1,0 +1,31 @@
+"""Store test fixtures: one real PostgreSQL and one real Redis server for the session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from support.db_servers import PostgresServer, RedisServer, postgres_bin, redis_bin
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL binaries missing (apt-get install -y postgresql; .ci/run does)")
+    server = PostgresServer()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    if redis_bin() is None:
+        pytest.skip("redis-server missing (apt-get install -y redis-server; .ci/run does)")
+    server = RedisServer()
+    try:
+        yield server
+    finally:
+        server.close()
