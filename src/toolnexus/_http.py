@@ -1,45 +1,81 @@
-"""The pooled `httpx2.AsyncClient` shared by HTTP tools, webfetch, OpenAPI fetches and A2A.
+"""The pooled `httpx2.AsyncClient`s of HTTP tools, webfetch, OpenAPI fetches and A2A calls.
 
-One client per event loop (a client is bound to the loop that opened its connections). A toolkit
-closes it on `close()`; the next use on that loop opens a fresh one.
+Each toolkit owns its clients (`HttpClients`, one per event loop: a client's connections
+belong to the loop that opened them) and closes only those. A tool finds the client of the
+toolkit it runs in through `shared_client()`; outside any toolkit it gets a process-wide one
+that no toolkit closes. The LLM client keeps clients of its own (`client/_transport.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import weakref
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx2
 
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx2.AsyncClient] = (
-    weakref.WeakKeyDictionary()
+__all__ = ["HttpClients", "http_owner", "shared_client", "ssl_context"]
+
+
+@functools.cache
+def ssl_context() -> ssl.SSLContext:
+    """One verified TLS context per process: building one costs tens of milliseconds."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
+
+
+class HttpClients:
+    """The HTTP clients one owner made, one per event loop; `aclose` closes only those."""
+
+    __slots__ = ("__weakref__", "_clients")
+
+    def __init__(self) -> None:
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx2.AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def get(self) -> httpx2.AsyncClient:
+        """The running loop's client, created on first use (and again after `aclose`)."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None or client.is_closed:
+            import httpx2
+
+            client = httpx2.AsyncClient(
+                verify=ssl_context(),
+                timeout=httpx2.Timeout(30.0),
+                limits=httpx2.Limits(max_connections=100, max_keepalive_connections=20),
+                follow_redirects=True,
+            )
+            self._clients[loop] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the running loop's client, if one is open (another loop's closes with it)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        client = self._clients.pop(loop, None)
+        if client is not None and not client.is_closed:
+            await client.aclose()
+
+
+http_owner: contextvars.ContextVar[HttpClients | None] = contextvars.ContextVar(
+    "toolnexus_http_owner", default=None
 )
+"""The clients of the toolkit whose tool is running (set by `Toolkit.execute`)."""
+
+_unowned = HttpClients()
 
 
 def shared_client() -> httpx2.AsyncClient:
-    """The pooled client of the running event loop, created on first use."""
-    loop = asyncio.get_running_loop()
-    client = _clients.get(loop)
-    if client is None or client.is_closed:
-        import httpx2
-
-        client = httpx2.AsyncClient(
-            timeout=httpx2.Timeout(30.0),
-            limits=httpx2.Limits(max_connections=100, max_keepalive_connections=20),
-            follow_redirects=True,
-        )
-        _clients[loop] = client
-    return client
-
-
-async def close_shared_client() -> None:
-    """Close the running loop's pooled client, if one is open."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    client = _clients.pop(loop, None)
-    if client is not None and not client.is_closed:
-        await client.aclose()
+    """The pooled client for the running tool: its toolkit's, else the process-wide one."""
+    owner = http_owner.get()
+    return (owner if owner is not None else _unowned).get()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus import adapters
 from toolnexus._config import read_config
+from toolnexus._http import HttpClients, http_owner
 from toolnexus._log import warn
 from toolnexus._naming import add_unique
 from toolnexus._validation import check_arguments
@@ -58,6 +59,9 @@ class Toolkit:
         self._declarations: dict[str, list[dict[str, Any]]] = {}
         self._naming_warnings: set[str] = set()
         self._closed = False
+        # The HTTP clients of this toolkit's tools (HTTP, OpenAPI, A2A, webfetch): closed by
+        # `close`, never shared with another toolkit.
+        self._http = HttpClients()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: _LoopThread | None = None
         if mcp is not None:
@@ -213,12 +217,15 @@ class Toolkit:
         args, problems = check_arguments(tool, args)
         if problems is not None:
             return ToolResult(problems, True)
+        owner = http_owner.set(self._http)
         try:
             return await tool.execute(args, ctx)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # Tool.execute already maps failures; belt and braces
             return ToolResult(error_message(exc), True)
+        finally:
+            http_owner.reset(owner)
 
     def execute_sync(
         self, name: str, args: dict[str, Any] | None = None, ctx: ToolContext | None = None
@@ -300,20 +307,19 @@ class Toolkit:
     # -- life cycle -----------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Disconnect every MCP server (killing stdio process trees) and close pooled HTTP.
+        """Disconnect every MCP server (killing stdio process trees) and close the HTTP clients
+        this toolkit's tools opened (another toolkit's stay open).
 
         Idempotent; safe from any task.
         """
         if self._closed:
             return
         self._closed = True
-        from toolnexus._http import close_shared_client
-
         try:
             if self._mcp is not None:
                 await self._mcp.close()
         finally:
-            await close_shared_client()
+            await self._http.aclose()
 
     async def __aenter__(self) -> Toolkit:
         return self
@@ -428,6 +434,8 @@ async def create_toolkit(
     builtin_tools = select_builtins(builtins_cfg)
 
     mcp_task: asyncio.Task[McpSource] | None = None
+    http = HttpClients()  # what loading fetches (Agent Cards) belongs to the new toolkit
+    owner = http_owner.set(http)
     try:
         async with asyncio.TaskGroup() as group:
             if mcp_config is not None:
@@ -457,9 +465,12 @@ async def create_toolkit(
             and mcp_task.exception() is None
         ):
             await mcp_task.result().close()
+        await http.aclose()
         if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
             raise exc.exceptions[0] from None
         raise
+    finally:
+        http_owner.reset(owner)
 
     toolkit = Toolkit(
         mcp=mcp_task.result() if mcp_task is not None else None,
@@ -470,6 +481,7 @@ async def create_toolkit(
         disable_tools=disable_tools,
         config=config,
     )
+    toolkit._http = http
     toolkit._loop = asyncio.get_running_loop()
     return toolkit
 

@@ -36,6 +36,7 @@ class ServerState:
     pets: dict[int, dict[str, Any]] = field(default_factory=dict)
     next_id: int = 1
     seen_keys: list[str] = field(default_factory=list)
+    delays: list[str] = field(default_factory=list)  # `/delay` requests received
 
     def reset_pets(self) -> None:
         self.pets = {
@@ -202,6 +203,7 @@ def build_app(state: ServerState) -> ASGIApp:
         return PlainTextResponse("late")
 
     async def delay(request: Request) -> Response:
+        state.delays.append(request.url.query)
         await asyncio.sleep(int(request.query_params["ms"]) / 1000)
         return PlainTextResponse("done")
 

@@ -1,8 +1,8 @@
-"""The connection pool of a client's own LLM requests: httpcore2 over asyncio's sockets.
+"""The transport under the client's own `httpx2.AsyncClient`: httpcore2 over asyncio's sockets.
 
-HTTP itself stays with the httpx2 stack: httpcore2 pools connections and keeps them alive, h11
-reads and writes HTTP/1.1, and callers see httpx2's exceptions (and its decoders, when a server
-compresses an answer). What this module replaces is the socket layer under it. httpcore2's
+HTTP itself stays with the httpx2 stack: the client builds and sends requests, httpcore2 pools
+connections and keeps them alive, h11 reads and writes HTTP/1.1, and callers see httpx2's
+exceptions and decoders. What this module replaces is the socket layer under it. httpcore2's
 default network backend wraps every read and write in anyio (a cancel scope with a deadline
 per call, stream wrappers, attribute tables): about a quarter of the CPU an LLM request cost.
 `AsyncioBackend` does the same job with one asyncio protocol per connection and a timer per
@@ -20,7 +20,7 @@ from typing import Any
 import httpcore2
 import httpx2
 
-__all__ = ["AsyncioBackend", "OwnedPool"]
+__all__ = ["AsyncioBackend", "AsyncioTransport"]
 
 # Unread bytes a connection buffers before it stops reading from the socket: the consumer of a
 # stream sets the pace (back-pressure), and memory stays bounded.
@@ -297,11 +297,12 @@ class _ResponseBody(httpx2.AsyncByteStream):
             raise error from exc
 
 
-class OwnedPool:
-    """The client's own keep-alive connections: httpcore2's pool on `AsyncioBackend`.
+class AsyncioTransport(httpx2.AsyncBaseTransport):
+    """An httpx2 transport: HTTP/1.1 keep-alive through httpcore2's pool on `AsyncioBackend`.
 
-    Takes httpcore2 requests (the caller prepares URL and headers once per endpoint); every
-    failure raises the httpx2 exception of the same name.
+    What `httpx2.AsyncHTTPTransport` does without a proxy, minus anyio under every socket
+    read and write. Pass it as `httpx2.AsyncClient(transport=AsyncioTransport(...))`; failures
+    raise the httpx2 exception of the same name, as with httpx2's own transport.
     """
 
     def __init__(self, ssl_context: ssl.SSLContext, limits: httpx2.Limits) -> None:
@@ -313,37 +314,24 @@ class OwnedPool:
             network_backend=AsyncioBackend(),
         )
 
-    async def send(self, request: httpcore2.Request) -> httpcore2.Response:
-        """Send `request`; its body is still to be read (`read`) or streamed (`as_httpx`)."""
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        url = request.url
+        core_request = httpcore2.Request(
+            method=request.method,
+            url=httpcore2.URL(
+                scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
         try:
-            return await self._pool.handle_async_request(request)
+            response = await self._pool.handle_async_request(core_request)
         except Exception as exc:
             error = _httpx_error(exc)
             if error is None:
                 raise
             raise error from exc
-
-    @staticmethod
-    async def read(response: httpcore2.Response) -> bytes:
-        """The whole body as sent (content codings not undone); the connection goes back."""
-        try:
-            return await response.aread()
-        except Exception as exc:
-            error = _httpx_error(exc)
-            if error is None:
-                raise
-            raise error from exc
-        finally:
-            await response.aclose()
-
-    @staticmethod
-    def body(response: httpcore2.Response) -> httpx2.AsyncByteStream:
-        """The unread body as a byte stream (httpx2 errors; `aclose` gives the connection back)."""
-        return _ResponseBody(response.stream)
-
-    @staticmethod
-    def as_httpx(response: httpcore2.Response) -> httpx2.Response:
-        """An httpx2 response over the unread body (it decodes what the server compressed)."""
         return httpx2.Response(
             status_code=response.status,
             headers=response.headers,

@@ -35,6 +35,7 @@ from pydantic import TypeAdapter, ValidationError
 from toolnexus import __version__
 from toolnexus._aio import call_in_thread_maybe_async, call_maybe_async, wait_signal
 from toolnexus._env import EnvVarError, expand_env_headers
+from toolnexus._http import ssl_context
 from toolnexus._log import logger, warn
 from toolnexus.errors import ToolnexusError
 from toolnexus.mcp_source._config import MODERN, ServerSpec
@@ -59,17 +60,13 @@ _SYNTHETIC_HTTP_ERRORS = frozenset(
 )
 
 
-_tls: ssl.SSLContext | None = None
 _RESPONSES: TypeAdapter[dict[str, Any]] = TypeAdapter(types.InputResponses)
 
 
 async def _tls_context() -> ssl.SSLContext:
-    """One TLS context for every MCP HTTP client: building one costs tens of milliseconds of
-    certificate loading, so it is done once, in a thread."""
-    global _tls
-    if _tls is None:
-        _tls = await asyncio.to_thread(httpx2.create_ssl_context)
-    return _tls
+    """The process's TLS context (`toolnexus._http.ssl_context`), built in a thread the first
+    time: loading the certificates costs tens of milliseconds."""
+    return await asyncio.to_thread(ssl_context)
 
 
 class LoadError(ToolnexusError):
