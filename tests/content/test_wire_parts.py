@@ -590,6 +590,13 @@ async def test_translate_anthropic_reads_openai_media_blocks(
     with pytest.raises(UnsupportedPartError):
         await strict.translate([{"role": "user", "content": [audio_block]}])
     assert len(llm.requests) == 2
+    llm.push(text("ok"))
+    local = {"type": "image_url", "image_url": {"url": "file:///tmp/a.png"}}
+    await client.translate([{"role": "user", "content": [{"type": "text", "text": "x"}, local]}])
+    assert bodies(llm)[-1]["messages"][0]["content"][1] == {
+        "type": "text",
+        "text": "[unsupported image part (application/octet-stream, file:///tmp/a.png)]",
+    }
     # a text-only array still becomes one string
     llm.push(text("ok"))
     await client.translate(
@@ -600,7 +607,7 @@ async def test_translate_anthropic_reads_openai_media_blocks(
             }
         ]
     )
-    assert bodies(llm)[2]["messages"][0]["content"] == "ab"
+    assert bodies(llm)[-1]["messages"][0]["content"] == "ab"
 
 
 async def test_translate_tool_messages_with_parts(

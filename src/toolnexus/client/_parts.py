@@ -13,6 +13,7 @@ from typing import Any, TypeAlias
 
 from toolnexus._log import warn
 from toolnexus.content import (
+    OCTET_STREAM,
     ContentPart,
     ContentPartError,
     UnsupportedPartError,
@@ -362,17 +363,24 @@ def _data_url_part(kind: str, url: str) -> dict[str, Any] | None:
         return None
 
 
-def _unsendable(block: Mapping[str, Any], policy: PartPolicy, seen: list[dict[str, Any]]) -> Any:
-    """The placeholder for an OpenAI block Anthropic cannot take (or raise in error mode)."""
+def _stand_in(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A part standing for an OpenAI block with no Anthropic reading (for its placeholder)."""
     kind = str(block.get("type") or "unknown")
+    stand_in: dict[str, Any] = {"type": kind, "mimeType": OCTET_STREAM, "data": ""}
     if kind == "input_audio":
         spec = block.get("input_audio")
         data = spec.get("data") if isinstance(spec, Mapping) else None
-        stand_in = {"type": "audio", "mimeType": "application/octet-stream", "data": data or ""}
-    else:
-        stand_in = {"type": kind, "mimeType": "application/octet-stream", "data": ""}
-    if stand_in["type"] == "audio":
-        seen.append(summarize(stand_in))
+        stand_in.update(type="audio", data=data if isinstance(data, str) else "")
+    elif kind == "image_url":
+        spec = block.get("image_url")
+        url = spec.get("url") if isinstance(spec, Mapping) else spec
+        stand_in.update(type="image", data=None, url=str(url))
+    return stand_in
+
+
+def _unsendable(stand_in: dict[str, Any], policy: PartPolicy, seen: list[dict[str, Any]]) -> Any:
+    """The placeholder for content Anthropic cannot take (or raise in error mode)."""
+    seen.append(summarize(stand_in))
     error = UnsupportedPartError(stand_in["type"], None, "anthropic")
     return policy.placeholder(error, placeholder_text(stand_in, "anthropic"))
 
@@ -382,15 +390,15 @@ def _translated_block(item: Any, policy: PartPolicy, seen: list[dict[str, Any]])
     if part is None and isinstance(item, Mapping):
         part = openai_block_part(item)
         if part is not None and part.get("url") and not part.get("mimeType"):
-            # An image URL carries no mime: Anthropic takes the URL as it is.
+            # An image URL carries no mime: Anthropic takes a web URL as it is.
+            if not _is_web(part["url"]):
+                return _unsendable(_stand_in(item), policy, seen)
             seen.append(summarize({**part, "mimeType": None}))
-            if _is_web(part["url"]):
-                return {"type": "image", "source": {"type": "url", "url": part["url"]}}
-            return _unsendable({"type": "image"}, policy, seen)
+            return {"type": "image", "source": {"type": "url", "url": part["url"]}}
     if part is None:
         if not isinstance(item, Mapping):
             return None
-        return _unsendable(item, policy, seen)
+        return _unsendable(_stand_in(item), policy, seen)
     return policy.block(part, "anthropic", attached=False, seen=seen)
 
 
