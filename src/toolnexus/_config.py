@@ -5,11 +5,31 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 from toolnexus.errors import ConfigError
 
 RESERVED_KEYS = ("builtins", "agents", "a2a", "mcpServer")
+
+# The shapes of a config's blocks, as type names for code that builds them in Python.
+ServerConfig: TypeAlias = dict[str, Any]
+"""One entry of `mcpServers`: `command`/`args`/`env`… (local) or `url`/`headers`… (remote)."""
+McpConfig: TypeAlias = dict[str, dict[str, Any]]
+"""Server name → `ServerConfig` (the `mcpServers` block)."""
+AgentConfig: TypeAlias = dict[str, Any]
+"""One entry of the `agents` block: `card`, `headers`, `timeout`, `pollEvery`, `enabled`."""
+AgentsConfig: TypeAlias = dict[str, dict[str, Any]]
+"""Agent name → `AgentConfig` (the `agents` block)."""
+BuiltinsConfig: TypeAlias = bool | dict[str, Any]
+"""The `builtins` option: `True`/`False`, or an object (`tools`, `workspace`, …)."""
+
+
+def is_enabled(cfg: Mapping[str, Any]) -> bool:
+    """Whether a server or agent entry is on: `disabled: true` ⇒ off (wins); else
+    `enabled: false` ⇒ off; otherwise on."""
+    if cfg.get("disabled") is True:
+        return False
+    return cfg.get("enabled") is not False
 
 
 def read_config(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:

@@ -51,6 +51,7 @@ def define_tool(
     name: str | None = None,
     description: str | None = None,
     input_schema: dict[str, Any] | None = None,
+    source: str = "native",
 ) -> Tool: ...
 
 
@@ -61,6 +62,7 @@ def define_tool(
     name: str | None = None,
     description: str | None = None,
     input_schema: dict[str, Any] | None = None,
+    source: str = "native",
     execute: AnyCallable,
 ) -> Tool: ...
 
@@ -72,6 +74,7 @@ def define_tool(
     name: str | None = None,
     description: str | None = None,
     input_schema: dict[str, Any] | None = None,
+    source: str = "native",
 ) -> Callable[[AnyCallable], Tool]: ...
 
 
@@ -81,6 +84,7 @@ def define_tool(
     name: str | None = None,
     description: str | None = None,
     input_schema: dict[str, Any] | None = None,
+    source: str = "native",
     execute: AnyCallable | None = None,
 ) -> Tool | Callable[[AnyCallable], Tool]:
     """Make a `Tool` (`source="native"`) from a Python callable.
@@ -94,19 +98,28 @@ def define_tool(
 
     `fn` may be sync (run in a worker thread) or async. It returns a `str` (the output), a
     `ToolResult` (passed through) or any other value (sent as compact JSON). An exception
-    becomes an `is_error` result carrying its message.
+    becomes an `is_error` result carrying its message. `source` is the tool's `source` label
+    (a host wrapping another kind of tool as a function may set it).
     """
+    if not isinstance(source, str) or not source:
+        raise TypeError(f"define_tool(source=...) must be a non-empty string, not {source!r}")
     if execute is not None:
         if fn is not None:
             raise TypeError("define_tool() takes either a function or execute=, not both")
-        return _explicit_tool(execute, name, description, input_schema)
+        return _labelled(_explicit_tool(execute, name, description, input_schema), source)
     if fn is None:
 
         def decorate(func: AnyCallable) -> Tool:
-            return _function_tool(func, name, description, input_schema, _caller_locals())
+            made = _function_tool(func, name, description, input_schema, _caller_locals())
+            return _labelled(made, source)
 
         return decorate
-    return _function_tool(fn, name, description, input_schema, _caller_locals())
+    return _labelled(_function_tool(fn, name, description, input_schema, _caller_locals()), source)
+
+
+def _labelled(made: Tool, source: str) -> Tool:
+    made.source = source
+    return made
 
 
 tool = define_tool
@@ -221,15 +234,34 @@ def _resolve(
     )
 
 
-def _compat(annotation: Any) -> Any:
-    """Replace `typing.TypedDict` classes (inside any generic) by `typing_extensions` ones.
+@functools.cache
+def _float_keeping_ints() -> Any:
+    """`float` for pydantic, but a JSON integer stays an `int`: it already is a valid `float`
+    argument (`2 + 3` is `5`, not `5.0`). The schema is still `{"type": "number"}`."""
+    from pydantic import WrapValidator
 
-    Before Python 3.12 pydantic only understands `typing_extensions.TypedDict`; users reasonably
-    write `typing.TypedDict`, so it is converted here instead of being refused.
+    def keep_int(value: Any, handler: Callable[[Any], Any]) -> Any:
+        if type(value) is int:
+            return value
+        return handler(value)
+
+    return typing.Annotated[float, WrapValidator(keep_int)]
+
+
+def _compat(annotation: Any) -> Any:
+    """Adjust an annotation (inside any generic) for pydantic, converting only what must be:
+
+    - `float` keeps JSON integers as `int` (see `_float_keeping_ints`);
+    - before Python 3.12 pydantic only understands `typing_extensions.TypedDict`; users
+      reasonably write `typing.TypedDict`, so it is converted instead of being refused.
     """
-    if sys.version_info >= (3, 12):
-        return annotation
-    if isinstance(annotation, type) and typing.is_typeddict(annotation):
+    if annotation is float:
+        return _float_keeping_ints()
+    if (
+        sys.version_info < (3, 12)
+        and isinstance(annotation, type)
+        and typing.is_typeddict(annotation)
+    ):
         if type(annotation).__module__ != "typing":
             return annotation
         hints = typing.get_type_hints(annotation, include_extras=True)

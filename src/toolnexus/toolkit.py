@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from toolnexus.serve import ServeHandle, ServeLimits
     from toolnexus.skill import SkillDef, SkillSource
 
-__all__ = ["Toolkit", "create_toolkit", "create_toolkit_sync"]
+__all__ = ["Toolkit", "as_toolkit", "create_toolkit", "create_toolkit_sync"]
 
 T = TypeVar("T")
 WaitFor = Callable[[Request], "Answer | Awaitable[Answer | None] | None"]
@@ -37,23 +37,32 @@ class Toolkit:
 
     def __init__(
         self,
-        *,
         mcp: McpSource | None = None,
-        skills: SkillSource | None = None,
-        builtin_tools: Sequence[Tool] = (),
-        agent_tools: Sequence[Tool] = (),
+        skill: SkillSource | None = None,
+        builtins: Sequence[Tool] = (),
+        agents: Sequence[Tool] = (),
         extra_tools: Sequence[Tool] = (),
+        a2a_config: Mapping[str, Any] | None = None,
+        mcp_server_config: Mapping[str, Any] | None = None,
         disable_tools: Iterable[str] | None = None,
+        *,
         config: Mapping[str, Any] | None = None,
     ) -> None:
+        """The parts of a toolkit, each source's tools already loaded (`create_toolkit` builds
+        them). `a2a_config`/`mcp_server_config` are the serving profiles, as the config's
+        `a2a`/`mcpServer` blocks; `config` is the whole config the toolkit came from."""
         self._mcp = mcp
-        self._skills = skills
-        self._builtins = list(builtin_tools)
-        self._agent_tools = list(agent_tools)
+        self._skills = skill
+        self._builtins = list(builtins)
+        self._agent_tools = list(agents)
         self._extra = list(extra_tools)
         self._registered: list[Tool] = []
         self._disable = frozenset(disable_tools or ())
         self._config: dict[str, Any] = dict(config or {})
+        if a2a_config is not None:
+            self._config["a2a"] = dict(a2a_config)
+        if mcp_server_config is not None:
+            self._config["mcpServer"] = dict(mcp_server_config)
         self._by_name: dict[str, Tool] = {}
         self._tools: list[Tool] = []
         self._declarations: dict[str, list[dict[str, Any]]] = {}
@@ -67,6 +76,40 @@ class Toolkit:
         if mcp is not None:
             mcp.on_tools_changed = self._assemble
         self._assemble()
+
+    @classmethod
+    async def create(
+        cls,
+        mcp_config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+        skills_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+        skills: Sequence[SkillDef] | None = None,
+        skill_provider: Callable[[], Any] | None = None,
+        skills_filter: Mapping[str, bool] | None = None,
+        skill_sample_limit: int = 0,
+        extra_tools: Sequence[Tool] | None = None,
+        builtins: bool | Mapping[str, Any] | None = None,
+        agents: Sequence[Agent] | None = None,
+        wait_for: WaitFor | None = None,
+        disable_tools: Iterable[str] | None = None,
+        disable_skills: Iterable[str] | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> Toolkit:
+        """The same as `await create_toolkit(...)`."""
+        return await create_toolkit(
+            mcp_config,
+            skills_dir,
+            skills,
+            skill_provider,
+            skills_filter,
+            skill_sample_limit,
+            extra_tools,
+            builtins,
+            agents,
+            wait_for,
+            disable_tools,
+            disable_skills,
+            cancel,
+        )
 
     # -- assembly -------------------------------------------------------------------------------
 
@@ -277,9 +320,14 @@ class Toolkit:
         auth_token: str | None = None,
         limits: ServeLimits | None = None,
     ) -> ServeHandle:
-        """Serve this toolkit over HTTP as an MCP server and/or an A2A agent.
+        """Serve this toolkit over HTTP as an MCP server (`mcp=` profile, at `/mcp`) and/or an
+        A2A agent (`a2a=` profile, tasks fulfilled by `client`).
 
-        `limits` (`toolnexus.serve.ServeLimits`) bounds timeouts, connections and buffering."""
+        The server runs on the caller's event loop (no thread of its own): keep the loop
+        running while it serves. Returns once it accepts connections; `await handle.stop()`
+        (or `async with`) ends it. `limits` (`toolnexus.serve.ServeLimits`) bounds timeouts,
+        connections and buffering.
+        """
         from toolnexus.serve import serve_toolkit
 
         return await serve_toolkit(
@@ -393,6 +441,29 @@ async def _resolve_agents(agents: Sequence[Agent], config_block: Any) -> list[To
     return [t for tools in results for t in tools]
 
 
+def as_toolkit(tools: Toolkit | Tool | Iterable[Tool] | None) -> Toolkit | None:
+    """A `Toolkit` as it is; a `Tool` or a list (any iterable) of them as a toolkit of exactly
+    those tools (no built-ins). Anything else raises `TypeError` saying what to pass."""
+    if tools is None or isinstance(tools, Toolkit):
+        return tools
+    if isinstance(tools, Tool):
+        return Toolkit(extra_tools=[tools])
+    if callable(getattr(tools, "execute", None)) and callable(getattr(tools, "tools", None)):
+        return tools  # type: ignore[return-value]  # an object that works like a Toolkit
+    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+        raise TypeError(
+            f"toolkit must be a Toolkit or a list of Tool objects, not {type(tools).__name__}"
+        )
+    items = list(tools)
+    for item in items:
+        if not isinstance(item, Tool):
+            raise TypeError(
+                "toolkit as a list must hold Tool objects (define_tool/@tool make them), "
+                f"not {type(item).__name__}"
+            )
+    return Toolkit(extra_tools=items)
+
+
 async def create_toolkit(
     mcp_config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
     skills_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
@@ -474,9 +545,9 @@ async def create_toolkit(
 
     toolkit = Toolkit(
         mcp=mcp_task.result() if mcp_task is not None else None,
-        skills=skills_task.result() if skills_task is not None else None,
-        builtin_tools=builtin_tools,
-        agent_tools=agents_task.result(),
+        skill=skills_task.result() if skills_task is not None else None,
+        builtins=builtin_tools,
+        agents=agents_task.result(),
         extra_tools=extra_tools,
         disable_tools=disable_tools,
         config=config,

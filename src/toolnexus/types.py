@@ -18,6 +18,8 @@ __all__ = [
     "TOOL_SOURCES",
     "Answer",
     "Context",
+    "JSONSchema",
+    "McpStatus",
     "Request",
     "Signal",
     "Tool",
@@ -33,6 +35,10 @@ __all__ = [
 ]
 
 ToolSource: TypeAlias = Literal["mcp", "skill", "native", "http", "builtin", "a2a", "custom"]
+JSONSchema: TypeAlias = dict[str, Any]
+"""A JSON Schema object (a tool's `input_schema`)."""
+McpStatus: TypeAlias = Literal["connected", "disabled", "failed"]
+"""The state of one configured MCP server."""
 TOOL_SOURCES: tuple[str, ...] = ("mcp", "skill", "native", "http", "builtin", "a2a", "custom")
 
 

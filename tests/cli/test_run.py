@@ -55,6 +55,9 @@ def test_once_streams_the_answer_and_shows_each_tool_call(
     assert done.stdout == "The sum is 5, as the MCP server says.\n"
     assert '→ quick_echo [mcp] {"text":"sum=5"}' in done.stderr
     assert "← quick_echo: sum=5" in done.stderr
+    sources = next(line for line in done.stderr.splitlines() if line.startswith("tools: "))
+    assert sources.startswith("tools: mcp ") and "skill 1" in sources
+    assert "builtin" not in sources
     first, second = fake_llm.requests
     assert first.body["model"] == "test-model"
     assert first.body["stream"] is True
@@ -215,3 +218,17 @@ def test_failed_mcp_server_is_one_line_unless_skipped(
     assert done.returncode == 0, done.stderr
     assert done.stdout == "fine\n"
     assert 'toolnexus: warning: MCP server "broken" failed: ' in done.stderr
+
+
+def test_once_says_the_built_ins_are_exposed(
+    cli, monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLM
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    fake_llm.push(text("hello"))
+    done = cli("run", *_model_flags(fake_llm, "openai"), "--once", "hi")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "hello\n"
+    assert (
+        "tools: builtin 10 (bash, read, write, edit, grep, glob, webfetch, question, "
+        "apply_patch, todowrite; --no-builtins drops them)"
+    ) in done.stderr.splitlines()

@@ -99,9 +99,9 @@ async def test_bad_reply_shape_is_a_clear_error():
 
 async def test_streaming_is_refused_clearly():
     client = create_in_process_client(model="m", generate=lambda r: {"content": "x"})
-    with pytest.raises(RuntimeError, match="cannot stream"):
+    with pytest.raises(NotImplementedError, match="does not support streaming"):
         client.stream("x")
-    with pytest.raises(RuntimeError, match="cannot stream"):
+    with pytest.raises(NotImplementedError, match="does not support streaming"):
         await client.ask("x", on_text=print)
 
 

@@ -177,4 +177,5 @@ def test_each_request_gets_a_fresh_id() -> None:
     ],
 )
 def test_answer_to_elicit_result(answer: Answer | None, expected: dict[str, object]) -> None:
-    assert answer_to_elicit_result(answer) == expected
+    result = answer_to_elicit_result(answer)  # the SDK's ElicitResult
+    assert result.model_dump(exclude_none=True) == expected

@@ -301,7 +301,7 @@ async def test_busy_port_is_a_clear_error(served, toolkit):
 
 async def test_wildcard_bind_warns_about_shell_tools_without_token(caplog):
     bash = Tool("bash", "Run a command", None, "builtin", lambda a, c: "")
-    toolkit = Toolkit(builtin_tools=[bash])
+    toolkit = Toolkit(builtins=[bash])
     with caplog.at_level(logging.WARNING, logger="toolnexus"):
         handle = await toolkit.serve("0.0.0.0:0", mcp={})
     try:

@@ -134,9 +134,11 @@ def broken_server() -> dict[str, Any]:
 
 
 def one_line_error(proc: subprocess.CompletedProcess[str] | Outcome) -> str:
-    """Assert the command failed with exit code 2 and one stderr line; return that line."""
+    """Assert the command failed with exit code 2 and one stderr line; return that line.
+
+    `run`'s line saying which tools the model has comes before the run and is not counted."""
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    lines = proc.stderr.splitlines()
+    lines = [line for line in proc.stderr.splitlines() if not line.startswith("tools: ")]
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("toolnexus: error: "), lines[0]
     return lines[0]

@@ -57,6 +57,11 @@ def _shell() -> str:
     return "/bin/bash" if os.access("/bin/bash", os.X_OK) else "/bin/sh"
 
 
+def shell_argv() -> list[str]:
+    """The command prefix `bash` runs a command with, for hosts that show it."""
+    return [_shell(), "-c"]
+
+
 def _workdir(settings: Settings, workdir: str | None) -> str:
     path = start_dir(settings, workdir)
     if workdir and not os.path.isdir(path):

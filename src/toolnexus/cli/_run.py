@@ -97,6 +97,31 @@ def describe_run_error(exc: BaseException, base_url: str) -> str | None:
     return None
 
 
+_SOURCE_ORDER = ("mcp", "skill", "builtin", "a2a", "native", "http", "custom")
+
+
+def exposed_sources(toolkit: Toolkit) -> str:
+    """One line saying which tool sources the model is given, e.g.
+    `tools: mcp 3, builtin 10 (bash, read, …; --no-builtins drops them)`."""
+    by_source: dict[str, list[str]] = {}
+    for t in toolkit.tools():
+        by_source.setdefault(t.source, []).append(t.name)
+    if not by_source:
+        return "tools: none"
+    order = sorted(
+        by_source,
+        key=lambda s: _SOURCE_ORDER.index(s) if s in _SOURCE_ORDER else len(_SOURCE_ORDER),
+    )
+    parts = []
+    for source in order:
+        names = by_source[source]
+        part = f"{source} {len(names)}"
+        if source == "builtin":
+            part += f" ({', '.join(names)}; --no-builtins drops them)"
+        parts.append(part)
+    return "tools: " + ", ".join(parts)
+
+
 def run_run(args: argparse.Namespace) -> int:
     return run_async(_run(args))
 
@@ -110,6 +135,7 @@ async def _run(args: argparse.Namespace) -> int:
     answers = TerminalAnswers(reader.read, printer) if interactive else None
     client = make_client(args, wait_for=answers)
     async with client, flagged_toolkit(args, wait_for=answers) as toolkit:
+        printer.note(printer.dim(exposed_sources(toolkit)))
         if args.once is not None:
             outcome = await _answer(
                 client, toolkit, args.once, printer, args, session=None, interactive=interactive

@@ -8,6 +8,22 @@ result = await client.run("What is 2 + 3?", toolkit)
 ```
 """
 
+from toolnexus.client._aliases import (
+    LIMIT_COMPLETION,
+    LIMIT_MAX_TURNS,
+    LIMIT_TIMEOUT,
+    RUN_STATUS_DONE,
+    RUN_STATUS_INCOMPLETE,
+    RUN_STATUS_PENDING,
+    RUN_STATUSES,
+    ClientStyle,
+    ErrorClassifier,
+    ErrorInfo,
+    ErrorTier,
+    MetricEvent,
+    OnMetric,
+    WaitFor,
+)
 from toolnexus.client._client import (
     Client,
     Conversation,
@@ -16,7 +32,9 @@ from toolnexus.client._client import (
 )
 from toolnexus.client._errors import ProviderError, RunCancelled, RunTimeout
 from toolnexus.client._hooks import Hooks
+from toolnexus.client._metrics import Metrics as MetricsRegistry
 from toolnexus.client._results import RunResult, TranslatedToolCall, TranslateResult
+from toolnexus.client._sync_transport import HttpTransport, InProcessTransport, UrllibTransport
 from toolnexus.client.memory import (
     AtomicConversationStore,
     ConversationLease,
@@ -30,13 +48,29 @@ from toolnexus.client.memory import (
 )
 
 __all__ = [
+    "LIMIT_COMPLETION",
+    "LIMIT_MAX_TURNS",
+    "LIMIT_TIMEOUT",
+    "RUN_STATUSES",
+    "RUN_STATUS_DONE",
+    "RUN_STATUS_INCOMPLETE",
+    "RUN_STATUS_PENDING",
     "AtomicConversationStore",
     "Client",
+    "ClientStyle",
     "Conversation",
     "ConversationLease",
     "ConversationStore",
+    "ErrorClassifier",
+    "ErrorInfo",
+    "ErrorTier",
     "Hooks",
+    "HttpTransport",
     "InMemoryConversationStore",
+    "InProcessTransport",
+    "MetricEvent",
+    "MetricsRegistry",
+    "OnMetric",
     "PostgresConversationStore",
     "ProviderError",
     "RedisConversationStore",
@@ -48,6 +82,8 @@ __all__ = [
     "StoreError",
     "TranslateResult",
     "TranslatedToolCall",
+    "UrllibTransport",
+    "WaitFor",
     "create_client",
     "create_in_process_client",
 ]

@@ -21,6 +21,7 @@ from toolnexus.client._wire import (
     append_path,
     as_int,
     decode_event,
+    endpoint_given,
     response_error,
     url_path,
 )
@@ -73,6 +74,8 @@ class AnthropicWire(Wire):
     stream_keys = MappingProxyType({"stream": True})
 
     def endpoint(self, base_url: str) -> str:
+        if endpoint_given(base_url, "anthropic"):  # `…/v1/messages` as it is
+            return append_path(base_url, "")
         path = "/messages" if url_path(base_url).endswith("/v1") else "/v1/messages"
         return append_path(base_url, path)
 

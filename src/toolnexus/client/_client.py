@@ -19,6 +19,7 @@ from toolnexus.client._metrics import Metrics
 from toolnexus.client._parts import PartPolicy, Prompt
 from toolnexus.client._results import RunResult, TranslateResult
 from toolnexus.client._settings import RunSettings
+from toolnexus.client._sync_transport import ThreadedTransport
 from toolnexus.client._translate import translate
 from toolnexus.client._transport import HttpTransport, Transport
 from toolnexus.client.memory import (
@@ -28,7 +29,7 @@ from toolnexus.client.memory import (
     open_conversation_store,
 )
 from toolnexus.errors import ConfigError
-from toolnexus.types import error_message
+from toolnexus.types import Tool, error_message
 
 if TYPE_CHECKING:
     import httpx2
@@ -104,6 +105,7 @@ class Client:
         tool_concurrency: int = 16,
         on_unsupported_part: Literal["error", "text"] | None = None,
         max_part_bytes: int | None = None,
+        http_transport: Any = None,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.strip():
             raise ConfigError("base_url is required, e.g. https://api.openai.com/v1")
@@ -136,9 +138,17 @@ class Client:
             on_unsupported_part=on_unsupported_part,
             max_part_bytes=max_part_bytes,
         )
+        transport: Transport
+        if http_transport is not None:
+            if http_client is not None:
+                raise ConfigError("pass http_client or http_transport, not both")
+            # The published package's blocking post/open seam, run in worker threads.
+            transport = ThreadedTransport(http_transport, read_timeout_ms / 1000)
+        else:
+            transport = HttpTransport(http_client, read_timeout_ms / 1000)
         self._endpoint = Endpoint(
             DIALECTS[style],
-            HttpTransport(http_client, read_timeout_ms / 1000),
+            transport,
             options,
             base_url=base_url,
             api_key=api_key,
@@ -291,7 +301,7 @@ class Client:
     async def run(
         self,
         prompt: Prompt,
-        toolkit: Toolkit | None = None,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
         history: Sequence[dict[str, Any]] | None = None,
         cancel: asyncio.Event | None = None,
     ) -> RunResult:
@@ -303,7 +313,7 @@ class Client:
     async def ask(
         self,
         prompt: Prompt,
-        toolkit: Toolkit | None = None,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
         *,
         id: str | None = None,
         on_text: Callable[[str], Any] | None = None,
@@ -338,7 +348,7 @@ class Client:
     def stream(
         self,
         prompt: Prompt,
-        toolkit: Toolkit | None = None,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
         *,
         id: str | None = None,
         cancel: asyncio.Event | None = None,
@@ -348,13 +358,15 @@ class Client:
         With `id`, the conversation is loaded before the first request and saved at `done`.
         """
         if not self._endpoint.can_stream:
-            raise RuntimeError(STREAM_UNSUPPORTED)
+            raise NotImplementedError(STREAM_UNSUPPORTED)
         return RunLoop(
             self._settings(), prompt, toolkit, None, cancel, streaming=True, conversation_id=id
         ).events()
 
     def conversation(
-        self, toolkit: Toolkit | None = None, cancel: asyncio.Event | None = None
+        self,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        cancel: asyncio.Event | None = None,
     ) -> Conversation:
         """A stateful conversation: `await send(prompt)` keeps the transcript between turns."""
         return Conversation(self, toolkit, cancel)
@@ -364,7 +376,7 @@ class Client:
         messages: Sequence[dict[str, Any]],
         *,
         tools: Sequence[dict[str, Any]] | None = None,
-        toolkit: Toolkit | None = None,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
         tool_choice: Any = None,
         system: str | None = None,
         max_tokens: int = 0,
@@ -415,7 +427,10 @@ class Conversation:
     """A transcript kept between `send` calls (one at a time)."""
 
     def __init__(
-        self, client: Client, toolkit: Toolkit | None, cancel: asyncio.Event | None
+        self,
+        client: Client,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        cancel: asyncio.Event | None = None,
     ) -> None:
         self._client = client
         self._toolkit = toolkit
@@ -445,7 +460,7 @@ class Conversation:
 create_client = Client
 """`create_client(base_url=..., style=..., model=..., **options)`: the same as `Client(...)`."""
 
-_NOT_IN_PROCESS = ("base_url", "api_key", "style", "http_client")
+_NOT_IN_PROCESS = ("base_url", "api_key", "style", "http_client", "http_transport")
 
 
 def create_in_process_client(
@@ -453,14 +468,20 @@ def create_in_process_client(
 ) -> Client:
     """A `Client` over a model in this process: `generate(request)` returns one assistant turn.
 
-    Takes every `create_client` option except `base_url`, `api_key`, `style` and
-    `http_client`. `retries` defaults to 0 (a local failure is final); streaming is refused.
+    Takes every `create_client` option except `base_url`, `api_key`, `style`, `http_client` and
+    `http_transport`. `retries` defaults to 0 (a local failure is final); streaming is refused.
     """
     for name in _NOT_IN_PROCESS:
         if name in options:
-            raise TypeError(f"create_in_process_client() does not take {name!r}")
+            raise TypeError(
+                f"create_in_process_client() does not take {name!r}: an in-process model has "
+                "no wire to configure (create_client is for a model behind an HTTP endpoint)"
+            )
     if not callable(generate):
-        raise TypeError("create_in_process_client() needs a callable generate(request)")
+        raise TypeError(
+            "create_in_process_client() needs a callable `generate`: generate(request) returns "
+            "one assistant turn"
+        )
     unknown = sorted(set(options) - set(inspect.signature(Client).parameters))
     if unknown:
         raise TypeError(f"create_in_process_client() got an unexpected option {unknown[0]!r}")

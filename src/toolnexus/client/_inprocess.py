@@ -11,10 +11,10 @@ from typing import Any
 from toolnexus._json import compact_json
 from toolnexus.client._transport import StreamBody
 
-__all__ = ["STREAM_UNSUPPORTED", "InProcessTransport", "to_completion"]
+__all__ = ["STREAM_UNSUPPORTED", "InProcessTransport", "generate_request", "to_completion"]
 
 STREAM_UNSUPPORTED = (
-    "an in-process client cannot stream: generate() returns whole answers; "
+    "an in-process client does not support streaming: generate() returns whole answers; "
     "use run(), or ask() without on_text"
 )
 
@@ -89,6 +89,18 @@ def to_completion(reply: Any, model: str) -> dict[str, Any]:
     return completion
 
 
+def generate_request(body: dict[str, Any]) -> dict[str, Any]:
+    """What `generate(request)` is given for one request body."""
+    # A snapshot: the live transcript keeps growing after this call returns.
+    body = {**body, "messages": list(body.get("messages") or ())}
+    return {
+        "messages": body["messages"],
+        "tools": body.get("tools") or None,
+        "model": body.get("model"),
+        "body": body,
+    }
+
+
 class InProcessTransport:
     """Calls `generate(request)` instead of an HTTP endpoint (sync ones run in a worker thread)."""
 
@@ -105,14 +117,7 @@ class InProcessTransport:
     async def post(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> tuple[int, Any, bytes]:
-        # A snapshot: the live transcript keeps growing after this call returns.
-        body = {**body, "messages": list(body.get("messages") or ())}
-        request = {
-            "messages": body["messages"],
-            "tools": body.get("tools") or None,
-            "model": body.get("model"),
-            "body": body,
-        }
+        request = generate_request(body)
         if self._is_async:
             reply = await self._generate(request)
         else:
@@ -120,12 +125,12 @@ class InProcessTransport:
             reply = await asyncio.to_thread(self._generate, request)
             if inspect.isawaitable(reply):
                 reply = await reply
-        return 200, to_completion(reply, str(body.get("model"))), b""
+        return 200, to_completion(reply, str(request["model"])), b""
 
     async def open_stream(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> StreamBody:
-        raise RuntimeError(STREAM_UNSUPPORTED)
+        raise NotImplementedError(STREAM_UNSUPPORTED)
 
     async def aclose(self) -> None:
         return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,16 @@ from toolnexus.client._results import RunResult, add_usage, empty_usage
 from toolnexus.client._scope import RunScope
 from toolnexus.client._wire import Turn
 from toolnexus.client.memory import ConversationLease, claim_conversation
-from toolnexus.types import Answer, Request, ToolContext, ToolResult, error_message, pending_of
+from toolnexus.toolkit import as_toolkit
+from toolnexus.types import (
+    Answer,
+    Request,
+    Tool,
+    ToolContext,
+    ToolResult,
+    error_message,
+    pending_of,
+)
 
 if TYPE_CHECKING:
     from toolnexus.client._settings import RunSettings
@@ -63,7 +72,7 @@ class RunLoop:
         self,
         settings: RunSettings,
         prompt: Prompt,
-        toolkit: Toolkit | None,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None,
         history: Sequence[dict[str, Any]] | None,
         cancel: asyncio.Event | None,
         *,
@@ -72,7 +81,7 @@ class RunLoop:
     ) -> None:
         self.c = settings
         self.prompt = prompt_content(prompt)  # a bad part raises here, before any request
-        self.toolkit = toolkit
+        self.toolkit = as_toolkit(toolkit)  # a list of tools works as well as a Toolkit
         self.history = history
         self.cancel = cancel
         self.streaming = streaming

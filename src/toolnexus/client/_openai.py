@@ -20,6 +20,7 @@ from toolnexus.client._wire import (
     append_path,
     as_int,
     decode_event,
+    endpoint_given,
     response_error,
 )
 from toolnexus.types import ToolResult
@@ -74,6 +75,8 @@ class OpenAIWire(Wire):
     stream_keys = MappingProxyType({"stream": True, "stream_options": {"include_usage": True}})
 
     def endpoint(self, base_url: str) -> str:
+        if endpoint_given(base_url, "openai"):  # `…/v1/chat/completions` as it is
+            return append_path(base_url, "")
         return append_path(base_url, "/chat/completions")
 
     def declarations(self, toolkit: Toolkit) -> list[dict[str, Any]]:

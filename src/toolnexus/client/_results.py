@@ -63,12 +63,12 @@ class TranslatedToolCall:
 class TranslateResult:
     """The outcome of `translate`: one provider call in OpenAI shapes."""
 
-    text: str
-    tool_calls: list[TranslatedToolCall]
-    finish_reason: str
-    usage: dict[str, int]
-    model: str
-    raw: Any
+    text: str = ""
+    tool_calls: list[TranslatedToolCall] = field(default_factory=list)
+    finish_reason: str = "stop"
+    usage: dict[str, int] = field(default_factory=empty_usage)
+    model: str = ""
+    raw: Any = None
 
     def tool_calls_json(self) -> list[dict[str, Any]]:
         """The calls as an OpenAI `tool_calls` array (plain JSON data, ready for a message)."""

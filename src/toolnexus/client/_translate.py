@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolnexus._json import compact_json
@@ -20,6 +20,8 @@ from toolnexus.client._parts import (
 )
 from toolnexus.client._results import TranslatedToolCall, TranslateResult, empty_usage
 from toolnexus.client._scope import RunScope
+from toolnexus.toolkit import as_toolkit
+from toolnexus.types import Tool
 
 if TYPE_CHECKING:
     from toolnexus.client._settings import RunSettings
@@ -177,7 +179,7 @@ async def translate(
     messages: Sequence[dict[str, Any]],
     *,
     tools: Sequence[dict[str, Any]] | None,
-    toolkit: Toolkit | None,
+    toolkit: Toolkit | Tool | Iterable[Tool] | None,
     tool_choice: Any,
     system: str | None,
     max_tokens: int,
@@ -185,7 +187,8 @@ async def translate(
 ) -> TranslateResult:
     endpoint = settings.endpoint
     anthropic = endpoint.dialect.style == "anthropic"
-    declared = endpoint.dialect.declarations(toolkit) if toolkit is not None else []
+    kit = as_toolkit(toolkit)
+    declared = endpoint.dialect.declarations(kit) if kit is not None else []
     seen: list[dict[str, Any]] = []  # the summaries of the parts sent, for the `llm` event
     if anthropic:
         wire_messages, joined = to_anthropic_messages(messages, settings.parts, seen)

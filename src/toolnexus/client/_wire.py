@@ -248,6 +248,30 @@ def append_path(base_url: str, path: str) -> str:
     return urlunsplit(parts._replace(path=url_path(base_url) + path))
 
 
+_ENDPOINTS = {"openai": "/chat/completions", "anthropic": "/messages"}
+
+
+def endpoint_given(base_url: str, style: str) -> bool:
+    """Whether `base_url` already is the full endpoint of `style` (then it is used as it is).
+
+    A base URL ending in the other style's endpoint is refused with what to pass instead.
+    """
+    path = url_path(base_url)
+    for other, suffix in _ENDPOINTS.items():
+        if path.endswith(suffix):
+            if other == style:
+                return True
+            example = (
+                "https://api.openai.com/v1" if style == "openai" else "https://api.anthropic.com"
+            )
+            raise ValueError(
+                f"base_url {base_url!r} ends in {suffix}, the {other} endpoint, but "
+                f'style="{style}": pass the provider\'s base URL (e.g. {example}) or '
+                f'style="{other}"'
+            )
+    return False
+
+
 def merge_headers(library: Mapping[str, str], extra: Mapping[str, str] | None) -> dict[str, str]:
     """The library's headers, then `extra`; an extra header replaces one of the same name."""
     if not extra:

@@ -5,6 +5,7 @@ Importing this package is light; the MCP SDK loads when the first server connect
 
 from __future__ import annotations
 
+from toolnexus._config import McpConfig, ServerConfig
 from toolnexus._env import expand_env_headers
 from toolnexus.mcp_source._config import DEFAULT_TIMEOUT, is_enabled, is_remote
 from toolnexus.mcp_source._elicitation import answer_to_elicit_result, elicitation_to_request
@@ -20,9 +21,11 @@ from toolnexus.mcp_source._state import McpInventory, McpServerState, ToolInfo
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "McpConfig",
     "McpInventory",
     "McpServerState",
     "McpSource",
+    "ServerConfig",
     "ToolInfo",
     "answer_to_elicit_result",
     "apply_tools_filter",

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolnexus._config import RESERVED_KEYS, read_config
+from toolnexus._config import is_enabled as is_enabled  # the rule is shared with agents
 from toolnexus.errors import ServerConfigError as ServerConfigError  # re-exported: its old home
 
 DEFAULT_TIMEOUT = 30.0
@@ -78,21 +79,14 @@ def parse_mcp_config(
     return {k: v for k, v in top.items() if k not in RESERVED_KEYS}
 
 
-def is_enabled(server_cfg: Mapping[str, Any]) -> bool:
-    """`disabled: true` ⇒ off (wins); else `enabled: false` ⇒ off; otherwise on."""
-    if server_cfg.get("disabled") is True:
-        return False
-    return server_cfg.get("enabled") is not False
-
-
-def is_remote(server_cfg: Mapping[str, Any]) -> bool:
+def is_remote(cfg: Mapping[str, Any]) -> bool:
     """`type` decides; without one, a string `url` means remote, anything else local."""
-    kind = server_cfg.get("type")
+    kind = cfg.get("type")
     if kind in _REMOTE_TYPES:
         return True
     if kind in _LOCAL_TYPES:
         return False
-    return isinstance(server_cfg.get("url"), str)
+    return isinstance(cfg.get("url"), str)
 
 
 def check_server(name: str, cfg: Any) -> ServerSpec:

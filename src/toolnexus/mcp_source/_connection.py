@@ -39,7 +39,7 @@ from toolnexus._http import ssl_context
 from toolnexus._log import logger, warn
 from toolnexus.errors import ToolnexusError
 from toolnexus.mcp_source._config import MODERN, ServerSpec
-from toolnexus.mcp_source._elicitation import answer_to_elicit_result, elicitation_to_request
+from toolnexus.mcp_source._elicitation import elicit_result_fields, elicitation_to_request
 from toolnexus.mcp_source._listing import ListingRepair
 from toolnexus.mcp_source._process import SpawnError, kill_tree_now
 from toolnexus.mcp_source._server_log import ServerLog
@@ -521,7 +521,7 @@ class Connection:
                 f'MCP server "{self.spec.name}": wait_for raised while answering an elicitation: '
                 f"{error_message(exc)}"
             )
-        result = answer_to_elicit_result(Answer.coerce(answer))
+        result = elicit_result_fields(Answer.coerce(answer))
         if request.kind == "authorization":
             result.pop("content", None)  # URL mode carries no form content
         try:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolnexus.types import Answer, Request
+
+if TYPE_CHECKING:
+    from mcp_types import ElicitResult
 
 _seq = itertools.count(1)
 
@@ -15,7 +18,8 @@ _seq = itertools.count(1)
 def elicitation_to_request(params: Any) -> Request:
     """Form mode ⇒ `kind="input"` with `data={"schema": ...}`; URL mode ⇒ `kind="authorization"`.
 
-    `params` is the SDK's elicitation params model or the wire dict.
+    `params` is the SDK's elicitation params model (or any object with those attributes) or
+    the wire dict; the schema is read as `requested_schema` or `requestedSchema` from either.
     """
     mode = _field(params, "mode")
     message = _field(params, "message") or ""
@@ -38,7 +42,7 @@ def elicitation_to_request(params: Any) -> Request:
     )
 
 
-def answer_to_elicit_result(answer: Answer | None) -> dict[str, Any]:
+def elicit_result_fields(answer: Answer | None) -> dict[str, Any]:
     """`ok` ⇒ accept with `answer.data`; `declined` ⇒ decline; otherwise (or no answer) cancel."""
     if answer is not None and answer.ok:
         return {"action": "accept", "content": dict(answer.data or {})}
@@ -47,9 +51,24 @@ def answer_to_elicit_result(answer: Answer | None) -> dict[str, Any]:
     return {"action": "cancel"}
 
 
+def answer_to_elicit_result(answer: Answer | None) -> ElicitResult:
+    """The SDK's `ElicitResult` for an answer (`.action`, `.content`), as the bridge sends it:
+    `ok` ⇒ accept with `answer.data`; `declined` ⇒ decline; otherwise (or no answer) cancel.
+
+    Raises `ValueError` (pydantic's `ValidationError`) when the data is not flat form content.
+    """
+    from mcp_types import ElicitResult  # the SDK loads with the first use, not with the package
+
+    return ElicitResult.model_validate(elicit_result_fields(answer))
+
+
 def _field(params: Any, name: str, wire_name: str | None = None) -> Any:
+    """A field of the params, from a dict or an object, by its Python or its wire name."""
     if isinstance(params, Mapping):
         if name in params:
             return params[name]
         return params.get(wire_name) if wire_name else None
-    return getattr(params, name, None)
+    value = getattr(params, name, None)
+    if value is None and wire_name:
+        value = getattr(params, wire_name, None)
+    return value

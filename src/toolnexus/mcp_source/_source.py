@@ -427,14 +427,14 @@ class _Server:
 
 
 def apply_tools_filter(
-    server: str, defs: Sequence[D], tools_filter: Mapping[str, bool] | None
+    server: str, defs: Sequence[D], filter: Mapping[str, bool] | None
 ) -> list[D]:
     """Keep the listed tool definitions the per-server `tools` filter admits.
 
     `defs` are objects with a `name` attribute or dicts with a `"name"` key (original names).
     """
     names = [str(d["name"] if isinstance(d, Mapping) else getattr(d, "name", "")) for d in defs]
-    kept = set(apply_name_filter(names, tools_filter, what=f'MCP server "{server}" tools'))
+    kept = set(apply_name_filter(names, filter, what=f'MCP server "{server}" tools'))
     return [d for d, n in zip(defs, names, strict=True) if n in kept]
 
 

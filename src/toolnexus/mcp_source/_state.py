@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-ServerStatus: TypeAlias = Literal["connected", "disabled", "failed"]
+from toolnexus.types import McpStatus
+
+ServerStatus: TypeAlias = McpStatus
 Transport: TypeAlias = Literal["stdio", "streamable-http", "sse"]
 
 

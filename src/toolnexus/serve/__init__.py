@@ -7,8 +7,8 @@ implementation and the building blocks (`build_mcp_server`, `build_agent_card`, 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from toolnexus._json import compact_json
 from toolnexus._log import warn
@@ -27,6 +27,7 @@ from toolnexus.serve._app import (
     start_server,
 )
 from toolnexus.serve._mcp import (
+    DEFAULT_VERSION,
     MCPServeConfig,
     OnCall,
     build_mcp_server,
@@ -34,6 +35,7 @@ from toolnexus.serve._mcp import (
     exposed_mcp_tools,
     make_mcp_server,
 )
+from toolnexus.serve._run_task import RunTask, start_a2a_server
 from toolnexus.serve._tasks import FileTaskStore, InMemoryTaskStore, TaskStore, resolve_store
 from toolnexus.types import Tool
 
@@ -41,12 +43,16 @@ if TYPE_CHECKING:
     from toolnexus.toolkit import Toolkit
 
 __all__ = [
+    "CARD_PATH",
+    "DEFAULT_VERSION",
     "MAX_BODY_BYTES",
     "A2AConfig",
     "FileTaskStore",
     "InMemoryTaskStore",
     "MCPServeConfig",
     "OnCall",
+    "OnTask",
+    "RunTask",
     "ServeHandle",
     "ServeLimits",
     "TaskStore",
@@ -56,7 +62,14 @@ __all__ = [
     "resolve_store",
     "serve_toolkit",
     "serve_toolkit_stdio",
+    "start_a2a_server",
 ]
+
+CARD_PATH = "/.well-known/agent-card.json"
+"""Where the A2A profile serves its agent card."""
+
+OnTask: TypeAlias = Callable[[dict[str, Any]], "Awaitable[None] | None"]
+"""Called once per A2A task when it ends, with `{"id", "task", "result", "state"}`."""
 
 # Built-ins that run commands or change files: risky to expose to a network without a token.
 _DANGEROUS_BUILTINS = ("bash", "write", "edit", "apply_patch")
@@ -99,11 +112,14 @@ async def serve_toolkit(
     on_call: OnCall | None = None,
     auth_token: str | None = None,
     limits: ServeLimits | None = None,
+    card_skills: Sequence[Any] | None = None,
 ) -> ServeHandle:
     """Serve `toolkit` on `addr` (`"host:port"`) with the MCP and/or A2A profile.
 
     Returns once the server accepts connections; `handle.url` carries the real port. `limits`
-    bounds what slow or hostile clients may cost (timeouts, connections, buffered bytes).
+    bounds what slow or hostile clients may cost (timeouts, connections, buffered bytes). The
+    agent card lists the toolkit's skills, or `card_skills` when given. The server runs on the
+    caller's event loop.
     """
     host, port = parse_addr(addr)
     config = toolkit.config
@@ -141,7 +157,9 @@ async def serve_toolkit(
                 on_task,
                 max_in_flight=a2a_cfg.get("maxInFlight", DEFAULT_MAX_IN_FLIGHT),
             )
-            skills = toolkit.skill_source.skills if toolkit.skill_source is not None else {}
+            skills: Any = card_skills
+            if skills is None:
+                skills = toolkit.skill_source.skills if toolkit.skill_source is not None else {}
             public = a2a_cfg.get("url")
             card = compact_json(
                 build_agent_card(

@@ -308,7 +308,7 @@ class FileTaskStore:
                 os.close(dir_fd)
 
 
-def resolve_store(store: Any) -> TaskStore:
+def resolve_store(store: Any = None) -> TaskStore:
     """The task store an `a2a["store"]` value names: `None`/`"memory"`, `"file:<dir>"`, or any
     object with async `get`/`save` (optionally `list`)."""
     if store is None or store == "memory":

@@ -12,7 +12,14 @@ from toolnexus.skill._source import (
     list_skills,
     load_skills,
 )
-from toolnexus.skill._types import SkillDef, SkillInfo, SkillInventory, SkillSkip
+from toolnexus.skill._types import (
+    SkillDef,
+    SkillInfo,
+    SkillInventory,
+    SkillProvider,
+    SkillSkip,
+    SkillSkipReason,
+)
 
 __all__ = [
     "SKILLS_PROMPT_PREAMBLE",
@@ -20,7 +27,9 @@ __all__ = [
     "SkillDef",
     "SkillInfo",
     "SkillInventory",
+    "SkillProvider",
     "SkillSkip",
+    "SkillSkipReason",
     "SkillSource",
     "build_skill_source",
     "list_skills",

@@ -196,7 +196,9 @@ def _data_skill(d: SkillDef) -> Candidate:
         description=None if d.description is None else str(d.description),
         location=base,
         content="" if d.content is None else str(d.content),
+        origin="logical",
         resources=resources,
+        base=base,
     )
 
 

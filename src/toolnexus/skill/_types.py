@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 SkipReason: TypeAlias = Literal[
     "missing-name", "malformed-frontmatter", "duplicate-name", "unreadable"
 ]
+SkillSkipReason: TypeAlias = SkipReason
 
 
 @dataclass(slots=True)
@@ -26,21 +27,29 @@ class SkillDef:
     base: str | None = None
 
 
+SkillProvider: TypeAlias = Callable[[], "list[SkillDef] | Awaitable[list[SkillDef]]"]
+"""`create_toolkit(skill_provider=...)`: returns (or resolves to) the data skills to add."""
+
+
 @dataclass(frozen=True, slots=True)
 class SkillInfo:
     """One discovered skill.
 
     `location` is the absolute `SKILL.md` path as reached by the walk (links not resolved), or
-    the logical base of a data skill. `directory` is the folder holding `SKILL.md` (`None` for
-    data skills); `resources` are a data skill's logical file names.
+    the logical base of a data skill. `origin` says which: `"fs"` for a file, `"logical"` for a
+    `SkillDef`, whose `base` and `resources` (logical file names) it keeps. `directory` is the
+    folder holding `SKILL.md` (`None` for data skills). The field order is the published
+    package's, so positional construction works the same.
     """
 
     name: str
-    description: str | None
     location: str
     content: str
-    directory: str | None = None
+    description: str | None = None
+    origin: Literal["fs", "logical"] = "fs"
     resources: tuple[str, ...] | None = None
+    base: str | None = None
+    directory: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
