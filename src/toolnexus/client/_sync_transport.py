@@ -23,17 +23,16 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from toolnexus._json import compact_json
-from toolnexus.client._errors import ProviderError
 from toolnexus.client._inprocess import STREAM_UNSUPPORTED, generate_request, to_completion
 from toolnexus.client._transport import StreamBody
 from toolnexus.client._transport import _failure as failure
+from toolnexus.errors import ProviderConnectionError, ProviderError
 from toolnexus.types import error_message
 
 __all__ = [
     "HttpTransport",
     "InProcessTransport",
     "ThreadedTransport",
-    "TransportFailure",
     "UrllibTransport",
 ]
 
@@ -60,11 +59,6 @@ class HttpTransport(Protocol):
     def open(
         self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
     ) -> Any: ...
-
-
-class TransportFailure(Exception):
-    """A call through a synchronous `http_transport` failed without an HTTP status (the network,
-    or the transport itself); retried like a network error."""
 
 
 class UrllibTransport:
@@ -214,22 +208,23 @@ def _received_headers(exc: BaseException) -> dict[str, str]:
     return received
 
 
-def _mapped(exc: Exception, sent: Mapping[str, str]) -> Exception:
+def _mapped(exc: Exception, url: str, sent: Mapping[str, str]) -> Exception:
     """A transport's exception as ours: an HTTP status ⇒ `ProviderError` (credentials the
-    provider echoed are blanked), anything else ⇒ `TransportFailure`."""
+    provider echoed are blanked), anything else ⇒ `ProviderConnectionError` (retried)."""
     status = _status_of(exc)
     if status is not None:
         return failure(status, _body_of(exc), sent, _received_headers(exc))
-    return TransportFailure(f"http_transport failed: {error_message(exc)}")
+    return ProviderConnectionError(url, f"http_transport: {error_message(exc)}")
 
 
 class _ThreadedStream:
     """A live response of `open`, read in worker threads."""
 
-    __slots__ = ("_response", "is_json", "status")
+    __slots__ = ("_response", "_url", "is_json", "status")
 
-    def __init__(self, response: Any) -> None:
+    def __init__(self, response: Any, url: str) -> None:
         self._response = response
+        self._url = url
         self.status = 200
         headers = getattr(response, "headers", None)
         content_type = ""
@@ -244,7 +239,8 @@ class _ThreadedStream:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            raise TransportFailure(f"http_transport stream failed: {error_message(exc)}") from exc
+            reason = f"http_transport stream: {error_message(exc)}"
+            raise ProviderConnectionError(self._url, reason) from exc
         if isinstance(chunk, str):
             return chunk.encode()
         return bytes(chunk or b"")
@@ -271,7 +267,7 @@ class _ThreadedStream:
 class ThreadedTransport:
     """Our transport interface over a synchronous `HttpTransport`, one worker thread per call."""
 
-    transport_errors: tuple[type[BaseException], ...] = (TransportFailure,)
+    transport_errors: tuple[type[BaseException], ...] = (ProviderConnectionError,)
     # Cancelling stops our wait at once; the thread's late answer is dropped.
     unwinds_promptly = True
 
@@ -296,7 +292,7 @@ class ThreadedTransport:
         except NotImplementedError:
             raise
         except Exception as exc:
-            raise _mapped(exc, sent) from exc
+            raise _mapped(exc, url, sent) from exc
         if not isinstance(data, dict):
             raise ProviderError(
                 200, "", f"http_transport.post returned {type(data).__name__}, not a dict"
@@ -318,8 +314,8 @@ class ThreadedTransport:
         except NotImplementedError:
             raise
         except Exception as exc:
-            raise _mapped(exc, sent) from exc
-        return _ThreadedStream(response)
+            raise _mapped(exc, url, sent) from exc
+        return _ThreadedStream(response, url)
 
     async def aclose(self) -> None:
         return None  # the transport is the caller's: closing it is theirs too

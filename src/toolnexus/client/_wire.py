@@ -12,6 +12,7 @@ from toolnexus.adapters import ToolCall
 from toolnexus.client._errors import ProviderError, is_error_payload
 from toolnexus.client._parts import canonical_messages
 from toolnexus.client._results import add_usage
+from toolnexus.errors import ConfigError
 
 if TYPE_CHECKING:
     from toolnexus.client._parts import PartPolicy
@@ -264,7 +265,7 @@ def endpoint_given(base_url: str, style: str) -> bool:
             example = (
                 "https://api.openai.com/v1" if style == "openai" else "https://api.anthropic.com"
             )
-            raise ValueError(
+            raise ConfigError(
                 f"base_url {base_url!r} ends in {suffix}, the {other} endpoint, but "
                 f'style="{style}": pass the provider\'s base URL (e.g. {example}) or '
                 f'style="{other}"'

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from toolnexus._aio import call_in_thread_maybe_async
 from toolnexus._json import compact_json
+from toolnexus.errors import ConfigError
 
 if TYPE_CHECKING:
     from toolnexus.client import RunResult
@@ -72,7 +73,7 @@ async def start_a2a_server(
     from toolnexus.toolkit import Toolkit
 
     if loop is not None and loop is not asyncio.get_running_loop():
-        raise ValueError("start_a2a_server serves on the running event loop; pass loop=None")
+        raise ConfigError("start_a2a_server serves on the running event loop; pass loop=None")
     if a2a is not None and not callable(run_task):
         raise TypeError(f"run_task must be callable, not {type(run_task).__name__}")
     return await serve_toolkit(
