@@ -47,14 +47,19 @@ class Toolkit:
         disable_tools: Iterable[str] | None = None,
         *,
         config: Mapping[str, Any] | None = None,
+        skills: SkillSource | None = None,
+        builtin_tools: Sequence[Tool] | None = None,
+        agent_tools: Sequence[Tool] | None = None,
     ) -> None:
         """The parts of a toolkit, each source's tools already loaded (`create_toolkit` builds
         them). `a2a_config`/`mcp_server_config` are the serving profiles, as the config's
-        `a2a`/`mcpServer` blocks; `config` is the whole config the toolkit came from."""
+        `a2a`/`mcpServer` blocks; `config` is the whole config the toolkit came from.
+        `skills`, `builtin_tools` and `agent_tools` are accepted for `skill`, `builtins` and
+        `agents` (this package's earlier names)."""
         self._mcp = mcp
-        self._skills = skill
-        self._builtins = list(builtins)
-        self._agent_tools = list(agents)
+        self._skills = skill if skills is None else skills
+        self._builtins = list(builtins if builtin_tools is None else builtin_tools)
+        self._agent_tools = list(agents if agent_tools is None else agent_tools)
         self._extra = list(extra_tools)
         self._registered: list[Tool] = []
         self._disable = frozenset(disable_tools or ())
