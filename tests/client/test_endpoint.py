@@ -64,7 +64,7 @@ async def test_the_in_process_client_has_its_model_and_no_url() -> None:
     result = await client.run("hello")
     assert result.text == "local answer"
     assert seen[0]["model"] == "local-model"
-    with pytest.raises(RuntimeError, match="cannot stream"):
+    with pytest.raises(NotImplementedError, match="does not support streaming"):
         client.stream("hello")
     await client.aclose()
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from toolnexus._json import compact_json
 from toolnexus._log import warn
+from toolnexus.errors import ConfigError
 from toolnexus.serve._a2a import (
     DEFAULT_MAX_IN_FLIGHT,
     A2AConfig,
@@ -35,11 +36,12 @@ from toolnexus.serve._mcp import (
     exposed_mcp_tools,
     make_mcp_server,
 )
-from toolnexus.serve._run_task import RunTask, start_a2a_server
+from toolnexus.serve._run_task import RunTask, RunTaskClient
 from toolnexus.serve._tasks import FileTaskStore, InMemoryTaskStore, TaskStore, resolve_store
 from toolnexus.types import Tool
 
 if TYPE_CHECKING:
+    from toolnexus.skill import SkillInfo
     from toolnexus.toolkit import Toolkit
 
 __all__ = [
@@ -210,3 +212,38 @@ async def serve_toolkit_stdio(
     )
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def start_a2a_server(
+    addr: str,
+    a2a: Mapping[str, Any] | None,
+    skills: Sequence[SkillInfo],
+    run_task: RunTask,
+    on_task: Callable[[dict[str, Any]], Any] | None = None,
+    loop: asyncio.AbstractEventLoop | None = None,
+    mcp: Mapping[str, Any] | None = None,
+    mcp_tools: Sequence[Tool] | None = None,
+    on_call: OnCall | None = None,
+) -> ServeHandle:
+    """Serve on `addr` (`"host:port"`) what `Toolkit.serve` serves, with the tasks answered by
+    `run_task` instead of a client: the A2A profile `a2a` (its card lists `skills`) and, with
+    `mcp`, the MCP profile exposing `mcp_tools`. Without either profile nothing is mounted.
+
+    The server runs on the running event loop; `loop`, when given, must be that loop.
+    """
+    from toolnexus.toolkit import Toolkit
+
+    if loop is not None and loop is not asyncio.get_running_loop():
+        raise ConfigError("start_a2a_server serves on the running event loop; pass loop=None")
+    if a2a is not None and not callable(run_task):
+        raise TypeError(f"run_task must be callable, not {type(run_task).__name__}")
+    return await serve_toolkit(
+        Toolkit(extra_tools=list(mcp_tools or ())),
+        addr,
+        client=RunTaskClient(run_task) if a2a is not None else None,
+        a2a=a2a,
+        on_task=on_task,
+        mcp=mcp,
+        on_call=on_call,
+        card_skills=list(skills),
+    )
