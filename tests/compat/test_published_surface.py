@@ -31,7 +31,6 @@ OWNERS_CHECKED = {"core", "content"}
 OWNER_GAPS: dict[tuple[str, str], str] = {
     ("toolnexus.content", "BinaryReadable"): "content",  # read() takes no *args here
     ("toolnexus.content", "BytesLike"): "content",  # the type alias is not exported
-    ("toolnexus.content", "normalize_parts"): "content",  # its parameter is `items`, not `parts`
 }
 
 # Parameters of core callables that another issue adds: checked once that owner is checked.
@@ -134,6 +133,10 @@ NOT_PROVIDED: dict[tuple[str, str], str] = {
     ),
     ("toolnexus.mcp_source", "MAX_LIST_PAGES"): (
         "the page cap (1000, as published) lives with the MCP connection, which loads the SDK"
+    ),
+    ("toolnexus.serve", "PROTOCOL_VERSION"): (
+        "the published package speaks A2A 0.3 only; ours serves 1.0, 0.3 and legacy, the card "
+        "saying which"
     ),
     ("toolnexus.translate", "anthropic_blocks"): "an internal step of the published mapping",
     ("toolnexus.translate", "part_to_anthropic"): "content parts map in the Anthropic dialect",

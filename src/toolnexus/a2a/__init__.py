@@ -7,13 +7,13 @@ from toolnexus.a2a._outbound import (
     DEFAULT_POLL_EVERY_MS,
     DEFAULT_TIMEOUT_MS,
     TASK_INPUT_SCHEMA,
-    TERMINAL_STATES,
     A2AError,
     Agent,
     agent,
     agent_tools,
     parse_agents_config,
 )
+from toolnexus.a2a._wire import TERMINAL_STATES
 
 __all__ = [
     "DEFAULT_POLL_EVERY_MS",

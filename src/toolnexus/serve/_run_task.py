@@ -24,15 +24,26 @@ class RunTaskClient:
     def __init__(self, run_task: RunTask) -> None:
         self._run_task = run_task
 
-    async def ask(self, prompt: str, toolkit: Any = None, *, id: str | None = None) -> RunResult:
+    async def ask(
+        self,
+        prompt: Any,
+        toolkit: Any = None,
+        *,
+        id: str | None = None,
+        cancel: Any = None,
+    ) -> RunResult:
         return await self._answer(prompt, id)
 
-    async def run(self, prompt: str, toolkit: Any = None) -> RunResult:
+    async def run(self, prompt: Any, toolkit: Any = None, **_: Any) -> RunResult:
         return await self._answer(prompt, None)
 
-    async def _answer(self, prompt: str, context_id: str | None) -> RunResult:
+    async def _answer(self, prompt: Any, context_id: str | None) -> RunResult:
         from toolnexus.client._results import RunResult
 
+        if not isinstance(prompt, str):  # a message of parts: its text parts
+            prompt = "".join(
+                str(p.get("text", "")) for p in prompt if isinstance(p, dict) and "text" in p
+            )
         value = await call_in_thread_maybe_async(self._run_task, prompt, context_id)
         if isinstance(value, RunResult):
             return value
