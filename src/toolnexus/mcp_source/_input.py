@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from toolnexus.mcp_source._elicitation import answer_to_elicit_result, elicitation_to_request
+from toolnexus.mcp_source._elicitation import elicit_result_fields, elicitation_to_request
 from toolnexus.types import Answer, Request, ToolResult
 
 ELICIT = "elicitation/create"
@@ -49,7 +49,7 @@ def host_request(entry: Mapping[str, Any], key: str | None = None) -> Request:
 
 def elicit_response(request: Request, answer: Answer | None) -> dict[str, Any]:
     """The wire `ElicitResult` for the host's answer to `request`."""
-    result = answer_to_elicit_result(answer)
+    result = elicit_result_fields(answer)
     if request.kind == "authorization":
         result.pop("content", None)  # URL mode carries no form content
     return result
