@@ -20,6 +20,7 @@ from toolnexus.content import (
     checked_limit,
     decoded_len,
     encode_part,
+    get_max_part_bytes,
     is_part_dict,
     normalize_parts,
     oversize_message,
@@ -117,8 +118,6 @@ class PartPolicy:
         """The cap in force: this client's, else the process-wide one."""
         if self.max_part_bytes is not None:
             return self.max_part_bytes
-        from toolnexus.content import get_max_part_bytes
-
         return get_max_part_bytes()
 
     def block(
