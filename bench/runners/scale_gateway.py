@@ -1,13 +1,16 @@
 """`scale_gateway`: MCP `tools/call` through `toolkit.serve(..., mcp={})` versus direct.
 
-Three paths to the same fixture server, each with the SDK's `ClientSession`:
-- direct: over stdio to the server;
-- SDK HTTP: the server itself on the SDK's streamable-HTTP transport (the transport's cost);
+Paths to the same `add` function, each with the SDK's `ClientSession`:
+- direct: over stdio to the fixture server;
+- SDK HTTP: the fixture server itself on the SDK's streamable-HTTP transport (`MCPServer`);
 - gateway: over streamable HTTP to a toolnexus gateway process (fixtures/gateway.py) whose
   toolkit holds the server over stdio; measured again with a bare httpx2 JSON-RPC client
-  (no SDK) to separate the gateway's own cost from the SDK client's.
+  (no SDK) to separate the gateway's own cost from the SDK client's;
+- native gateway: the gateway serving `add` as a native tool (`gateway.py --native`).
 Latency is sequential calls of `add`; throughput keeps `--inflight` calls outstanding. p50 is
-the gateway's; `added_ms` = gateway p50 − direct p50.
+the gateway's; `added_ms` = gateway p50 − direct p50. The two targets: `native_ratio` =
+native gateway p50 / SDK HTTP p50 (≤ 1.1) and `stdio_ratio` = gateway p50 / (SDK HTTP p50 +
+direct p50) (≤ 1.2).
 """
 
 from __future__ import annotations
@@ -222,17 +225,26 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         return row
     sdk_http = await over_http([*c.mcp_server_command(), "--http"], args)
     gate_raw = await over_http(gateway, args, raw=True)
+    native = await over_http([*gateway, "--native"], args)
+    native_ratio = native["p50_ms"] / sdk_http["p50_ms"]
+    stdio_ratio = gate["p50_ms"] / (sdk_http["p50_ms"] + base["p50_ms"])
     row.update(
         sdk_http_p50_ms=sdk_http["p50_ms"],
         sdk_http_calls_per_s=sdk_http["calls_per_s"],
         added_vs_sdk_http_ms=gate["p50_ms"] - sdk_http["p50_ms"],
         gateway_raw_client_p50_ms=gate_raw["p50_ms"],
         gateway_raw_client_calls_per_s=gate_raw["calls_per_s"],
+        native_gateway_p50_ms=native["p50_ms"],
+        native_gateway_calls_per_s=native["calls_per_s"],
+        native_ratio=native_ratio,
+        stdio_ratio=stdio_ratio,
     )
     row["headline"] += (
         f"; the SDK's own HTTP server {sdk_http['p50_ms']:.2f} ms "
         f"({sdk_http['calls_per_s']:.0f} calls/s); gateway with a bare httpx2 client "
-        f"{gate_raw['p50_ms']:.2f} ms"
+        f"{gate_raw['p50_ms']:.2f} ms; native tool through the gateway {native['p50_ms']:.2f} ms "
+        f"({native['calls_per_s']:.0f} calls/s): native_ratio {native_ratio:.2f} (target 1.1), "
+        f"stdio_ratio {stdio_ratio:.2f} (target 1.2)"
     )
     return row
 

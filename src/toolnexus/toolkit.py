@@ -240,6 +240,11 @@ class Toolkit:
         """Server name → `connected`, `failed` or `disabled`."""
         return dict(self._mcp.status) if self._mcp is not None else {}
 
+    def mcp_instructions_prompt(self) -> str:
+        """The instructions of the connected MCP servers that opted in (`instructions: true`),
+        as a system-prompt section; `""` when there are none."""
+        return self._mcp.instructions_prompt() if self._mcp is not None else ""
+
     def mcp_servers(self) -> dict[str, McpServerState]:
         """Server name → `McpServerState(status, error, transport, tool_count)`."""
         return dict(self._mcp.servers) if self._mcp is not None else {}
@@ -483,11 +488,14 @@ async def create_toolkit(
     disable_tools: Iterable[str] | None = None,
     disable_skills: Iterable[str] | None = None,
     cancel: asyncio.Event | None = None,
+    roots: Sequence[str | os.PathLike[str] | Mapping[str, str]] | None = None,
 ) -> Toolkit:
     """Connect and load every configured tool source concurrently, then assemble the toolkit.
 
     A failing MCP server, agent or skill provider is isolated (warning, status `failed`);
-    only an unreadable config file raises. Setting `cancel` aborts the whole build.
+    only an unreadable config file raises. Setting `cancel` aborts the whole build. `roots`
+    (paths, `file://` URIs or `{"uri", "name"}`) are offered to MCP servers whose entry has no
+    `roots` key; without them a built-in workspace is.
     """
     if isinstance(extra_tools, Tool):
         raise TypeError("extra_tools takes a list of tools: extra_tools=[tool]")
@@ -517,7 +525,14 @@ async def create_toolkit(
             if mcp_config is not None:
                 from toolnexus.mcp_source import load_mcp_with_context
 
-                mcp_task = group.create_task(load_mcp_with_context(config, wait_for, cancel=cancel))
+                workspace = (
+                    builtins_cfg.get("workspace") if isinstance(builtins_cfg, Mapping) else None
+                )
+                mcp_task = group.create_task(
+                    load_mcp_with_context(
+                        config, wait_for, cancel=cancel, roots=roots, workspace=workspace
+                    )
+                )
             skills_task = None
             if has_skills:
                 from toolnexus.skill import build_skill_source

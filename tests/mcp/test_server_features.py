@@ -12,7 +12,9 @@ import pytest
 
 from support.mcp_fixtures import ErasShared
 from support.mcp_servers import ERAS, ThreadedHttpServer, command
-from support.mcp_servers.sdk_eras import IMAGE_BYTES, tasks_app
+from support.mcp_servers.sdk_eras import IMAGE_BYTES, INSTRUCTIONS, tasks_app
+from toolnexus import create_toolkit
+from toolnexus.client._loop import compose_system
 from toolnexus.mcp_source import list_mcp_tools, load_mcp_with_context
 from toolnexus.types import ToolContext
 
@@ -220,3 +222,40 @@ async def test_a_rejected_argument_still_names_the_server(eras: ErasShared) -> N
     result = await eras.tool("h_dual", "echo").execute({})
     assert result.is_error
     assert result.metadata is not None and result.metadata["server"] == "h_dual"
+
+
+# -- instructions -------------------------------------------------------------------------------
+
+
+async def test_opted_in_instructions_join_the_system_prompt(
+    era_http: dict[str, ThreadedHttpServer], tmp_path: Any
+) -> None:
+    skill = tmp_path / "skills" / "tidy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: tidy\ndescription: Tidy up.\n---\nBody.\n")
+    toolkit = await create_toolkit(
+        mcp_config={
+            "first": {"url": era_http["dual"].url(), "instructions": True},
+            "quiet": {"url": era_http["dual"].url()},
+            "second": {"url": era_http["legacy"].url(), "instructions": True},
+        },
+        skills_dir=tmp_path / "skills",
+        builtins=False,
+    )
+    try:
+        section = (
+            "## MCP Server Instructions\n\n### first\nCall echo first.\nThen the rest."
+            "\n\n### second\nCall echo first.\nThen the rest."
+        )
+        assert toolkit.mcp_instructions_prompt() == section
+        assert toolkit.mcp_servers()["quiet"].instructions == INSTRUCTIONS
+        system = compose_system("Be brief.", toolkit)
+        assert system == f"Be brief.\n\n{toolkit.skills_prompt()}\n\n{section}"
+    finally:
+        await toolkit.close()
+    plain = await create_toolkit(mcp_config={"quiet": {"url": era_http["dual"].url()}})
+    try:
+        assert plain.mcp_instructions_prompt() == ""
+        assert compose_system("Be brief.", plain) == "Be brief."
+    finally:
+        await plain.close()

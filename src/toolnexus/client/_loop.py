@@ -46,8 +46,11 @@ Event = dict[str, Any]
 
 
 def compose_system(system_prompt: str | None, toolkit: Toolkit | None) -> str:
-    """The non-empty of `system_prompt` and the toolkit's skill catalog, joined by a blank line."""
-    parts = [system_prompt or "", toolkit.skills_prompt() if toolkit is not None else ""]
+    """The non-empty of `system_prompt`, the toolkit's skill catalog and its opted-in MCP
+    servers' instructions, joined by a blank line."""
+    parts = [system_prompt or ""]
+    if toolkit is not None:
+        parts += [toolkit.skills_prompt(), toolkit.mcp_instructions_prompt()]
     return "\n\n".join(p for p in parts if p)
 
 

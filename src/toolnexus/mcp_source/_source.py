@@ -115,6 +115,20 @@ class McpSource:
         """Server name → `McpServerState(status, error, transport, tool_count)`."""
         return {name: server.state() for name, server in self._servers.items()}
 
+    def instructions_prompt(self) -> str:
+        """`## MCP Server Instructions`, then `### <name>` and the trimmed instructions of each
+        connected server that opted in with `instructions: true` (config order); `""` when
+        none has any."""
+        sections = []
+        for name, server in self._servers.items():
+            state = server.state()
+            text = (state.instructions or "").strip()
+            if server.spec is not None and server.spec.instructions and text:
+                sections.append(f"### {name}\n{text}")
+        if not sections:
+            return ""
+        return "## MCP Server Instructions\n\n" + "\n\n".join(sections)
+
     async def close(self) -> None:
         """Close every session; stdio servers' process trees are killed. Idempotent."""
         self._closed = True

@@ -14,7 +14,6 @@ from typing import Any
 
 import h11
 import uvicorn
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -27,6 +26,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from toolnexus.serve._a2a import A2AEndpoint
 from toolnexus.serve._addr import is_loopback
+from toolnexus.serve._mcp import McpHttpEndpoint
 
 __all__ = ["MAX_BODY_BYTES", "ServeHandle", "ServeLimits", "build_app", "start_server"]
 
@@ -281,16 +281,13 @@ def build_app(
     """
     limits = limits or ServeLimits()
     routes: list[BaseRoute] = []
-    manager: StreamableHTTPSessionManager | None = None
+    manager: McpHttpEndpoint | None = None
     if mcp_server is not None:
         # Stateless: a fresh transport per request and nothing kept between requests.
-        manager = StreamableHTTPSessionManager(
-            app=mcp_server,
-            stateless=True,
-            security_settings=_NO_SDK_HOST_CHECK,
-            max_request_body_size=limits.max_body,
+        manager = McpHttpEndpoint(
+            mcp_server, security_settings=_NO_SDK_HOST_CHECK, max_body=limits.max_body
         )
-        routes.append(Route("/mcp", endpoint=_StatelessMCP(StreamableHTTPASGIApp(manager))))
+        routes.append(Route("/mcp", endpoint=_StatelessMCP(manager)))
     if a2a is not None and card is not None:
         card_bytes = card
 

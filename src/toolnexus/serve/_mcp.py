@@ -1,19 +1,40 @@
-"""The MCP server profile: the toolkit's tools as one MCP server (SDK lowlevel `Server`)."""
+"""The MCP server profile: the toolkit's tools as one MCP server (SDK lowlevel `Server`).
+
+The SDK serves both protocol eras on the same server. Results keep what the tools returned:
+an MCP tool's upstream content blocks verbatim, otherwise the output text and one block per
+content part; `structuredContent`, `isError`, and the listing's `title`, `annotations`,
+`outputSchema` and `icons`. A suspension (a `pending` result) becomes, for a 2026-07-28
+client, an `InputRequiredResult` whose sealed `requestState` carries the `Request`; for a
+2025-11-25 client over stdio, a pushed elicitation; otherwise an error result with its text.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolnexus._aio import call_maybe_async
+from toolnexus._env import expand_env
 from toolnexus._log import logger
-from toolnexus.types import Tool, ToolContext, ToolResult, error_message
+from toolnexus.types import (
+    Answer,
+    Request,
+    Tool,
+    ToolContext,
+    ToolResult,
+    error_message,
+    pending_of,
+)
 
 if TYPE_CHECKING:
     from toolnexus.toolkit import Toolkit
@@ -23,6 +44,7 @@ __all__ = [
     "DEFAULT_VERSION",
     "Execute",
     "MCPServeConfig",
+    "McpHttpEndpoint",
     "OnCall",
     "build_mcp_server",
     "execute_through",
@@ -32,14 +54,21 @@ __all__ = [
 
 DEFAULT_NAME = "toolnexus"
 DEFAULT_VERSION = "0.1.0"
+DEFAULT_STATE_TTL_MS = 600_000
+_MIN_KEY_BYTES = 32
 
 
 class MCPServeConfig(TypedDict, total=False):
-    """The MCP profile: `serverInfo` name/version and an optional list of exposed tool names."""
+    """The MCP profile: `serverInfo` name/version, the exposed tool names, the gateway's
+    `instructions`, and the request-state keys (`${ENV}` expanded; the first seals, all unseal)
+    with their lifetime in milliseconds. Replicas must share `requestStateKeys` and `name`."""
 
     name: str
     version: str
     tools: list[str]
+    instructions: str
+    requestStateKeys: list[str]
+    requestStateTtl: int
 
 
 OnCall: TypeAlias = Callable[[dict[str, Any]], "Awaitable[None] | None"]
@@ -71,6 +100,150 @@ def execute_through(toolkit: Toolkit) -> Execute:
     return execute
 
 
+def _listed(tool: Tool) -> types.Tool:
+    """The `tools/list` entry: serve.md's three fields plus what the source knew."""
+    meta = tool.metadata or {}
+    return types.Tool.model_validate(
+        {
+            "name": tool.name,
+            "description": tool.description,
+            "inputSchema": tool.input_schema,
+            **{k: meta[k] for k in ("title", "annotations", "outputSchema", "icons") if k in meta},
+        }
+    )
+
+
+def _security(cfg: Mapping[str, Any], audience: str) -> RequestStateBoundary:
+    """The request-state seal: the profile's shared keys, else a key held by this process."""
+    ttl_ms = cfg.get("requestStateTtl", DEFAULT_STATE_TTL_MS)
+    if isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int | float) or ttl_ms <= 0:
+        raise ValueError('the MCP profile\'s "requestStateTtl" must be a positive number of ms')
+    keys = cfg.get("requestStateKeys")
+    if keys is None:
+        security = RequestStateSecurity.ephemeral(ttl=ttl_ms / 1000, audience=audience)
+    else:
+        if isinstance(keys, str) or not keys or not all(isinstance(k, str) for k in keys):
+            raise ValueError('the MCP profile\'s "requestStateKeys" must be a list of strings')
+        expanded = [expand_env(k) for k in keys]
+        if any(len(k.encode()) < _MIN_KEY_BYTES for k in expanded):
+            # never the value: the keys are secrets
+            raise ValueError(
+                f'each of the MCP profile\'s "requestStateKeys" must be {_MIN_KEY_BYTES}+ bytes'
+            )
+        security = RequestStateSecurity(keys=expanded, ttl=ttl_ms / 1000, audience=audience)
+    return RequestStateBoundary(security, default_audience=audience)
+
+
+def _form_schema(request: Request) -> dict[str, Any]:
+    """The Request's own form, else one string field `answer` described by the prompt."""
+    schema = (request.data or {}).get("schema")
+    if isinstance(schema, Mapping):
+        return dict(schema)
+    return {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "description": request.prompt}},
+        "required": ["answer"],
+    }
+
+
+def _elicitation(request: Request) -> types.ElicitRequest:
+    if request.kind == "authorization" and request.url:
+        return types.ElicitRequest(
+            params=types.ElicitRequestURLParams(
+                message=request.prompt, url=request.url, elicitation_id=request.id
+            )
+        )
+    return types.ElicitRequest(
+        params=types.ElicitRequestFormParams(
+            message=request.prompt, requested_schema=_form_schema(request)
+        )
+    )
+
+
+def _answer(request: Request, response: Any) -> Answer:
+    """The client's elicitation response as the host's `Answer` to `request`."""
+    action = getattr(response, "action", None)
+    if action is None and isinstance(response, Mapping):
+        action = response.get("action")
+    if action == "accept":
+        content = getattr(response, "content", None)
+        if content is None and isinstance(response, Mapping):
+            content = response.get("content")
+        return Answer(request.id, True, dict(content or {}) or None)
+    return Answer(request.id, False, reason="declined" if action == "decline" else "cancelled")
+
+
+def _can_elicit(capabilities: types.ClientCapabilities | None, request: Request) -> bool:
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is None:
+        return False
+    if request.kind == "authorization" and request.url:
+        return elicitation.url is not None
+    return elicitation.form is not None or elicitation.url is None
+
+
+_PART_KINDS = {"image", "audio"}
+
+
+def _part_block(part: Mapping[str, Any]) -> dict[str, Any]:
+    """One content part as an MCP content block."""
+    kind = part.get("type")
+    mime = part.get("mimeType") or "application/octet-stream"
+    if kind == "text":
+        return {"type": "text", "text": part.get("text") or ""}
+    url = part.get("url")
+    if url:
+        return {
+            "type": "resource_link",
+            "uri": url,
+            "name": part.get("name") or url,
+            "mimeType": mime,
+        }
+    if kind in _PART_KINDS:
+        return {"type": kind, "data": part.get("data") or "", "mimeType": mime}
+    name = str(part.get("name") or "")
+    uri = name if "://" in name else (f"file:///{name}" if name else "file:///part")
+    return {
+        "type": "resource",
+        "resource": {"uri": uri, "mimeType": mime, "blob": part.get("data") or ""},
+    }
+
+
+def _call_result(
+    tool: Tool, result: ToolResult, output_schemas: Mapping[str, Any]
+) -> types.CallToolResult:
+    metadata = result.metadata if isinstance(result.metadata, dict) else {}
+    upstream = metadata.get("content") if tool.source == "mcp" else None
+    structured = metadata.get("structured", metadata.get("structuredContent"))
+    if not isinstance(structured, dict):
+        structured = None
+    if not result.is_error and structured is None and output_schemas.get(tool.name) is not None:
+        return types.CallToolResult(
+            content=[
+                types.TextContent(
+                    text=f"Tool {tool.name} has an output schema but returned no structured content"
+                )
+            ],
+            is_error=True,
+        )
+    if isinstance(upstream, list):
+        return types.CallToolResult.model_validate(
+            {"content": upstream, "structuredContent": structured, "isError": result.is_error}
+        )
+    parts = result.parts or ()
+    if not parts and structured is None:  # the hot path: one text block
+        return types.CallToolResult(
+            content=[types.TextContent(text=result.output)], is_error=result.is_error
+        )
+    content: list[Any] = []
+    if result.output or not parts:
+        content.append({"type": "text", "text": result.output})
+    content.extend(_part_block(p) for p in parts)
+    return types.CallToolResult.model_validate(
+        {"content": content, "structuredContent": structured, "isError": result.is_error}
+    )
+
+
 def make_mcp_server(
     tools: Sequence[Tool],
     cfg: Mapping[str, Any] | None,
@@ -81,35 +254,59 @@ def make_mcp_server(
     cfg = cfg or {}
     by_name = {t.name: t for t in tools}
     # The exposed set is fixed, so the listing is built once.
-    listing = types.ListToolsResult(
-        tools=[
-            types.Tool(name=t.name, description=t.description, input_schema=t.input_schema)
-            for t in tools
-        ]
-    )
+    listing = types.ListToolsResult(tools=[_listed(t) for t in tools])
+    output_schemas = {t.name: (t.metadata or {}).get("outputSchema") for t in tools}
+    name = str(cfg.get("name") or DEFAULT_NAME)
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> Any:
         return listing
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
-        tool = by_name.get(params.name)
-        if tool is None:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+    async def run_once(
+        tool: Tool, args: dict[str, Any], ctx: Any, answer: Answer | None, request: Request | None
+    ) -> ToolResult:
         # Set when the request is cancelled (a client cancel or disconnect) before the call is
         # cancelled, so the tool sees the signal whether it awaits or runs in a worker thread.
         signal = asyncio.Event()
-        started = time.perf_counter()
+        session = ctx.session
+
+        async def progress(event: dict[str, Any]) -> None:
+            await session.report_progress(
+                event.get("progress", 0), event.get("total"), event.get("message")
+            )
+
         call = asyncio.ensure_future(
-            execute(tool, params.arguments or {}, ToolContext(signal=signal))
+            execute(
+                tool,
+                args,
+                ToolContext(signal=signal, answer=answer, request=request, on_progress=progress),
+            )
         )
         try:
-            result = await asyncio.shield(call)
+            return await asyncio.shield(call)
         except asyncio.CancelledError:
             signal.set()
             call.cancel()
             raise
         except Exception as exc:  # the server never crashes on a tool
-            result = ToolResult(error_message(exc), True)
+            return ToolResult(error_message(exc), True)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
+        tool = by_name.get(params.name)
+        if tool is None:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        args = params.arguments or {}
+        started = time.perf_counter()
+        answer = request = None
+        if params.request_state is not None and params.input_responses:
+            request = Request.from_dict(json.loads(params.request_state))
+            answer = _answer(request, params.input_responses.get(request.id))
+        result = await run_once(tool, args, ctx, answer, request)
+        suspended = pending_of(result)
+        if suspended is not None:
+            relayed = await _relay(ctx, tool, args, result, suspended, run_once)
+            if isinstance(relayed, types.InputRequiredResult):
+                return relayed
+            result = relayed
         if on_call is not None:
             event = {
                 "name": tool.name,
@@ -121,23 +318,156 @@ def make_mcp_server(
                 await call_maybe_async(on_call, event)
             except Exception:
                 logger.debug("[toolnexus] on_call raised; ignored", exc_info=True)
-        return types.CallToolResult(
-            content=[types.TextContent(text=result.output)], is_error=result.is_error
-        )
+        return _call_result(tool, result, output_schemas)
 
-    def input_schema(name: str) -> Mapping[str, Any] | None:
-        tool = by_name.get(name)
+    def input_schema(tool_name: str) -> Mapping[str, Any] | None:
+        tool = by_name.get(tool_name)
         return tool.input_schema if tool is not None else None
 
-    name = cfg.get("name")
     version = cfg.get("version")
-    return Server(
-        str(DEFAULT_NAME if name is None else name),
+    instructions = cfg.get("instructions")
+    server: Server[Any] = Server(
+        name,
         version=str(DEFAULT_VERSION if version is None else version),
+        instructions=instructions if isinstance(instructions, str) else None,
         get_tool_input_schema=input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.middleware.append(_security(cfg, name))
+    return server
+
+
+async def _relay(
+    ctx: Any,
+    tool: Tool,
+    args: dict[str, Any],
+    result: ToolResult,
+    request: Request,
+    run_once: Callable[..., Awaitable[ToolResult]],
+) -> ToolResult | types.InputRequiredResult:
+    """A suspension, in the form the calling client can answer."""
+    session = ctx.session
+    capabilities = session.client_capabilities
+    if not _can_elicit(capabilities, request):
+        return result
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return types.InputRequiredResult(
+            input_requests={request.id: _elicitation(request)},
+            request_state=json.dumps(request.to_dict(), separators=(",", ":")),
+        )
+    if not session.can_send_request:
+        return result
+    elicitation = _elicitation(request)
+    params = elicitation.params
+    if isinstance(params, types.ElicitRequestURLParams):
+        response: Any = await session.elicit_url(
+            params.message, params.url, params.elicitation_id, related_request_id=ctx.request_id
+        )
+    else:
+        response = await session.elicit_form(
+            params.message, params.requested_schema, related_request_id=ctx.request_id
+        )
+    again = await run_once(tool, args, ctx, _answer(request, response), request)
+    if pending_of(again) is not None:
+        return ToolResult(f"unresolved: {request.prompt}", True)
+    return again
+
+
+class McpHttpEndpoint:
+    """The `/mcp` ASGI app, stateless: a 2025-11-25 request is answered as plain JSON unless it
+    asks for progress (then SSE, so progress can stream); a 2026-07-28 request goes through the
+    SDK's modern entry with SSE enabled (plain JSON unless the handler sends a notification).
+    `run()` is its lifespan."""
+
+    def __init__(self, server: Server[Any], *, security_settings: Any, max_body: int) -> None:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+        def manager(json_response: bool) -> StreamableHTTPSessionManager:
+            return StreamableHTTPSessionManager(
+                app=server,
+                stateless=True,
+                json_response=json_response,
+                security_settings=security_settings,
+                max_request_body_size=max_body,
+            )
+
+        self._plain = manager(True)
+        self._streaming = manager(False)
+        self._handshake = {v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS}
+
+    @asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        async with self._plain.run(), self._streaming.run():
+            yield
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        streaming = self._streaming
+        if scope.get("method") != "POST":
+            await streaming.handle_request(scope, receive, send)
+            return
+        version = next((v for k, v in scope["headers"] if k == b"mcp-protocol-version"), None)
+        if version is not None and version not in self._handshake:
+            await streaming.handle_request(scope, receive, send)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away before sending its request
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if b'"progressToken"' in body:
+            await streaming.handle_request(scope, _replay(bytes(body), receive), send)
+            return
+        await self._plain_call(scope, bytes(body), receive, send)
+
+    async def _plain_call(self, scope: Any, body: bytes, receive: Any, send: Any) -> None:
+        """A JSON-answered request, cancelled when the client goes away (an SSE answer notices
+        that itself): closing the request is how a stateless caller cancels."""
+        loop = asyncio.get_running_loop()
+        after_body: asyncio.Future[Any] = loop.create_future()
+        sent = False
+
+        async def replayed() -> Any:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await asyncio.shield(after_body)
+
+        handler = asyncio.ensure_future(self._plain.handle_request(scope, replayed, send))
+
+        async def watch() -> None:
+            message = await receive()
+            after_body.set_result(message)
+            if message.get("type") == "http.disconnect":
+                handler.cancel()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            await handler
+        except asyncio.CancelledError:
+            if not handler.cancelled() or asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise
+        finally:
+            watcher.cancel()
+
+
+def _replay(body: bytes, receive: Any) -> Callable[[], Awaitable[Any]]:
+    """`receive` for an ASGI app, giving back the body already read first."""
+    sent = False
+
+    async def replayed() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
 
 
 def build_mcp_server(
