@@ -427,18 +427,14 @@ class McpHttpEndpoint:
     async def _plain_call(self, scope: Any, body: bytes, receive: Any, send: Any) -> None:
         """A JSON-answered request, cancelled when the client goes away (an SSE answer notices
         that itself): closing the request is how a stateless caller cancels."""
-        loop = asyncio.get_running_loop()
-        after_body: asyncio.Future[Any] = loop.create_future()
-        sent = False
+        after_body: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
-        async def replayed() -> Any:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
+        async def rest() -> Any:
             return await asyncio.shield(after_body)
 
-        handler = asyncio.ensure_future(self._plain.handle_request(scope, replayed, send))
+        handler = asyncio.ensure_future(
+            self._plain.handle_request(scope, _replay(body, rest), send)
+        )
 
         async def watch() -> None:
             message = await receive()
@@ -456,8 +452,8 @@ class McpHttpEndpoint:
             watcher.cancel()
 
 
-def _replay(body: bytes, receive: Any) -> Callable[[], Awaitable[Any]]:
-    """`receive` for an ASGI app, giving back the body already read first."""
+def _replay(body: bytes, receive: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
+    """`receive` for an ASGI app: the body already read, then what `receive` gives."""
     sent = False
 
     async def replayed() -> Any:
