@@ -111,6 +111,19 @@ class ProviderError(ToolnexusError):
         self.message = f"LLM {status}: {provider_message}" if provider_message else f"LLM {status}"
         super().__init__(self.message)
 
+    @property
+    def text(self) -> str:
+        """The response text: `body` under the name the published package also gives it."""
+        return self.body
+
+    @property
+    def retry_after(self) -> str | None:
+        """The `Retry-After` header as the provider sent it, `None` without one."""
+        for name, value in (self.headers or {}).items():
+            if name.lower() == "retry-after":
+                return value
+        return None
+
 
 class ProviderConnectionError(ToolnexusError, ConnectionError):
     """The LLM endpoint could not be reached or the connection failed mid-answer.

@@ -253,6 +253,16 @@ async def test_a_final_http_error_names_the_status_and_hides_the_key() -> None:
     assert caught.value.status == 401
     assert "sk-secret-key-123" not in str(caught.value)
     assert "sk-secret-key-123" not in caught.value.body
+    assert caught.value.text == caught.value.body  # the published package's name too
+    assert caught.value.retry_after is None
+
+
+async def test_retry_after_reaches_the_error_as_sent() -> None:
+    transport = ScriptedTransport(HttpFailure(503, "busy", retry_after="7"))
+    async with _client("openai", transport, retries=0) as client:
+        with pytest.raises(ProviderError) as caught:
+            await client.run("hi")
+    assert (caught.value.status, caught.value.retry_after) == (503, "7")
 
 
 async def test_urllib_http_errors_carry_their_status(llm: FakeLLM) -> None:
