@@ -549,3 +549,29 @@ async def test_served_card_uses_the_public_url(agent_toolkit, seen, http):
         oracle.check_card(card)
     finally:
         await handle.stop()
+
+
+async def test_subscribe_to_an_interrupted_task_follows_its_resume(served, http):
+    asked = (await rpc(http, served.url, "SendMessage", {"message": message("ask")}))["result"]
+    task = asked["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tasks/resubscribe", "params": {"id": task["id"]}}
+    events = []
+    async with http.stream("POST", served.url + "/", json=body) as stream:
+        lines = stream.aiter_lines()
+        async for line in lines:
+            if line.startswith("data: "):
+                events.append(oracle.check_strict_json(line[6:])["result"])
+                break
+        reply = {"message": message("teal", taskId=task["id"])}
+        done = await rpc(http, served.url, "SendMessage", reply)
+        assert done["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        async for line in lines:
+            if line.startswith("data: "):
+                answer = oracle.check_strict_json(line[6:])
+                oracle.check_response("tasks/resubscribe", "0.3", answer, 7)
+                events.append(answer["result"])
+    assert events[0]["kind"] == "task" and events[0]["status"]["state"] == "input-required"
+    assert events[-1]["kind"] == "status-update" and events[-1]["final"] is True
+    assert events[-1]["status"]["state"] == "completed"
+    assert any(e["kind"] == "artifact-update" for e in events)

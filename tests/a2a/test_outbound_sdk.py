@@ -191,3 +191,60 @@ async def test_auth_required_is_an_authorization_request():
         waiting = await call(await tool_for(peer), "auth", timeout=10)
         request = (waiting.metadata or {})["pending"]
         assert (request.kind, request.prompt) == ("authorization", "Sign in please")
+
+
+async def test_a_cut_stream_goes_on_by_polling():
+    """A 1.0 peer whose stream ends after the first event: the call polls the known task."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response, StreamingResponse
+    from starlette.routing import Route
+
+    from support.asgi_server import running
+
+    task = {"id": "t-cut", "contextId": "c-cut", "status": {"state": "TASK_STATE_WORKING"}}
+    done = {
+        **task,
+        "status": {"state": "TASK_STATE_COMPLETED"},
+        "artifacts": [{"artifactId": "a", "parts": [{"text": "after the cut"}]}],
+    }
+    methods: list[str] = []
+    base = ""
+
+    async def card(request: Request) -> Response:
+        return JSONResponse(
+            {
+                "name": "cutter",
+                "supportedInterfaces": [
+                    {"url": base + "/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+                ],
+                "capabilities": {"streaming": True},
+                "skills": [{"id": "cut", "name": "cut", "description": "Cuts", "tags": []}],
+            }
+        )
+
+    async def rpc(request: Request) -> Response:
+        body = json.loads(await request.body())
+        methods.append(body["method"])
+        if body["method"] == "SendStreamingMessage":
+
+            async def events():  # type: ignore[no-untyped-def]
+                event = {"jsonrpc": "2.0", "id": body["id"], "result": {"task": task}}
+                yield f"data: {json.dumps(event)}\n\n".encode()
+
+            return StreamingResponse(events(), media_type="text/event-stream")
+        return JSONResponse({"jsonrpc": "2.0", "id": body["id"], "result": done})
+
+    app = Starlette(
+        routes=[
+            Route("/.well-known/agent-card.json", card, methods=["GET"]),
+            Route("/", rpc, methods=["POST"]),
+        ]
+    )
+    async with running(app) as url:
+        base = url
+        [tool] = await agent_tools(agent(url, poll_every=10))
+        result = await call(tool, "go", timeout=10)
+    assert (result.output, result.is_error) == ("after the cut", False)
+    assert (result.metadata or {})["polls"] == 1
+    assert methods == ["SendStreamingMessage", "GetTask"]

@@ -250,13 +250,17 @@ async def _fetch_json(url: str, headers: dict[str, str], timeout_s: float) -> An
     from toolnexus._http import shared_client
 
     response = await shared_client().get(url, headers=headers, timeout=timeout_s)
-    text = response.text
-    if not 200 <= response.status_code < 300:
-        raise A2AError(f"HTTP {response.status_code}: {text}")
+    return _json_answer(response.status_code, response.text, url)
+
+
+def _json_answer(status: int, text: str, where: str) -> Any:
+    """The JSON of a 2xx answer (repaired for output); `A2AError` for anything else."""
+    if not 200 <= status < 300:
+        raise A2AError(f"HTTP {status}: {text}")
     try:
         return wire.repair(wire.loads(text))
     except wire.WireError:
-        raise A2AError(f"{url} did not answer JSON: {text[:200]}") from None
+        raise A2AError(f"{where} did not answer JSON: {text[:200]}") from None
 
 
 async def agent_tools(agent: Agent) -> list[Tool]:
@@ -495,13 +499,7 @@ class _Call:
             headers=self.request_headers("application/json"),
             timeout=timeout_s,
         )
-        text = response.text
-        if not 200 <= response.status_code < 300:
-            raise A2AError(f"HTTP {response.status_code}: {text}")
-        try:
-            return wire.repair(wire.loads(text))
-        except wire.WireError:
-            raise A2AError(f"the agent did not answer JSON: {text[:200]}") from None
+        return _json_answer(response.status_code, response.text, self.remote.endpoint.url)
 
     async def rpc(self, operation: str, params: dict[str, Any]) -> Any:
         remaining = self.remaining_s()

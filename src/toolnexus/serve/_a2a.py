@@ -344,6 +344,8 @@ class A2AEndpoint:
         self.on_task = on_task
         self.max_in_flight = max_in_flight
         self._runs: dict[str, _Run] = {}
+        # Streams subscribed to an interrupted task, waiting for the reply that resumes it.
+        self._watchers: dict[str, list[asyncio.Queue[dict[str, Any] | None]]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._closing = False
 
@@ -554,6 +556,7 @@ class A2AEndpoint:
                 reason="RESOURCE_EXHAUSTED",
             )
         run = _Run(task=task)
+        run.listeners.extend(self._watchers.pop(task["id"], []))
         self._runs[task["id"]] = run
         return run
 
@@ -799,6 +802,7 @@ class A2AEndpoint:
                 )
             canceled = self._with_status(task, "canceled")
             await self.store.save(canceled)
+        self._wake_watchers(task_id, self._status_event(canceled))
         self._forget_lock(task_id)
         return canceled
 
@@ -819,23 +823,26 @@ class A2AEndpoint:
                     UNSUPPORTED_OPERATION, f"Task {task_id} is in terminal state: {state}"
                 )
             found = self._runs.get(task_id)
-            if found is None:  # interrupted: the current task and nothing more until a reply
-                return self._snapshot(task)
+            if found is None:  # interrupted: its updates start with the reply that resumes it
+                queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+                self._watchers.setdefault(task_id, []).append(queue)
+                return self._follow(task_id, queue, {"task": task})
             run = found
-        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        queue = asyncio.Queue()
         run.listeners.append(queue)
         first = {"task": run.task}
         if run.settled.is_set():
             queue.put_nowait(None)
-        return self._follow(run, queue, first)
+        return self._follow(run.task["id"], queue, first)
 
-    @staticmethod
-    async def _snapshot(task: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        yield {"task": task}
+    def _wake_watchers(self, task_id: str, event: dict[str, Any] | None) -> None:
+        for queue in self._watchers.pop(task_id, []):
+            if event is not None:
+                queue.put_nowait(event)
+            queue.put_nowait(None)
 
-    @staticmethod
     async def _follow(
-        run: _Run, queue: asyncio.Queue[dict[str, Any] | None], first: dict[str, Any]
+        self, task_id: str, queue: asyncio.Queue[dict[str, Any] | None], first: dict[str, Any]
     ) -> AsyncIterator[dict[str, Any]]:
         try:
             yield first
@@ -845,8 +852,14 @@ class A2AEndpoint:
                     return
                 yield event
         finally:
-            with contextlib.suppress(ValueError):
+            run = self._runs.get(task_id)
+            if run is not None and queue in run.listeners:
                 run.listeners.remove(queue)
+            waiting = self._watchers.get(task_id)
+            if waiting is not None and queue in waiting:
+                waiting.remove(queue)
+                if not waiting:
+                    del self._watchers[task_id]
 
     async def _sse_stream(
         self, rid: Any, events: AsyncIterator[dict[str, Any]], dialect: Dialect
@@ -891,6 +904,8 @@ class A2AEndpoint:
     async def aclose(self) -> None:
         """Stop every running task (each is saved `canceled`) and wait for them to end."""
         self._closing = True
+        for task_id in list(self._watchers):
+            self._wake_watchers(task_id, None)
         jobs = []
         for run in list(self._runs.values()):
             if run.job is not None:
