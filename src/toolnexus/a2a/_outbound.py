@@ -38,6 +38,7 @@ DEFAULT_POLL_EVERY_MS = 1_000
 CANCEL_TIMEOUT_S = 2.0
 CARD_PATH = "/.well-known/agent-card.json"
 METHOD_NOT_FOUND = -32601
+_OWN_HEADERS = frozenset({"content-type", "accept", "a2a-version"})
 
 TASK_INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -265,7 +266,9 @@ def _json_answer(status: int, text: str, where: str) -> Any:
 
 async def agent_tools(agent: Agent) -> list[Tool]:
     """Fetch the agent's card and make one tool per advertised skill (raises on failure)."""
-    headers = {**(expand_env_headers(agent.headers) or {}), "Accept": "application/json"}
+    given = expand_env_headers(agent.headers) or {}
+    headers = {k: v for k, v in given.items() if k.lower() != "accept"}
+    headers["Accept"] = "application/json"
     url = card_url_of(agent.card)
     card = await _fetch_json(url, headers, agent.timeout / 1000)
     if not isinstance(card, dict):
@@ -460,13 +463,10 @@ class _Call:
         return self.remote.dialect
 
     def request_headers(self, accept: str) -> dict[str, str]:
-        headers = {
-            **self.headers,
-            "Content-Type": "application/json",
-            "Accept": accept,
-        }
-        for key in [k for k in headers if k.lower() == "a2a-version"]:
-            del headers[key]
+        """The agent's headers with ours winning over any spelling of the same name."""
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in _OWN_HEADERS}
+        headers["Content-Type"] = "application/json"
+        headers["Accept"] = accept
         if self.dialect != "legacy":
             headers["A2A-Version"] = self.dialect
         return headers
