@@ -374,6 +374,10 @@ class Toolkit:
             return
         self._closed = True
         try:
+            if any(t.source == "a2a" for t in self._tools):
+                from toolnexus.a2a._outbound import cancel_waiting
+
+                await cancel_waiting(self._tools)  # remote tasks still awaiting a reply
             if self._mcp is not None:
                 await self._mcp.close()
         finally:

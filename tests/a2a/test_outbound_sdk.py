@@ -248,3 +248,17 @@ async def test_a_cut_stream_goes_on_by_polling():
     assert (result.output, result.is_error) == ("after the cut", False)
     assert (result.metadata or {})["polls"] == 1
     assert methods == ["SendStreamingMessage", "GetTask"]
+
+
+async def test_closing_the_toolkit_cancels_tasks_awaiting_a_reply():
+    from toolnexus.toolkit import create_toolkit
+
+    async with sdk_agent() as peer:
+        toolkit = await create_toolkit(agents=[agent(peer.url, poll_every=10)], builtins=False)
+        [name] = [t.name for t in toolkit.tools() if t.source == "a2a"]
+        waiting = await toolkit.execute(name, {"task": "ask"}, ToolContext(timeout=10))
+        task_id = (waiting.metadata or {})["taskId"]
+        assert (waiting.metadata or {})["state"] == "input-required"
+        await toolkit.close()
+        await wait_until(peer.seen.cancel_called.is_set)
+        assert peer.seen.canceled == [task_id]

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urljoin, urlsplit
@@ -28,6 +28,7 @@ __all__ = [
     "Endpoint",
     "agent",
     "agent_tools",
+    "cancel_waiting",
     "parse_agents_config",
     "resolve_endpoint",
 ]
@@ -828,6 +829,29 @@ def _status_mark(status: Mapping[str, Any]) -> str:
     """What tells one interrupted status from another: the id of its message."""
     message = status.get("message")
     return str(message.get("messageId", "")) if isinstance(message, Mapping) else ""
+
+
+async def cancel_waiting(tools: Iterable[Tool]) -> None:
+    """Ask the agents behind `tools` to cancel the tasks still waiting for a reply (best effort,
+    one bounded request each); the toolkit does this when it closes."""
+    calls = []
+    for tool in tools:
+        remote = getattr(getattr(tool, "_execute", None), "__self__", None)
+        if not isinstance(remote, _RemoteAgent):
+            continue
+        try:
+            headers = expand_env_headers(remote.agent.headers) or {}
+        except Exception:  # e.g. an unset ${VAR}: nothing can reach this agent
+            remote.waiting.clear()
+            continue
+        for task_id, context_id, _ in remote.waiting.values():
+            call = _Call(remote, ToolContext())
+            call.task_id, call.context_id, call.state = task_id, context_id, "input-required"
+            call.headers = headers
+            calls.append(call.send_cancel())
+        remote.waiting.clear()
+    if calls:
+        await asyncio.gather(*calls, return_exceptions=True)
 
 
 async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
