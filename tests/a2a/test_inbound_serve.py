@@ -97,3 +97,21 @@ async def test_the_previous_toolnexus_outbound_still_works(served):
     assert [t.name for t in tools] == ["tn_echo"]
     result = await tools[0].execute({"task": "from the past"}, ToolContext(timeout=10))
     assert (result.output, result.is_error) == ("turns=1 last=from the past", False)
+
+
+async def test_a_guarded_agent_advertises_its_bearer_scheme(agent_toolkit, seen, http):
+    from support import a2a_oracle as oracle
+    from support.a2a_agent import Model
+    from toolnexus.client import create_in_process_client
+
+    client = create_in_process_client(model="scripted", generate=Model(seen))
+    async with await agent_toolkit.serve(
+        "127.0.0.1:0", client=client, a2a={"name": "tn"}, auth_token="s3cret"
+    ) as handle:
+        card_url = handle.url + "/.well-known/agent-card.json"
+        assert (await http.get(card_url)).status_code == 401
+        card = (await http.get(card_url, headers={"Authorization": "Bearer s3cret"})).json()
+        oracle.check_card(card)
+        assert card["security"] == [{"bearer": []}]
+        assert card["securityRequirements"] == [{"schemes": {"bearer": {}}}]
+        assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"] == {"scheme": "Bearer"}
