@@ -213,8 +213,8 @@ async def test_pluggable_store_without_list_and_failing_get(agent_toolkit, seen,
 
 
 async def test_unknown_store_names_are_refused(agent_toolkit, seen):
-    with pytest.raises(ValueError, match='Unknown A2A store: "redis://x"'):
-        await serve_agent(agent_toolkit, seen, store="redis://x")
+    with pytest.raises(ValueError, match='Unknown A2A store: "mongodb://x"'):
+        await serve_agent(agent_toolkit, seen, store="mongodb://x")
 
 
 def test_stored_tasks_stay_in_the_10_form(tmp_path: Path):

@@ -228,10 +228,11 @@ def test_unreadable_config_is_one_line(cli, tmp_path: Path) -> None:
             'the MCP profile\'s "tools" must be a list of tool names',
         ),
         (
-            {"a2a": {"store": "redis://x"}},
+            {"a2a": {"store": "mongodb://x"}},
             ["--base-url", "http://127.0.0.1:9", "--style", "openai", "--model", "m",
              "--api-key", "k", "--port", "0"],
-            'Unknown A2A store: "redis://x" (expected "memory" or "file:<dir>")',
+            'Unknown A2A store: "mongodb://x" (expected "memory", "file:<dir>", '
+            "postgres://… or redis://…)",
         ),
     ],
 )  # fmt: skip

@@ -128,11 +128,12 @@ def test_resolve_store():
     custom = InMemoryTaskStore(max_tasks=2)
     assert resolve_store(custom) is custom
     assert isinstance(custom, TaskStore)
-    for bad in ["redis://x", "file:", "Memory"]:
+    for bad in ["mongodb://x", "file:", "Memory"]:
         with pytest.raises(ValueError) as caught:
             resolve_store(bad)
         assert str(caught.value) == (
-            f'Unknown A2A store: "{bad}" (expected "memory" or "file:<dir>")'
+            f'Unknown A2A store: "{bad}" '
+            '(expected "memory", "file:<dir>", postgres://… or redis://…)'
         )
 
 

@@ -59,7 +59,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     profiles.add_argument(
         "--task-store",
         metavar="STORE",
-        help='where A2A tasks live: "memory" (default) or "file:DIR"',
+        help='where A2A tasks live: "memory" (default), "file:DIR", postgres://… or redis://…',
     )
     where = parser.add_argument_group("where")
     where.add_argument(

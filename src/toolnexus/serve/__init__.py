@@ -37,7 +37,9 @@ from toolnexus.serve._mcp import (
     make_mcp_server,
 )
 from toolnexus.serve._run_task import RunTask, RunTaskClient
-from toolnexus.serve._tasks import FileTaskStore, InMemoryTaskStore, TaskStore, resolve_store
+from toolnexus.serve._shared_tasks import PostgresTaskStore, RedisTaskStore
+from toolnexus.serve._stores import resolve_store
+from toolnexus.serve._tasks import FileTaskStore, InMemoryTaskStore, TaskStore
 from toolnexus.types import Tool
 
 if TYPE_CHECKING:
@@ -54,6 +56,8 @@ __all__ = [
     "MCPServeConfig",
     "OnCall",
     "OnTask",
+    "PostgresTaskStore",
+    "RedisTaskStore",
     "RunTask",
     "ServeHandle",
     "ServeLimits",

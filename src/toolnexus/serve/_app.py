@@ -26,6 +26,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from toolnexus.serve._a2a import A2AEndpoint
 from toolnexus.serve._addr import is_loopback
+from toolnexus.serve._health import PROBE_PATHS, health_routes
 from toolnexus.serve._mcp import McpHttpEndpoint
 
 __all__ = ["MAX_BODY_BYTES", "ServeHandle", "ServeLimits", "build_app", "start_server"]
@@ -161,7 +162,11 @@ class _Guard:
             response: Response = PlainTextResponse("forbidden", status_code=403)
             await response(scope, receive, send)
             return
-        if self.token is not None and not self._authorized(headers.get("authorization")):
+        if (
+            self.token is not None
+            and scope["path"] not in PROBE_PATHS
+            and not self._authorized(headers.get("authorization"))
+        ):
             response = PlainTextResponse(
                 "unauthorized", status_code=401, headers={"WWW-Authenticate": "Bearer"}
             )
@@ -296,6 +301,9 @@ def build_app(
 
         routes.append(Route("/.well-known/agent-card.json", agent_card, methods=["GET"]))
         routes.append(Route("/", a2a.route, methods=["POST"]))
+
+    stores = [a2a.store, getattr(a2a.client, "conversation_store", None)] if a2a else []
+    routes.extend(health_routes([s for s in stores if s is not None]))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

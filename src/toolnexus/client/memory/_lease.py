@@ -181,6 +181,10 @@ class LeasedStore(abc.ABC):
         """Forget the transcript of `id` (no error when there is none)."""
         await self._io("deleting", id, self._remove(id))
 
+    async def ping(self) -> None:
+        """Raise `StoreError` unless the store answers a read (what `/readyz` asks)."""
+        await self._io("reading", "\x00ping", self._read("\x00ping"))
+
     def claim(self, id: str) -> contextlib.AbstractAsyncContextManager[ConversationLease]:
         """Hold `id` against every client and process sharing this store (see the protocol)."""
         return _Lease(self, id)

@@ -1,0 +1,277 @@
+"""A2A task stores on shared servers (PostgreSQL, Redis), so any replica answers for any task."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from toolnexus._backends._postgres import PostgresPool
+from toolnexus._backends._redis import RedisPool
+from toolnexus.a2a._wire import dumps, state_name
+from toolnexus.serve._tasks import (
+    DEFAULT_PAGE_SIZE,
+    TaskPage,
+    decode_page_token,
+    encode_page_token,
+    page_of,
+    task_order_key,
+)
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+__all__ = ["PostgresTaskStore", "RedisTaskStore"]
+
+
+def _decode(raw: str | bytes | None) -> dict[str, Any] | None:
+    """A stored task, or `None` for a row that cannot be read back (the `TaskStore` rule)."""
+    if raw is None:
+        return None
+    try:
+        task = json.loads(raw)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return None
+    return task if isinstance(task, dict) else None
+
+
+def _fields(task: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(id, contextId, state, timestamp) as the listing filters and orders them."""
+    status = task.get("status") if isinstance(task.get("status"), dict) else {}
+    stamp, _ = task_order_key(task)
+    context = task.get("contextId")
+    return (
+        str(task["id"]),
+        context if isinstance(context, str) else "",
+        state_name(status.get("state") if isinstance(status, dict) else None),
+        stamp,
+    )
+
+
+_PG_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS toolnexus_tasks (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        context_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        stamp TEXT COLLATE "C" NOT NULL,
+        updated TIMESTAMPTZ,
+        task TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS toolnexus_tasks_order ON toolnexus_tasks (stamp DESC, id DESC)",
+    "CREATE INDEX IF NOT EXISTS toolnexus_tasks_context ON toolnexus_tasks (context_id)",
+)
+
+
+class PostgresTaskStore:
+    """A2A tasks in the PostgreSQL table `toolnexus_tasks`, one row of compact JSON per task.
+
+    The filters and order of `ListTasks` (context, state, updated-after, newest first) run in
+    SQL on indexed columns; saves are single upserts, durable on commit. The pool opens on
+    first use, creating the table and recording its schema version; an unreachable server then
+    raises `StoreConfigError` naming the URL without its password. Needs `toolnexus[postgres]`.
+    """
+
+    def __init__(
+        self, dsn: str, *, min_size: int = 1, max_size: int = 10, timeout_ms: float = 10_000
+    ) -> None:
+        self._db = PostgresPool(
+            dsn,
+            label="PostgreSQL task store",
+            component="tasks",
+            schema=_PG_SCHEMA,
+            min_size=min_size,
+            max_size=max_size,
+            timeout_ms=timeout_ms,
+        )
+
+    @property
+    def name(self) -> str:
+        return self._db.label
+
+    async def open(self) -> None:
+        """Connect and create the schema now rather than on first use."""
+        await self._db.pool()
+
+    async def ping(self) -> None:
+        """Raise unless the server answers (what `/readyz` asks)."""
+
+        async def ping(conn: AsyncConnection[Any]) -> None:
+            await conn.execute("SELECT 1")
+
+        await self._db.run(ping)
+
+    async def get(self, id: str) -> dict[str, Any] | None:
+        async def get(conn: AsyncConnection[Any]) -> str | None:
+            cursor = await conn.execute("SELECT task FROM toolnexus_tasks WHERE id = %s", (id,))
+            row = await cursor.fetchone()
+            return None if row is None else str(row[0])
+
+        return _decode(await self._db.run(get))
+
+    async def save(self, task: dict[str, Any]) -> None:
+        id, context, state, stamp = _fields(task)
+        payload = dumps(task).decode("utf-8")
+
+        async def save(conn: AsyncConnection[Any]) -> None:
+            await conn.execute(
+                "INSERT INTO toolnexus_tasks (id, context_id, state, stamp, updated, task)"
+                " VALUES (%s, %s, %s, %s, %s::timestamptz, %s)"
+                " ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id,"
+                " state = excluded.state, stamp = excluded.stamp,"
+                " updated = excluded.updated, task = excluded.task",
+                (id, context, state, stamp, _timestamptz(stamp), payload),
+            )
+
+        await self._db.run(save)
+
+    async def list(
+        self,
+        *,
+        context_id: str | None = None,
+        state: str | None = None,
+        updated_after: str | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        page_token: str | None = None,
+    ) -> TaskPage:
+        after = decode_page_token(page_token) if page_token else None
+        where: list[str] = []
+        args: list[Any] = []
+        if context_id is not None:
+            where.append("context_id = %s")
+            args.append(context_id)
+        if state is not None:
+            where.append("state = %s")
+            args.append(state_name(state))
+        if updated_after:
+            if _timestamptz(updated_after) is None:
+                raise ValueError(f"invalid timestamp: {updated_after!r}")
+            where.append("updated > %s::timestamptz")
+            args.append(updated_after.replace("Z", "+00:00"))
+        filters = " AND ".join(where) or "TRUE"
+        page_where = filters
+        page_args = list(args)
+        if after is not None:
+            page_where += " AND (stamp, id) < (%s, %s)"
+            page_args += [after[0], after[1]]
+        limit = max(page_size, 0)
+
+        async def query(conn: AsyncConnection[Any]) -> tuple[list[Any], int]:
+            cursor = await conn.execute(
+                f"SELECT task FROM toolnexus_tasks WHERE {page_where}"  # type: ignore[arg-type]
+                " ORDER BY stamp DESC, id DESC LIMIT %s",
+                (*page_args, limit + 1),
+            )
+            rows = await cursor.fetchall()
+            counted = await conn.execute(
+                f"SELECT count(*) FROM toolnexus_tasks WHERE {filters}",  # type: ignore[arg-type]
+                tuple(args),
+            )
+            total = await counted.fetchone()
+            return rows, int(total[0]) if total is not None else 0
+
+        rows, total = await self._db.run(query)
+        tasks = [t for t in (_decode(row[0]) for row in rows[:limit]) if t is not None]
+        more = len(rows) > limit
+        token = encode_page_token(task_order_key(tasks[-1])) if more and tasks else ""
+        return tasks, token, total
+
+    async def aclose(self) -> None:
+        """Close the connection pool. Idempotent."""
+        await self._db.aclose()
+
+
+def _timestamptz(stamp: str) -> str | None:
+    """`stamp` as PostgreSQL reads a timestamptz, or `None` when it has no zone or is no date."""
+    from datetime import datetime
+
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment.isoformat() if moment.tzinfo is not None else None
+
+
+class RedisTaskStore:
+    """A2A tasks in Redis: `<prefix>task:<id>` holds each task's compact JSON, `<prefix>tasks`
+    the set of ids. A save writes both in one transaction. `ListTasks` reads every task and
+    filters here (fine for the thousands of tasks a Redis store usually keeps; use PostgreSQL
+    for more). Durability is the server's (AOF with `appendfsync always` to lose nothing).
+    Needs `toolnexus[redis]`.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "toolnexus:",
+        max_connections: int = 50,
+        timeout_ms: float = 10_000,
+    ) -> None:
+        self._db = RedisPool(
+            url,
+            label="Redis task store",
+            component="tasks",
+            prefix=prefix,
+            max_connections=max_connections,
+            timeout_ms=timeout_ms,
+        )
+
+    @property
+    def name(self) -> str:
+        return self._db.label
+
+    async def open(self) -> None:
+        """Connect now rather than on first use."""
+        await self._db.client()
+
+    async def ping(self) -> None:
+        """Raise unless the server answers (what `/readyz` asks)."""
+        client = await self._db.client()
+        await client.ping()
+
+    async def get(self, id: str) -> dict[str, Any] | None:
+        client = await self._db.client()
+        raw: bytes | str | None = await client.get(self._db.key("task", id))
+        return _decode(raw)
+
+    async def save(self, task: dict[str, Any]) -> None:
+        id = str(task["id"])
+        client = await self._db.client()
+        async with client.pipeline(transaction=True) as pipe:
+            pipe.set(self._db.key("task", id), dumps(task))
+            pipe.sadd(self._db.key("tasks"), id)
+            await pipe.execute()
+
+    async def list(
+        self,
+        *,
+        context_id: str | None = None,
+        state: str | None = None,
+        updated_after: str | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        page_token: str | None = None,
+    ) -> TaskPage:
+        client = await self._db.client()
+        ids = sorted(await client.smembers(self._db.key("tasks")))  # type: ignore[misc]
+        tasks: list[dict[str, Any]] = []
+        for start in range(0, len(ids), 500):
+            keys = [self._db.key("task", _text(i)) for i in ids[start : start + 500]]
+            for raw in await client.mget(keys):
+                task = _decode(raw)
+                if task is not None:
+                    tasks.append(task)
+        return page_of(
+            tasks,
+            context_id=context_id,
+            state=state,
+            updated_after=updated_after,
+            page_size=page_size,
+            page_token=page_token,
+        )
+
+    async def aclose(self) -> None:
+        """Close the connections. Idempotent."""
+        await self._db.aclose()
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)

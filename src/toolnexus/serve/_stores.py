@@ -1,0 +1,34 @@
+"""`resolve_store`: the A2A task store a config value names, shared servers included."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolnexus.serve._shared_tasks import PostgresTaskStore, RedisTaskStore
+from toolnexus.serve._tasks import TaskStore
+from toolnexus.serve._tasks import resolve_store as resolve_local_store
+
+__all__ = ["resolve_store"]
+
+_POSTGRES = ("postgres://", "postgresql://")
+_REDIS = ("redis://", "rediss://", "unix://")
+
+
+def resolve_store(store: Any) -> TaskStore:
+    """The task store an `a2a["store"]` value (or `toolnexus serve --task-store`) names:
+    `None`/`"memory"`, `"file:<dir>"`, a `postgres://…`/`postgresql://…` URL, a
+    `redis://…`/`rediss://…` URL, or any object with async `get`/`save` (optionally `list`)."""
+    if isinstance(store, str):
+        lowered = store.lower()
+        if lowered.startswith(_POSTGRES):
+            return PostgresTaskStore(store)
+        if lowered.startswith(_REDIS):
+            return RedisTaskStore(store)
+        try:
+            return resolve_local_store(store)
+        except ValueError:
+            raise ValueError(
+                f'Unknown A2A store: "{store}" (expected "memory", "file:<dir>", '
+                "postgres://… or redis://…)"
+            ) from None
+    return resolve_local_store(store)
