@@ -17,6 +17,7 @@ import pytest
 from support.mcp_fixtures import ErasShared
 from support.mcp_servers import ERAS, ThreadedHttpServer, command
 from support.mcp_servers.sdk_eras import INSTRUCTIONS
+from support.mcp_servers.sdk_eras import app as eras_app
 from toolnexus.mcp_source import list_mcp_tools, load_mcp_with_context
 
 MODERN = "2026-07-28"
@@ -173,3 +174,54 @@ async def test_a_killed_dual_stdio_server_is_reported_once_and_respawned() -> No
         assert source.status["d"] == "connected"
     finally:
         await source.close()
+
+
+async def test_a_restarted_stateful_legacy_server_is_rejoined_transparently() -> None:
+    server = ThreadedHttpServer(eras_app("--era", "legacy", "--stateful"))
+    port = server.port
+    source = await load_mcp_with_context({"st": {"url": server.url()}})
+    try:
+        echo = next(t for t in source.tools if t.name == "st_echo")
+        assert (await echo.execute({"text": "one"})).output == "one"
+        server.stop()
+        server = ThreadedHttpServer(eras_app("--era", "legacy", "--stateful"), port=port)
+        # the old session id gets 404: a new session, the request sent once more
+        again = await echo.execute({"text": "two"})
+        assert (again.output, again.is_error) == ("two", False)
+        assert source.status["st"] == "connected"
+    finally:
+        await source.close()
+        server.stop()
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_a_stopped_http_server_fails_fast_then_reconnects(era: str) -> None:
+    server = ThreadedHttpServer(eras_app("--era", era, "--stateless"))
+    port = server.port
+    source = await load_mcp_with_context({"web": {"url": server.url(), "timeout": 5000}})
+    try:
+        echo = next(t for t in source.tools if t.name == "web_echo")
+        assert (await echo.execute({"text": "up"})).output == "up"
+        server.stop()
+        lost = await echo.execute({"text": "x"})
+        assert lost.is_error
+        assert lost.output.startswith('MCP server "web" connection lost')
+        assert source.status["web"] == "failed"
+        refused = await echo.execute({"text": "x"})  # one reconnect attempt: refused
+        assert refused.is_error
+        started = time.monotonic()
+        fast = await echo.execute({"text": "x"})  # within 5 s of that attempt: at once
+        assert fast.is_error and time.monotonic() - started < 1.0
+        server = ThreadedHttpServer(eras_app("--era", era, "--stateless"), port=port)
+        deadline = time.monotonic() + 15
+        while True:
+            back = await echo.execute({"text": "back"})
+            if not back.is_error:
+                break
+            assert time.monotonic() < deadline, back.output
+            await asyncio.sleep(0.2)
+        assert back.output == "back"
+        assert source.status["web"] == "connected"
+    finally:
+        await source.close()
+        server.stop()

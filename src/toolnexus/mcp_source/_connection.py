@@ -579,6 +579,18 @@ def _wire(model: Any) -> dict[str, Any]:
     return dumped
 
 
+def session_expired(exc: BaseException, conn: Connection) -> bool:
+    """A 2025-11-25 HTTP request answered 404 for its session id: the server restarted."""
+    return (
+        isinstance(exc, MCPError)
+        and exc.code == types.INVALID_REQUEST
+        # the SDK transport's stand-in for a bare 404, or the SDK server's own 404 body
+        and exc.message in ("Session terminated", "Session not found")
+        and conn.transport == "streamable-http"
+        and conn.protocol in HANDSHAKE_PROTOCOL_VERSIONS
+    )
+
+
 def connection_went_away(exc: BaseException) -> bool:
     """The call failed because the connection closed (the server may have gone away)."""
     return isinstance(exc, MCPError) and exc.code == types.CONNECTION_CLOSED

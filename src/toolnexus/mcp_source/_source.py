@@ -11,6 +11,7 @@ import concurrent.futures
 import importlib
 import os
 import threading
+import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -41,6 +42,7 @@ D = TypeVar("D")
 WaitFor = Callable[[Request], Any]
 ConfigInput = str | os.PathLike[str] | Mapping[str, Any]
 
+_RECONNECT_EVERY = 5.0  # seconds between reconnect attempts to a lost remote server
 _DEATH_REPORT_WAIT = 2.0  # how long a failed call waits to learn whether the server went away
 _sdk: ModuleType | None = None  # `toolnexus.mcp_source._connection`, once imported
 _sdk_import: concurrent.futures.Future[ModuleType] | None = None
@@ -185,6 +187,7 @@ class _Server:
         self._lost: Connection | None = None  # the connection that went away
         self._lost_reported = False
         self._reconnect_tried = False
+        self._next_attempt = 0.0
         if isinstance(cfg, Mapping) and not is_enabled(cfg):
             self.status = "disabled"
             return
@@ -371,9 +374,21 @@ class _Server:
         from toolnexus.mcp_source._rounds import Call  # loaded with the SDK
 
         try:
-            return await Call(self.name, self._wait_for, conn, tool_name, args, ctx, budget).run(
-                resume
-            )
+            try:
+                return await Call(
+                    self.name, self._wait_for, conn, tool_name, args, ctx, budget
+                ).run(resume)
+            except Exception as exc:
+                # 2025-11-25 over HTTP: the server forgot the session (a restart). The request
+                # was not executed: start a new session and send it once more.
+                if not sdk.session_expired(exc, conn) or not await self._renew(conn):
+                    raise
+                renewed = self.conn
+                assert renewed is not None
+                conn = renewed
+                return await Call(
+                    self.name, self._wait_for, conn, tool_name, args, ctx, budget
+                ).run(resume)
         except sdk.CallTimedOut:
             return ToolResult(
                 f"MCP tool {tool_name} timed out after {sdk.format_ms(budget.ran_out)} ms",
@@ -418,11 +433,38 @@ class _Server:
             if self._lost is not None and not self._lost_reported:
                 self._lost_reported = True
                 return f'MCP server "{self.name}" {self.error}'
-            if self._lost is not None and self.spec.reconnect and not self._reconnect_tried:
-                self._reconnect_tried = True
-                if await self._reconnect():
-                    return None
+            if (
+                self._lost is not None
+                and self.spec.reconnect
+                and self._may_reconnect()
+                and await self._reconnect()
+            ):
+                return None
             return f'MCP server "{self.name}" failed: {self.error or "not connected"}'
+
+    async def _renew(self, conn: Connection) -> bool:
+        """Replace `conn`, whose session the server no longer knows, with a fresh one."""
+        async with self._lock:
+            if self._closed:
+                return False
+            if self.conn is not conn:
+                return self.conn is not None and self.conn.alive
+            return await self._reconnect()
+
+    def _may_reconnect(self) -> bool:
+        """A stdio server is respawned once per death; a remote one is retried by the calls
+        that follow its loss, at most once per 5 s (calls in between fail at once)."""
+        assert self.spec is not None
+        if not self.spec.remote:
+            if self._reconnect_tried:
+                return False
+            self._reconnect_tried = True
+            return True
+        now = time.monotonic()
+        if now < self._next_attempt:
+            return False
+        self._next_attempt = now + _RECONNECT_EVERY
+        return True
 
     async def _reconnect(self) -> bool:
         if self.conn is not None:
