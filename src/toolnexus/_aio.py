@@ -1,19 +1,62 @@
-"""Small async helpers: call sync-or-async callbacks, run blocking work off the event loop."""
+"""The library's async plumbing, one version of each: calling sync-or-async code, waiting on a
+signal, bounding work by a signal and a deadline, and the background loop of the sync API."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from toolnexus.errors import ToolnexusError
 
 T = TypeVar("T")
 
+__all__ = [
+    "Expired",
+    "LoopThread",
+    "Signalled",
+    "as_async",
+    "bounded",
+    "call_in_thread_maybe_async",
+    "call_maybe_async",
+    "is_async_callable",
+    "run_in_thread",
+    "until_signalled",
+    "wait_signal",
+]
+
+# -- calling sync-or-async code ----------------------------------------------------------------
+
+
+def is_async_callable(fn: Any) -> bool:
+    """A coroutine function, or an object whose `__call__` is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
+    )
+
+
+def as_async(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """`fn` as a coroutine function: an async one as it is, a sync one run in a worker thread
+    (it may block), its result awaited when it is awaitable. Decide once, call many times."""
+    if is_async_callable(fn):
+        return fn
+    return functools.partial(run_in_thread, fn)
+
+
+async def run_in_thread(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """Call sync `fn` in a worker thread (it may block); await its result if awaitable."""
+    result = await asyncio.to_thread(fn, *args, **kwargs)
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
 
 async def call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
-    """Call `fn(*args)`; await the result when it is awaitable. Sync callables run inline."""
+    """Call `fn(*args)`; await the result when it is awaitable. Sync callables run inline
+    (for quick callbacks such as hooks, where a thread hop would cost more than the call)."""
     result = fn(*args)
     if inspect.isawaitable(result):
         return await result
@@ -22,16 +65,18 @@ async def call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
 
 async def call_in_thread_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
     """Like `call_maybe_async`, but a sync callable runs in a worker thread (it may block)."""
-    if inspect.iscoroutinefunction(fn):
-        return await fn(*args)
-    result = await asyncio.to_thread(fn, *args)
-    if inspect.isawaitable(result):
-        return await result
-    return result
+    return await as_async(fn)(*args)
+
+
+# -- signals and deadlines ---------------------------------------------------------------------
 
 
 class Signalled(ToolnexusError):
     """The awaited work was abandoned because its cancellation signal was set."""
+
+
+class Expired(ToolnexusError, TimeoutError):
+    """The awaited work was abandoned because its time budget ran out."""
 
 
 _SIGNAL_POLL_SECONDS = 0.01
@@ -46,24 +91,100 @@ async def wait_signal(signal: Any) -> None:
         await asyncio.sleep(_SIGNAL_POLL_SECONDS)
 
 
-async def until_signalled(work: Awaitable[T], signal: Any) -> T:
-    """Await `work`; if `signal` is set first, cancel it and raise `Signalled`.
+async def bounded(
+    work: Awaitable[T],
+    *,
+    signal: Any = None,
+    timeout: float | None = None,
+    unwind_s: float | None = None,
+) -> T:
+    """Await `work` until it finishes, `signal` is set (`Signalled`) or `timeout` seconds pass
+    (`Expired`).
 
-    `signal=None` just awaits. The work is always finished (or cancelled and awaited) on return.
+    Work that is cut short, or whose caller is cancelled, is cancelled in turn and waited for
+    while it unwinds (close its connection, tell its server): at most `unwind_s` seconds, or as
+    long as it takes with `None`. Without a signal the work runs in the caller's task.
     """
     if signal is None:
-        return await work
+        if timeout is None:
+            return await work
+        scope = asyncio.timeout(timeout)
+        try:
+            async with scope:
+                return await work
+        except TimeoutError:
+            if scope.expired():
+                raise Expired(f"timed out after {timeout:g}s") from None
+            raise
     task = asyncio.ensure_future(work)
     if signal.is_set():
         task.cancel()
     watcher = asyncio.ensure_future(wait_signal(signal))
     try:
-        await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            (task, watcher), timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+    except BaseException:
+        await _abandon(task, unwind_s)
+        raise
     finally:
         watcher.cancel()
-        if not task.done():
-            task.cancel()
-            await asyncio.wait((task,))  # let the work unwind (close its connection)
-    if task.cancelled() and signal.is_set():
+    if task in done and not (task.cancelled() and signal.is_set()):
+        return task.result()
+    await _abandon(task, unwind_s)
+    if signal.is_set():
         raise Signalled("cancelled")
-    return task.result()
+    raise Expired(f"timed out after {timeout:g}s")
+
+
+async def _abandon(task: asyncio.Future[Any], unwind_s: float | None) -> None:
+    if task.done():
+        return
+    task.cancel()
+    task.add_done_callback(_retrieve)
+    await asyncio.wait((task,), timeout=unwind_s)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark an abandoned task's exception as seen."""
+    if not future.cancelled():
+        future.exception()
+
+
+async def until_signalled(work: Awaitable[T], signal: Any) -> T:
+    """Await `work`; if `signal` is set first, cancel it and raise `Signalled`.
+
+    `signal=None` just awaits. The work is always finished (or cancelled and awaited) on return.
+    """
+    return await bounded(work, signal=signal)
+
+
+# -- the background loop of the synchronous API ------------------------------------------------
+
+
+class LoopThread:
+    """A daemon thread running an event loop, for hosts that have none (`create_toolkit_sync`,
+    `execute_sync` after the loop that built a toolkit is gone)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        started = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(self.loop)
+            self.loop.call_soon(started.set)
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=run, name="toolnexus-loop", daemon=True)
+        self.thread.start()
+        started.wait()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on the loop and wait for its result (from another thread)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        if not self.loop.is_running():
+            self.loop.close()

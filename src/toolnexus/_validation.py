@@ -108,18 +108,27 @@ class _ArgumentCheck:
     its tool uncallable, and the tool still sees every argument.
     """
 
-    __slots__ = ("strip", "surely_valid", "tool_name", "validator")
+    __slots__ = ("compiled", "schema", "strip", "surely_valid", "tool_name", "validator")
 
     def __init__(self, tool: Tool) -> None:
-        from jsonschema import validators  # type: ignore[import-untyped]  # heavy: first use
-
         from toolnexus._schema import null_stripper
 
         schema = tool.input_schema
         self.tool_name = tool.name
+        self.schema = schema
         self.strip: Callable[[Any], Any] | None = null_stripper(schema)
         self.validator: Any = None
-        self.surely_valid: Callable[[dict[str, Any]], bool] | None = None
+        self.compiled = False
+        # Most calls are valid: this settles them in microseconds, and jsonschema (several MB
+        # of modules) loads only for a call it cannot settle. It accepts only well-formed
+        # plain object schemas, so a broken schema still meets jsonschema's check.
+        self.surely_valid: Callable[[dict[str, Any]], bool] | None = _plain_object_check(schema)
+
+    def _compile(self) -> None:
+        from jsonschema import validators  # type: ignore[import-untyped]
+
+        self.compiled = True
+        schema = self.schema
         cls = validators.validator_for(schema, default=validators.Draft202012Validator)
         try:
             cls.check_schema(schema)
@@ -127,8 +136,6 @@ class _ArgumentCheck:
             self.give_up(f"is not valid JSON Schema ({_first_line(exc)})")
             return
         self.validator = cls(schema)
-        # Most calls are valid: this settles them in microseconds, without jsonschema.
-        self.surely_valid = _plain_object_check(schema)
 
     def give_up(self, problem: str) -> None:
         self.validator = None
@@ -137,6 +144,8 @@ class _ArgumentCheck:
 
     def problems(self, args: dict[str, Any]) -> list[Any]:
         """Every validation error, in argument order (none once checking is off)."""
+        if not self.compiled:
+            self._compile()
         if self.validator is None:
             return []
         try:

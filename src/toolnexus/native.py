@@ -8,7 +8,6 @@ validation and the function call itself.
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import functools
 import inspect
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, Required, cast, overload
 
 from typing_extensions import TypedDict
 
+from toolnexus._aio import is_async_callable, run_in_thread
 from toolnexus._docstrings import parse_docstring
 from toolnexus._json import to_compact_json
 from toolnexus._schema import inline_refs, map_subschemas, null_stripper
@@ -400,9 +400,7 @@ def _function_tool(
         ) from None
     doc = parse_docstring(inspect.getdoc(fn))
     tool_description = description if description is not None else doc.description
-    is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
-    )
+    is_async = is_async_callable(fn)
     if input_schema is not None:
         # The host's schema is the contract: the toolkit validates against it (jsonschema), and
         # the function receives the arguments as they came, by keyword.
@@ -446,15 +444,145 @@ def _function_tool(
         context_param = named_context
         params = [p for p in params if p.name != named_context]
 
-    schema, validate = _argument_model(params, doc.params, accepts_extra, label)
     passed = {p.name for p in params} | {context_param}
     positional = tuple(
         (p.name, p.default)
         for p in signature.parameters.values()
         if p.kind is p.POSITIONAL_ONLY and p.name in passed
     )
-    call = _make_call(fn, params, positional, context_param, is_async, validate, schema, tool_name)
+
+    def build() -> tuple[dict[str, Any], Callable[[dict[str, Any], ToolContext], Any]]:
+        schema, validate = _argument_model(params, doc.params, accepts_extra, label)
+        call = _make_call(
+            fn, params, positional, context_param, is_async, validate, schema, tool_name
+        )
+        return schema, call
+
+    if all(_surely_describable(p.annotation) for p in params):
+        schema = _plain_schema(params, doc.params, accepts_extra)
+        return _DeferredTool(tool_name, tool_description, build, schema)
+    # An annotation pydantic may refuse: build now, so `define_tool` names the parameter.
+    schema, call = build()
     return Tool(tool_name, tool_description, schema, "native", call, self_validating=True)
+
+
+_PLAIN_TYPES: frozenset[Any] = frozenset({Any, str, int, float, bool, bytes, type(None)})
+# The JSON Schema pydantic gives each of these (after `_clean_schema`), for `_plain_schema`.
+_PLAIN_SCHEMAS: dict[Any, dict[str, str]] = {
+    Any: {},
+    str: {"type": "string"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    bool: {"type": "boolean"},
+}
+_PLAIN_DEFAULTS = (str, int, float, bool, type(None))
+
+
+def _plain_schema(
+    params: list[_Param], param_docs: Mapping[str, str], accepts_extra: bool
+) -> dict[str, Any] | None:
+    """The schema `_argument_model` would give a signature of plain parameters (`str`, `int`,
+    `float`, `bool`, unannotated), without building the model; `None` for any other."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for p in params:
+        plain = _PLAIN_SCHEMAS.get(p.annotation) if p.annotation in _PLAIN_TYPES else None
+        if plain is None or accepts_extra:
+            return None
+        node: dict[str, Any] = {}
+        text = param_docs.get(p.name)
+        if text:
+            node["description"] = text
+        node.update(plain)
+        if p.default is inspect.Parameter.empty:
+            required.append(p.name)
+        else:
+            default = p.default
+            if type(default) not in _PLAIN_DEFAULTS or default != default:
+                return None  # (NaN and other defaults: as pydantic shows them)
+            if isinstance(default, float) and default in (float("inf"), float("-inf")):
+                return None
+            node["default"] = default
+        properties[p.name] = node
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        out["required"] = required
+    out["additionalProperties"] = False
+    return out
+
+
+_CONTAINERS: frozenset[Any] = frozenset(
+    {list, tuple, set, frozenset, dict, typing.Union, types.UnionType, typing.Literal}
+)
+
+
+def _surely_describable(annotation: Any) -> bool:
+    """Whether pydantic certainly describes `annotation` (plain values, enums, containers)."""
+    if annotation in _PLAIN_TYPES:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is None:
+        return isinstance(annotation, type) and issubclass(annotation, enum.Enum)
+    if origin is typing.Literal:
+        return True
+    if origin is typing.Annotated:
+        return _surely_describable(typing.get_args(annotation)[0])
+    return origin in _CONTAINERS and all(
+        arg is Ellipsis or _surely_describable(arg) for arg in typing.get_args(annotation)
+    )
+
+
+_Build = Callable[[], tuple[dict[str, Any], Callable[[dict[str, Any], ToolContext], Any]]]
+
+# Where `Tool` keeps its schema (a slot), for the deferred tool's property to read and write.
+_SCHEMA_SLOT: Any = Tool.__dict__["input_schema"]
+
+
+class _DeferredTool(Tool):
+    """A native tool whose argument model (validator, and schema unless plain) is built on
+    first use.
+
+    Building the pydantic model of a signature is most of what `define_tool` would cost; a
+    program defining thousands of tools pays for the ones it calls (and, for signatures that
+    are not plain, the ones whose schema it reads).
+    """
+
+    __slots__ = ("_build", "_schema_known")
+
+    def __init__(self, name: str, description: str, build: _Build, schema: dict[str, Any] | None):
+        self._build: _Build | None = build
+        # Known up front for plain signatures; else built with the model on first read.
+        self._schema_known = schema is not None
+        super().__init__(
+            name, description, schema, "native", self._first_call, self_validating=True
+        )
+
+    @property  # type: ignore[override]
+    def input_schema(self) -> dict[str, Any]:
+        if not self._schema_known:
+            self._materialize()
+        schema: dict[str, Any] = _SCHEMA_SLOT.__get__(self, Tool)
+        return schema
+
+    @input_schema.setter
+    def input_schema(self, value: dict[str, Any]) -> None:
+        _SCHEMA_SLOT.__set__(self, value)
+
+    def _materialize(self) -> None:
+        if self._build is None:
+            return
+        schema, call = self._build()  # a failure leaves the tool unbuilt: the next use retries
+        self._build = None
+        if not self._schema_known:
+            _SCHEMA_SLOT.__set__(self, schema)
+            self._schema_known = True
+        self._execute = call
+        self._is_async = True  # `_make_call` makes coroutine functions
+
+    async def _first_call(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        if self._build is not None:
+            self._materialize()
+        return await self._execute(args, ctx)
 
 
 def _argument_model(
@@ -567,10 +695,7 @@ def _make_call(
         prepared = arguments(args, ctx)
         if isinstance(prepared, ToolResult):
             return prepared
-        result = await asyncio.to_thread(fn, *prepared[0], **prepared[1])
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        return await run_in_thread(fn, *prepared[0], **prepared[1])
 
     return run_sync
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus import adapters
+from toolnexus._aio import LoopThread
 from toolnexus._config import read_config
 from toolnexus._http import HttpClients, http_owner
 from toolnexus._log import warn
@@ -77,7 +77,7 @@ class Toolkit:
         # `close`, never shared with another toolkit.
         self._http = HttpClients()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread: _LoopThread | None = None
+        self._loop_thread: LoopThread | None = None
         if mcp is not None:
             mcp.on_tools_changed = self._assemble
         self._assemble()
@@ -304,7 +304,7 @@ class Toolkit:
         if loop is None or loop.is_closed() or not loop.is_running():
             # The loop that built the toolkit is gone (e.g. asyncio.run returned): own one.
             if self._loop_thread is None:
-                self._loop_thread = _LoopThread()
+                self._loop_thread = LoopThread()
             loop = self._loop = self._loop_thread.loop
         if running is loop:
             if asyncio.iscoroutine(coro):
@@ -391,29 +391,6 @@ class Toolkit:
 
     def __repr__(self) -> str:
         return f"<Toolkit {len(self._tools)} tools>"
-
-
-class _LoopThread:
-    """A daemon thread running an event loop, for hosts that have none."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        started = threading.Event()
-
-        def run() -> None:
-            asyncio.set_event_loop(self.loop)
-            self.loop.call_soon(started.set)
-            self.loop.run_forever()
-
-        self.thread = threading.Thread(target=run, name="toolnexus-loop", daemon=True)
-        self.thread.start()
-        started.wait()
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=5)
-        if not self.loop.is_running():
-            self.loop.close()
 
 
 def _check_tools(tools: Sequence[Any], what: str) -> None:
@@ -586,9 +563,9 @@ def create_toolkit_sync(**options: Any) -> Toolkit:
 
     The toolkit lives on a background event loop it owns; use `execute_sync` and `close_sync`.
     """
-    runner = _LoopThread()
+    runner = LoopThread()
     try:
-        toolkit = asyncio.run_coroutine_threadsafe(create_toolkit(**options), runner.loop).result()
+        toolkit = runner.run(create_toolkit(**options))
     except BaseException:
         runner.stop()
         raise

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import itertools
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+
+from toolnexus._aio import is_async_callable, run_in_thread
 
 if TYPE_CHECKING:
     from toolnexus.content import ContentPart
@@ -235,9 +236,7 @@ class Tool:
         # What the source knows beyond the schema (an MCP tool: server, title, annotations...).
         self.metadata = metadata
         self._execute = execute
-        self._is_async = inspect.iscoroutinefunction(execute) or inspect.iscoroutinefunction(
-            getattr(execute, "__call__", None)  # noqa: B004 - async callable objects
-        )
+        self._is_async = is_async_callable(execute)
         # True when the tool checks its own arguments (native tools, with pydantic's lax rules),
         # so the toolkit skips its generic jsonschema check.
         self.self_validating = self_validating
@@ -253,9 +252,7 @@ class Tool:
             if self._is_async:
                 result = await self._execute(call_args, call_ctx)
             else:
-                result = await asyncio.to_thread(self._execute, call_args, call_ctx)
-                if inspect.isawaitable(result):
-                    result = await result
+                result = await run_in_thread(self._execute, call_args, call_ctx)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a tool failure is data for the model

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from toolnexus._aio import as_async
 from toolnexus._json import compact_json
 from toolnexus.client._transport import StreamBody
 
@@ -109,22 +108,14 @@ class InProcessTransport:
     unwinds_promptly = False  # `generate` is the caller's code
 
     def __init__(self, generate: Callable[[dict[str, Any]], Any]) -> None:
-        self._generate = generate
-        self._is_async = inspect.iscoroutinefunction(generate) or inspect.iscoroutinefunction(
-            getattr(generate, "__call__", None)  # noqa: B004 - async callable objects
-        )
+        # A local model may compute for seconds: a sync one runs in a worker thread.
+        self._generate = as_async(generate)
 
     async def post(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> tuple[int, Any, bytes]:
         request = generate_request(body)
-        if self._is_async:
-            reply = await self._generate(request)
-        else:
-            # A local model may compute for seconds: keep it off the event loop.
-            reply = await asyncio.to_thread(self._generate, request)
-            if inspect.isawaitable(reply):
-                reply = await reply
+        reply = await self._generate(request)
         return 200, to_completion(reply, str(request["model"])), b""
 
     async def open_stream(

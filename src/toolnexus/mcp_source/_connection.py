@@ -33,7 +33,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
 from toolnexus import __version__
-from toolnexus._aio import call_in_thread_maybe_async, call_maybe_async, wait_signal
+from toolnexus._aio import Signalled, bounded, call_in_thread_maybe_async, call_maybe_async
 from toolnexus._env import EnvVarError, expand_env_headers
 from toolnexus._http import ssl_context
 from toolnexus._log import logger, warn
@@ -694,25 +694,10 @@ class Budget:
 
 
 async def _until_signal(call: Awaitable[T], signal: Signal) -> T:
-    task: asyncio.Future[T] = asyncio.ensure_future(call)
-    watcher: asyncio.Future[Any] = asyncio.ensure_future(wait_signal(signal))
     try:
-        done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:
-        await _abandon(task)
-        raise
-    finally:
-        watcher.cancel()
-    if task in done:
-        return task.result()
-    await _abandon(task)
-    raise CallCancelled
-
-
-async def _abandon(task: asyncio.Future[Any]) -> None:
-    task.cancel()
-    task.add_done_callback(_retrieve)
-    await asyncio.wait({task}, timeout=_CANCEL_SETTLE)
+        return await bounded(call, signal=signal, unwind_s=_CANCEL_SETTLE)
+    except Signalled:
+        raise CallCancelled from None
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:
