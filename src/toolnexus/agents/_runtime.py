@@ -571,7 +571,8 @@ class AgentRuntime:
             pending_start, h._on_spawn = h._on_spawn, None
             await pending_start
         client = self._derived(h, turn)
-        snapshot = await self._store.get(h.conv_id)
+        # Only a turn without an interpreter can park durably (and be rewound).
+        snapshot = await self._store.get(h.conv_id) if client.wait_for is None else None
         toolkit = h._toolkit
 
         async def ask(text: str) -> Any:
@@ -580,7 +581,7 @@ class AgentRuntime:
         result = await run_gated(ask, turn.input, h.defn.completion)
         if result.status == TASK_STATUS_PENDING:
             # Durable: the transcript goes back to its pre-turn state; the input is replayed.
-            await self._store.save(h.conv_id, list(snapshot or []))
+            await self._store.save(h.conv_id, snapshot or [])
         return result
 
     def _roll_up(self, h: Handle, tokens: int, tool_calls: int) -> None:
