@@ -434,3 +434,26 @@ async def test_an_agent_tool_over_its_timeout_closes_its_tree() -> None:
     assert result.is_error and result.output.startswith("[timeout] ")
     assert result.metadata is not None and result.metadata["status"] == "timeout"
     assert closed == ["interrupted"]
+
+
+async def test_a_one_shot_interpreter_answers_that_turn_only() -> None:
+    from agents_driver import approve
+
+    rt, _ = make()
+    asker = spawn(rt, rt.root, "asker")
+    first = await rt.run_turn(asker, "go", one_shot_wait_for=approve)
+    assert first.text == "asker-done: secret-token"
+    assert f'{asker.id}: escalate → self answers ("nearest interpreter")' in rt.trace
+    other = spawn(rt, rt.root, "asker")
+    assert (await rt.run_turn(other, "go")).status == "pending"  # no interpreter this time
+    await rt.close(rt.root)
+
+
+def test_the_published_module_paths_hold_the_same_objects() -> None:
+    import toolnexus.agents as agents
+    from toolnexus.agents import compaction, loop, runtime, surface
+
+    assert runtime.AgentRuntime is agents.AgentRuntime and loop.Loop is agents.Loop
+    assert compaction.compactor is agents.compactor and surface.agent is agents.agent
+    assert surface.MAX_BOOTSTRAP_FILE_BYTES == 2097152
+    assert loop.LOOP_UNSUPPORTED_FIELDS == (("uses", "tools"), ("team", "team"))

@@ -147,8 +147,9 @@ class Agent:
             guardrails=list(self.guardrails),
         )
 
-    def registry(self) -> dict[str, AgentDef]:
-        """Every agent reachable through the team graph, by name (cycles allowed)."""
+    def registry(self, acc: dict[str, AgentDef] | None = None) -> dict[str, AgentDef]:
+        """Every agent reachable through the team graph, by name (cycles allowed); with
+        `acc`, the entries are added to it and it is returned."""
         seen: dict[str, Agent] = {}
         queue: deque[Agent] = deque([self])
         while queue:
@@ -162,7 +163,9 @@ class Agent:
                 continue
             seen[current.name] = current
             queue.extend(current.team)
-        return {name: member.to_def() for name, member in seen.items()}
+        out = acc if acc is not None else {}
+        out.update((name, member.to_def()) for name, member in seen.items())
+        return out
 
     # -- entry points --------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -37,6 +38,7 @@ class Wake:
     future: asyncio.Future[TaskResult]
     replay: str | None = None  # a durable turn's preserved input, replayed as is
     answers: list[Answer] = field(default_factory=list)
+    wait_for: Callable[..., Any] | None = None  # an interpreter for this turn only
 
 
 @dataclass(slots=True, eq=False)
@@ -69,9 +71,9 @@ class Handle:
         defn: AgentDef,
         parent: Handle | None,
         *,
-        budget: Budget,
-        pool: Pool,
-        spawned_at: float,
+        spawned_at: float = 0.0,
+        budget: Budget | None = None,
+        pool: Pool | None = None,
     ) -> None:
         self.id = id
         self.defn = defn
@@ -83,11 +85,10 @@ class Handle:
         self.usage_total = 0
         self.own_total = 0
         self.turns_total = 0
-        self.pool = pool
+        self.pool = pool if pool is not None else Pool()
         self.pending_req: Request | None = None
         self.last_result: TaskResult | None = None
-        self.conv_id = id
-        self.budget = budget
+        self.budget = budget if budget is not None else (defn.budget or Budget())
         self.spawned_at = spawned_at
         self._spawned = 0  # children ever spawned (closed ones count)
         self._wakes: deque[Wake] = deque()
@@ -103,6 +104,11 @@ class Handle:
         self._checkpoint_spawns: list[tuple[str, Handle]] = []
         self._checkpoint_drained: list[InboxItem] = []
         self._replay_answers: list[Answer] = []
+
+    @property
+    def conv_id(self) -> str:
+        """The conversation id of this handle's transcript in the runtime's store (its id)."""
+        return self.id
 
     def chain(self) -> list[Handle]:
         """This handle and its ancestors, root last."""

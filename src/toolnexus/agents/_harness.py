@@ -15,7 +15,9 @@ from toolnexus.errors import ConfigError
 from toolnexus.types import ToolResult
 
 __all__ = [
+    "LOOP_UNSUPPORTED_FIELDS",
     "Completion",
+    "Guardrail",
     "Verdict",
     "all_todos_done",
     "guarded_hooks",
@@ -184,6 +186,11 @@ def guarded_hooks(guardrails: Sequence[Guardrail] | None, hooks: Any) -> Any:
     return composed
 
 
+LOOP_UNSUPPORTED_FIELDS = (("uses", "tools"), ("team", "team"))
+"""The agent fields a `Loop` cannot honour (a Loop runs one agent on the caller's toolkit),
+with the name `loop_unsupported` reports for each."""
+
+
 def loop_unsupported(spec: Any) -> list[str]:
     """What a `Loop` cannot honour in an agent spec: `"tools"` and/or `"team"`."""
 
@@ -191,9 +198,10 @@ def loop_unsupported(spec: Any) -> list[str]:
         return spec.get(name) if isinstance(spec, Mapping) else getattr(spec, name, None)
 
     missing: list[str] = []
-    uses = field("uses") or {}
-    if isinstance(uses, Mapping) and uses.get("tools"):
-        missing.append("tools")
-    if field("team"):
-        missing.append("team")
+    for name, reported in LOOP_UNSUPPORTED_FIELDS:
+        value = field(name)
+        if name == "uses":
+            value = value.get("tools") if isinstance(value, Mapping) else None
+        if value:
+            missing.append(reported)
     return missing

@@ -17,7 +17,14 @@ if TYPE_CHECKING:
     from toolnexus.client import RunResult
     from toolnexus.toolkit import Toolkit
 
-__all__ = ["Loop", "LoopAgent", "Outcome"]
+__all__ = ["Loop", "LoopAgent", "Outcome", "RunOptions"]
+
+
+@dataclass(slots=True, frozen=True)
+class RunOptions:
+    """What may vary per `Loop.run` call: the model for that call only."""
+
+    model: str = ""
 
 
 class LoopAgent(Protocol):
@@ -54,8 +61,8 @@ class Loop:
     ) -> None:
         self.agent = agent
         self.toolkit = toolkit
-        self.status = "idle"
-        self.turns = 0
+        self._status = "idle"
+        self._turns = 0
         soul = agent.session_soul()
         max_turns = agent.budget.max_turns if agent.budget is not None else None
         if isinstance(options, Client):
@@ -115,11 +122,11 @@ class Loop:
         try:
             result = await run_gated(ask, prompt, self.agent.completion)
         except BaseException:
-            self.status = "error"
+            self._status = "error"
             raise
-        self.turns += result.turns
+        self._turns += result.turns
         status = result.status
-        self.status = "idle" if status == TASK_STATUS_DONE else status
+        self._status = "idle" if status == TASK_STATUS_DONE else status
         if status == TASK_STATUS_DONE:
             stopped_by = ""
         elif result.limit == LIMIT_COMPLETION:
@@ -134,6 +141,17 @@ class Loop:
             turns=result.turns,
             result=result,
         )
+
+    @property
+    def status(self) -> str:
+        """`"idle"` before and after a `done` run, else the last run's status (`"error"` when
+        it raised)."""
+        return self._status
+
+    @property
+    def turns(self) -> int:
+        """LLM calls over every run of this loop."""
+        return self._turns
 
     async def aclose(self) -> None:
         """Close the client this loop built (a given `Client` stays open)."""

@@ -7,7 +7,6 @@ import os
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ __all__ = [
     "BOOTSTRAP_ORDER",
     "HEARTBEAT_OK",
     "HEARTBEAT_PROMPT",
+    "MAX_BOOTSTRAP_FILE_BYTES",
     "StartedAgent",
     "agent_from_dir",
     "compose_soul",
@@ -46,7 +46,8 @@ HEARTBEAT_PROMPT = (
     "Heartbeat. Read your HEARTBEAT.md section and follow it. "
     "If nothing needs attention, reply HEARTBEAT_OK."
 )
-_CAP = 2097152
+MAX_BOOTSTRAP_FILE_BYTES = 2097152
+_CAP = MAX_BOOTSTRAP_FILE_BYTES
 _TRUNCATED = "\n[truncated: exceeds 2 MB bootstrap cap]"
 
 
@@ -217,13 +218,20 @@ def agent_from_dir(
     return persona
 
 
-@dataclass(slots=True)
 class StartedAgent:
     """A long-lived agent under its own runtime; `await stop()` ends the beat and the tree."""
 
-    handle: Handle
-    rt: AgentRuntime
-    stop: Callable[[], Any]
+    def __init__(self, handle: Handle, rt: AgentRuntime, stop: Callable[[], Any]) -> None:
+        self.handle = handle
+        self.rt = rt
+        self._stop = stop
+
+    async def stop(self) -> None:
+        """Cancel the heartbeat, then close the runtime's whole tree."""
+        await call_maybe_async(self._stop)
+
+    def __repr__(self) -> str:
+        return f"<StartedAgent {self.handle.id} {self.handle.state}>"
 
 
 def start_agent(

@@ -243,10 +243,15 @@ class AgentRuntime:
         for child in handle.children:
             yield from self._walk_tree(child)
 
-    def list(self, h: Handle | None = None) -> list[HandleView]:
-        """Views of the tree under `h` (default: the root), pre-order, the root excluded."""
+    def list(
+        self, h: Handle | None = None, acc: list[HandleView] | None = None
+    ) -> list[HandleView]:
+        """Views of the tree under `h` (default: the root), pre-order, the root excluded;
+        with `acc`, they are appended to it and it is returned."""
         start = self._root if h is None else h
-        return [self.inspect(n) for n in self._walk_tree(start) if n is not self._root]
+        out = acc if acc is not None else []
+        out.extend(self.inspect(n) for n in self._walk_tree(start) if n is not self._root)
+        return out
 
     def inspect(self, h: Handle) -> HandleView:
         return HandleView(id=h.id, state=h.state, tokens=h.usage_total, inbox=len(h.inbox))
@@ -413,7 +418,7 @@ class AgentRuntime:
         return self._enqueue(h, prompt)[0]
 
     def _enqueue(
-        self, h: Handle, prompt: str | None
+        self, h: Handle, prompt: str | None, wait_for: Callable[..., Any] | None = None
     ) -> tuple[PostResult, asyncio.Future[TaskResult] | None]:
         if h.state == "closed" or h._closing is not None:
             return PostResult(False, "closed"), None
@@ -421,7 +426,7 @@ class AgentRuntime:
             return PostResult(False, "the root is never run"), None
         if h.durably_suspended:
             return PostResult(False, "suspended"), None
-        wake = Wake(prompt, asyncio.get_running_loop().create_future())
+        wake = Wake(prompt, asyncio.get_running_loop().create_future(), wait_for=wait_for)
         h._wakes.append(wake)
         self._admit(h)
         return PostResult(True), wake.future
@@ -509,7 +514,8 @@ class AgentRuntime:
         return None
 
     def _escalator(self, h: Handle, turn: Turn) -> Callable[..., Any] | None:
-        holder = self._holder(h)
+        one_shot = turn.wake.wait_for
+        holder = ("self", one_shot) if one_shot is not None else self._holder(h)
         if holder is None and not turn.answers:
             return None
 
@@ -691,9 +697,15 @@ class AgentRuntime:
             if waiter in h._waiters:
                 h._waiters.remove(waiter)
 
-    async def run_turn(self, h: Handle, prompt: str | None = None) -> TaskResult:
-        """`wake`, then the result of that very turn."""
-        accepted, future = self._enqueue(h, prompt)
+    async def run_turn(
+        self,
+        h: Handle,
+        prompt: str | None = None,
+        one_shot_wait_for: Callable[..., Any] | None = None,
+    ) -> TaskResult:
+        """`wake`, then the result of that very turn. `one_shot_wait_for` is an interpreter for
+        this turn only, asked before any on the handle's chain."""
+        accepted, future = self._enqueue(h, prompt, one_shot_wait_for)
         if future is None:
             closed = h.state == "closed" or h._closing is not None
             status = TASK_STATUS_CLOSED if closed else TASK_STATUS_ERROR

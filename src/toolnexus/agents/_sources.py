@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolnexus.client import Client, create_client, create_in_process_client
-from toolnexus.client._errors import ProviderError
 from toolnexus.client._hooks import resolve_hooks
+from toolnexus.client._sync_transport import ThreadedTransport
 from toolnexus.client._transport import StreamBody, Transport
 from toolnexus.client.memory import ConversationStore, KeyedLock
 from toolnexus.errors import ConfigError
@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 MODEL_OPTIONS = ("client", "llm", "in_process", "transport")
+_TRANSPORT_TIMEOUT_S = 600.0  # what a client's read timeout defaults to
 _NEEDS_MODEL = (
     "toolnexus.agents: AgentRuntime needs a model: pass client=, llm=, in_process= or transport="
 )
@@ -87,66 +88,10 @@ def resolve_model_source(
 # -- the published synchronous transport -------------------------------------------------------
 
 
-class _SyncTransport:
-    """A published-style blocking `post(url, headers, payload, timeout) -> dict`, in a thread.
-
-    Cancelling the await ends the turn at once; the thread's late reply is discarded.
-    """
-
-    transport_errors: tuple[type[BaseException], ...] = (OSError, ConnectionError)
-    can_stream = False
-    unwinds_promptly = False
-
-    def __init__(self, target: Any, timeout_s: float) -> None:
-        self._target = target
-        self._timeout = timeout_s
-
-    async def post(
-        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
-    ) -> tuple[int, Any, bytes]:
-        try:
-            data = await asyncio.to_thread(
-                self._target.post, url, dict(headers), body, self._timeout
-            )
-        except Exception as exc:
-            status = getattr(exc, "status", None) or getattr(exc, "code", None)
-            if isinstance(status, int):
-                text = _error_body(exc)
-                raise ProviderError(status, text, text or str(exc)) from None
-            raise
-        return 200, data, b""
-
-    async def open_stream(
-        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
-    ) -> StreamBody:
-        raise RuntimeError("toolnexus.agents: agent turns never stream")
-
-    async def aclose(self) -> None:
-        return None
-
-
-def _error_body(exc: BaseException) -> str:
-    read = getattr(exc, "read", None)
-    if callable(read):
-        try:
-            raw = read()
-            return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-        except Exception:
-            return ""
-    for name in ("text", "body"):
-        value = getattr(exc, name, None)
-        if isinstance(value, bytes):
-            return value.decode("utf-8", "replace")
-        if isinstance(value, str):
-            return value
-    return ""
-
-
 def client_over_transport(transport: Any) -> Client:
-    """An OpenAI-style client whose requests go to a published synchronous transport."""
-    if not callable(getattr(transport, "post", None)):
-        raise TypeError("transport= must have a post(url, headers, payload, timeout) method")
-    return Client._over(_SyncTransport(transport, 600.0), model="inherit")
+    """An OpenAI-style client whose requests go to a published synchronous transport (each
+    call in a worker thread; a cancelled turn stops waiting at once)."""
+    return Client._over(ThreadedTransport(transport, _TRANSPORT_TIMEOUT_S), model="inherit")
 
 
 # -- the turn gate and derived clients -----------------------------------------------------------
