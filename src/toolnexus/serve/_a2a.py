@@ -432,7 +432,7 @@ class A2AEndpoint:
         if run is not None:
             return run.task
         task = await self._stored(task_id)
-        if self._orphaned(task):
+        if await self._orphaned(task):
             async with self._lock(task_id):
                 return await self._load_locked(task_id)
         return task
@@ -443,9 +443,13 @@ class A2AEndpoint:
             raise _RpcError(TASK_NOT_FOUND, f"Task not found: {task_id}")
         return wire.read_task(stored)
 
-    def _orphaned(self, task: dict[str, Any]) -> bool:
+    async def _orphaned(self, task: dict[str, Any]) -> bool:
         state = wire.state_name(task["status"]["state"])
-        return state in ("submitted", "working") and task["id"] not in self._runs
+        if state not in ("submitted", "working") or task["id"] in self._runs:
+            return False
+        # A store shared by replicas knows whether another live replica runs the task.
+        elsewhere = getattr(self.store, "running_elsewhere", None)
+        return elsewhere is None or not await elsewhere(task["id"])
 
     async def _load_locked(self, task_id: str) -> dict[str, Any]:
         """`_load` for a caller holding the task's lock."""
@@ -453,7 +457,7 @@ class A2AEndpoint:
         if run is not None:
             return run.task
         task = await self._stored(task_id)
-        if self._orphaned(task):
+        if await self._orphaned(task):
             task = self._with_status(task, "failed", RESTARTED)
             await self.store.save(task)
         return task
@@ -497,7 +501,7 @@ class A2AEndpoint:
         rendered = []
         for stored in tasks:
             task = wire.read_task(stored)
-            if self._orphaned(task):
+            if await self._orphaned(task):
                 task = await self._load(task["id"])
             rendered.append(
                 wire.render_task(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from toolnexus._backends._postgres import PostgresPool
@@ -10,6 +13,7 @@ from toolnexus._backends._redis import RedisPool
 from toolnexus.a2a._wire import dumps, state_name
 from toolnexus.serve._tasks import (
     DEFAULT_PAGE_SIZE,
+    FINISHED_STATES,
     TaskPage,
     decode_page_token,
     encode_page_token,
@@ -21,6 +25,47 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
 __all__ = ["PostgresTaskStore", "RedisTaskStore"]
+
+# Tasks in these states are being run by the replica that saved them last.
+_RUNNING = ("submitted", "working")
+
+
+class _Heartbeats:
+    """Which replica runs which task: each store instance claims the tasks it saves running and
+    renews the claims every third of `lease_ms`, so another replica can tell a task that is
+    being run (`running_elsewhere`) from one whose replica died (its claim expired)."""
+
+    def __init__(self, lease_ms: float) -> None:
+        if isinstance(lease_ms, bool) or not lease_ms > 0:
+            raise ValueError(f"lease_ms must be > 0, not {lease_ms!r}")
+        self.lease_ms = float(lease_ms)
+        self.owner = uuid.uuid4().hex
+        self._running: set[str] = set()
+        self._beater: asyncio.Task[None] | None = None
+
+    async def _beat(self, ids: list[str]) -> None:
+        raise NotImplementedError
+
+    def _track(self, id: str, state: str) -> None:
+        if state in _RUNNING:
+            self._running.add(id)
+            if self._beater is None or self._beater.done():
+                self._beater = asyncio.get_running_loop().create_task(self._beat_forever())
+        else:
+            self._running.discard(id)
+
+    async def _beat_forever(self) -> None:
+        while self._running:
+            await asyncio.sleep(self.lease_ms / 3000)
+            with contextlib.suppress(Exception):  # unreachable now: the claims lapse, as they must
+                await self._beat(sorted(self._running))
+
+    async def _stop_beating(self) -> None:
+        beater, self._beater = self._beater, None
+        if beater is not None:
+            beater.cancel()
+            with contextlib.suppress(BaseException):
+                await beater
 
 
 def _decode(raw: str | bytes | None) -> dict[str, Any] | None:
@@ -58,10 +103,16 @@ _PG_SCHEMA = (
     )""",
     "CREATE INDEX IF NOT EXISTS toolnexus_tasks_order ON toolnexus_tasks (stamp DESC, id DESC)",
     "CREATE INDEX IF NOT EXISTS toolnexus_tasks_context ON toolnexus_tasks (context_id)",
+    """CREATE TABLE IF NOT EXISTS toolnexus_task_runners (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        expires TIMESTAMPTZ NOT NULL
+    )""",
 )
+_TERMINAL_SQL = ", ".join(f"'{state}'" for state in sorted(FINISHED_STATES))
 
 
-class PostgresTaskStore:
+class PostgresTaskStore(_Heartbeats):
     """A2A tasks in the PostgreSQL table `toolnexus_tasks`, one row of compact JSON per task.
 
     The filters and order of `ListTasks` (context, state, updated-after, newest first) run in
@@ -71,8 +122,15 @@ class PostgresTaskStore:
     """
 
     def __init__(
-        self, dsn: str, *, min_size: int = 1, max_size: int = 10, timeout_ms: float = 10_000
+        self,
+        dsn: str,
+        *,
+        lease_ms: float = 15_000,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout_ms: float = 10_000,
     ) -> None:
+        super().__init__(lease_ms)
         self._db = PostgresPool(
             dsn,
             label="PostgreSQL task store",
@@ -108,20 +166,60 @@ class PostgresTaskStore:
         return _decode(await self._db.run(get))
 
     async def save(self, task: dict[str, Any]) -> None:
+        """Store `task`; a task already finished keeps its final state (a cancel from another
+        replica is not undone by the run that was still going there)."""
         id, context, state, stamp = _fields(task)
         payload = dumps(task).decode("utf-8")
+        running = state in _RUNNING
 
         async def save(conn: AsyncConnection[Any]) -> None:
-            await conn.execute(
-                "INSERT INTO toolnexus_tasks (id, context_id, state, stamp, updated, task)"
-                " VALUES (%s, %s, %s, %s, %s::timestamptz, %s)"
-                " ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id,"
-                " state = excluded.state, stamp = excluded.stamp,"
-                " updated = excluded.updated, task = excluded.task",
-                (id, context, state, stamp, _timestamptz(stamp), payload),
-            )
+            async with conn.transaction():
+                await conn.execute(
+                    "INSERT INTO toolnexus_tasks AS t (id, context_id, state, stamp, updated, task)"
+                    " VALUES (%s, %s, %s, %s, %s::timestamptz, %s)"
+                    " ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id,"
+                    " state = excluded.state, stamp = excluded.stamp,"
+                    " updated = excluded.updated, task = excluded.task"
+                    f" WHERE t.state NOT IN ({_TERMINAL_SQL}) OR t.state = excluded.state",
+                    (id, context, state, stamp, _timestamptz(stamp), payload),
+                )
+                if running:
+                    await conn.execute(
+                        "INSERT INTO toolnexus_task_runners (id, owner, expires) VALUES"
+                        " (%s, %s, clock_timestamp() + %s * interval '1 millisecond')"
+                        " ON CONFLICT (id) DO UPDATE SET owner = excluded.owner,"
+                        " expires = excluded.expires",
+                        (id, self.owner, self.lease_ms),
+                    )
+                else:
+                    await conn.execute("DELETE FROM toolnexus_task_runners WHERE id = %s", (id,))
 
         await self._db.run(save)
+        self._track(id, state)
+
+    async def _beat(self, ids: list[str]) -> None:
+        async def beat(conn: AsyncConnection[Any]) -> None:
+            await conn.execute(
+                "UPDATE toolnexus_task_runners"
+                " SET expires = clock_timestamp() + %s * interval '1 millisecond'"
+                " WHERE owner = %s AND id = ANY(%s)",
+                (self.lease_ms, self.owner, ids),
+            )
+
+        await self._db.run(beat)
+
+    async def running_elsewhere(self, id: str) -> bool:
+        """Whether another live replica is running task `id` (its claim has not expired)."""
+
+        async def check(conn: AsyncConnection[Any]) -> bool:
+            cursor = await conn.execute(
+                "SELECT 1 FROM toolnexus_task_runners WHERE id = %s AND owner <> %s"
+                " AND expires > clock_timestamp()",
+                (id, self.owner),
+            )
+            return await cursor.fetchone() is not None
+
+        return await self._db.run(check)
 
     async def list(
         self,
@@ -175,7 +273,8 @@ class PostgresTaskStore:
         return tasks, token, total
 
     async def aclose(self) -> None:
-        """Close the connection pool. Idempotent."""
+        """Stop renewing claims and close the connection pool. Idempotent."""
+        await self._stop_beating()
         await self._db.aclose()
 
 
@@ -190,7 +289,28 @@ def _timestamptz(stamp: str) -> str | None:
     return moment.isoformat() if moment.tzinfo is not None else None
 
 
-class RedisTaskStore:
+# KEYS: task, state, ids, runner. ARGV: payload, state, id, owner, lease ms, running (1/0),
+# then the finished states. A finished task keeps its final state.
+_REDIS_SAVE = """
+local stored = redis.call('GET', KEYS[2])
+if stored and stored ~= ARGV[2] then
+  for i = 7, #ARGV do
+    if stored == ARGV[i] then return 0 end
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('SADD', KEYS[3], ARGV[3])
+if ARGV[6] == '1' then
+  redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[5])
+else
+  redis.call('DEL', KEYS[4])
+end
+return 1
+"""
+
+
+class RedisTaskStore(_Heartbeats):
     """A2A tasks in Redis: `<prefix>task:<id>` holds each task's compact JSON, `<prefix>tasks`
     the set of ids. A save writes both in one transaction. `ListTasks` reads every task and
     filters here (fine for the thousands of tasks a Redis store usually keeps; use PostgreSQL
@@ -203,9 +323,11 @@ class RedisTaskStore:
         url: str,
         *,
         prefix: str = "toolnexus:",
+        lease_ms: float = 15_000,
         max_connections: int = 50,
         timeout_ms: float = 10_000,
     ) -> None:
+        super().__init__(lease_ms)
         self._db = RedisPool(
             url,
             label="Redis task store",
@@ -234,12 +356,34 @@ class RedisTaskStore:
         return _decode(raw)
 
     async def save(self, task: dict[str, Any]) -> None:
-        id = str(task["id"])
+        """Store `task`; a task already finished keeps its final state (a cancel from another
+        replica is not undone by the run that was still going there)."""
+        id, _, state, _ = _fields(task)
         client = await self._db.client()
-        async with client.pipeline(transaction=True) as pipe:
-            pipe.set(self._db.key("task", id), dumps(task))
-            pipe.sadd(self._db.key("tasks"), id)
+        keys = [
+            self._db.key("task", id),
+            self._db.key("task-state", id),
+            self._db.key("tasks"),
+            self._db.key("task-runner", id),
+        ]
+        running = "1" if state in _RUNNING else "0"
+        args: list[bytes | str | int] = [dumps(task), state, id, self.owner, int(self.lease_ms)]
+        args += [running, *sorted(FINISHED_STATES)]
+        await client.eval(_REDIS_SAVE, len(keys), *keys, *args)  # type: ignore[misc]
+        self._track(id, state)
+
+    async def _beat(self, ids: list[str]) -> None:
+        client = await self._db.client()
+        async with client.pipeline(transaction=False) as pipe:
+            for id in ids:
+                pipe.set(self._db.key("task-runner", id), self.owner, px=int(self.lease_ms))
             await pipe.execute()
+
+    async def running_elsewhere(self, id: str) -> bool:
+        """Whether another live replica is running task `id` (its claim has not expired)."""
+        client = await self._db.client()
+        owner = await client.get(self._db.key("task-runner", id))
+        return owner is not None and _text(owner) != self.owner
 
     async def list(
         self,
@@ -269,7 +413,8 @@ class RedisTaskStore:
         )
 
     async def aclose(self) -> None:
-        """Close the connections. Idempotent."""
+        """Stop renewing claims and close the connections. Idempotent."""
+        await self._stop_beating()
         await self._db.aclose()
 
 

@@ -1,0 +1,38 @@
+"""One `serve` replica on a shared A2A task store, printing its URL; for the replica tests.
+
+Run as `python store_replica.py <postgres|redis> <url>`. Its model answers `done:<prompt>`,
+except for prompts starting with `hold`, which it never finishes (a task to kill mid-run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+
+async def main(kind: str, url: str) -> None:
+    from toolnexus.client import create_in_process_client
+    from toolnexus.serve import PostgresTaskStore, RedisTaskStore
+    from toolnexus.toolkit import create_toolkit
+
+    async def model(request: dict[str, Any]) -> dict[str, Any]:
+        prompt = str(request["messages"][-1]["content"])
+        if prompt.startswith("hold"):
+            await asyncio.Event().wait()
+        return {"content": f"done:{prompt}"}
+
+    store: Any = (
+        PostgresTaskStore(url, lease_ms=600)
+        if kind == "postgres"
+        else RedisTaskStore(url, lease_ms=600)
+    )
+    toolkit = await create_toolkit(builtins=False)
+    client = create_in_process_client(model="m", generate=model)
+    handle = await toolkit.serve("127.0.0.1:0", client=client, a2a={"store": store})
+    print(handle.url, flush=True)
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
