@@ -14,7 +14,7 @@ _POSTGRES = ("postgres://", "postgresql://")
 _REDIS = ("redis://", "rediss://", "unix://")
 
 
-def resolve_store(store: Any) -> TaskStore:
+def resolve_store(store: Any = None) -> TaskStore:
     """The task store an `a2a["store"]` value (or `toolnexus serve --task-store`) names:
     `None`/`"memory"`, `"file:<dir>"`, a `postgres://…`/`postgresql://…` URL, a
     `redis://…`/`rediss://…` URL, or any object with async `get`/`save` (optionally `list`)."""
