@@ -19,7 +19,14 @@ from toolnexus.types import Answer, Request, Tool, ToolContext, ToolResult, erro
 
 if TYPE_CHECKING:
     from toolnexus.a2a import Agent
-    from toolnexus.mcp_source import McpServerState, McpSource
+    from toolnexus.mcp_source import (
+        McpPrompt,
+        McpPromptResult,
+        McpResource,
+        McpResourceTemplate,
+        McpServerState,
+        McpSource,
+    )
     from toolnexus.serve import ServeHandle, ServeLimits
     from toolnexus.skill import SkillDef, SkillSource
 
@@ -239,6 +246,46 @@ class Toolkit:
     def mcp_status(self) -> dict[str, str]:
         """Server name → `connected`, `failed` or `disabled`."""
         return dict(self._mcp.status) if self._mcp is not None else {}
+
+    def _mcp_source(self) -> McpSource:
+        if self._mcp is None:
+            raise ValueError("this toolkit has no MCP servers")
+        return self._mcp
+
+    async def list_mcp_resources(self, server: str | None = None) -> list[McpResource]:
+        """The resources of `server`, or of every connected server offering resources."""
+        return await self._mcp_source().list_mcp_resources(server)
+
+    async def list_mcp_resource_templates(
+        self, server: str | None = None
+    ) -> list[McpResourceTemplate]:
+        """The resource templates of `server`, or of every server offering resources."""
+        return await self._mcp_source().list_mcp_resource_templates(server)
+
+    async def read_mcp_resource(self, uri: str, *, server: str | None = None) -> ToolResult:
+        """Read `uri` from `server`, or from the server known to own it."""
+        return await self._mcp_source().read_mcp_resource(uri, server=server)
+
+    async def list_mcp_prompts(self, server: str | None = None) -> list[McpPrompt]:
+        """The prompts of `server`, or of every connected server offering prompts."""
+        return await self._mcp_source().list_mcp_prompts(server)
+
+    async def get_mcp_prompt(
+        self, server: str, name: str, arguments: dict[str, str] | None = None
+    ) -> McpPromptResult:
+        """The prompt `name` of `server`, rendered with `arguments`."""
+        return await self._mcp_source().get_mcp_prompt(server, name, arguments)
+
+    async def complete_mcp(
+        self,
+        server: str,
+        ref: dict[str, str],
+        argument: str,
+        value: str,
+        context: dict[str, str] | None = None,
+    ) -> list[str]:
+        """Completions from `server` for an argument of a prompt or resource template."""
+        return await self._mcp_source().complete_mcp(server, ref, argument, value, context)
 
     def mcp_instructions_prompt(self) -> str:
         """The instructions of the connected MCP servers that opted in (`instructions: true`),

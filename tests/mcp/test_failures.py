@@ -105,7 +105,11 @@ async def test_only_the_good_servers_connect(special: Special) -> None:
     assert connected == {"crashy", "fragile", "doomed", "odd", "unhurried"} | {
         f"together{i}" for i in range(4)
     }
-    assert all(t.name.split("_", 1)[0] in connected for t in special.source.tools)
+    assert all(
+        t.name.split("_", 1)[0] in connected
+        for t in special.source.tools
+        if t.name != "mcp_read_resource"  # shared by the servers that offer resources
+    )
 
 
 @pytest.mark.parametrize(

@@ -68,7 +68,8 @@ async def test_mcp_tools_come_first_in_config_order(toolkit: Toolkit) -> None:
     first_non_mcp = next(i for i, t in enumerate(toolkit.tools()) if t.source != "mcp")
     mcp_names = names[:first_non_mcp]
     assert mcp_names[0] == "local_echo"
-    assert mcp_names[-2:] == ["web_search_echo", "web_search_add"]  # allowlist, listing order
+    # allowlist, listing order; then the resource reader the servers share
+    assert mcp_names[-3:] == ["web_search_echo", "web_search_add", "mcp_read_resource"]
     assert "local_pid" not in names  # disable_tools applies to final names
     assert "bash" not in names and "read" in names  # the sibling `builtins` block was honoured
     assert not any(n.startswith(("off_", "broken_", "builtins_")) for n in names)

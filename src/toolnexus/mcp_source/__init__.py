@@ -17,12 +17,24 @@ from toolnexus.mcp_source._source import (
     load_mcp_with_context,
     parse_mcp_config,
 )
-from toolnexus.mcp_source._state import McpInventory, McpServerState, ToolInfo
+from toolnexus.mcp_source._state import (
+    McpInventory,
+    McpPrompt,
+    McpPromptResult,
+    McpResource,
+    McpResourceTemplate,
+    McpServerState,
+    ToolInfo,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "McpConfig",
     "McpInventory",
+    "McpPrompt",
+    "McpPromptResult",
+    "McpResource",
+    "McpResourceTemplate",
     "McpServerState",
     "McpSource",
     "ServerConfig",

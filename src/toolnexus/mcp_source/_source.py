@@ -12,6 +12,7 @@ import importlib
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -26,6 +27,10 @@ from toolnexus.mcp_source._process import SpawnError, discard, spawn
 from toolnexus.mcp_source._roots import RootInput, server_roots
 from toolnexus.mcp_source._state import (
     McpInventory,
+    McpPrompt,
+    McpPromptResult,
+    McpResource,
+    McpResourceTemplate,
     McpServerState,
     ServerStatus,
     ToolInfo,
@@ -42,6 +47,24 @@ D = TypeVar("D")
 WaitFor = Callable[[Request], Any]
 ConfigInput = str | os.PathLike[str] | Mapping[str, Any]
 
+_OWNERS_KEPT = 10_000  # URIs whose owning server is remembered for mcp_read_resource
+READ_RESOURCE_DESCRIPTION = (
+    "Read a resource (a file, document or record) from a connected MCP server by its URI, for "
+    'example one named in a "[resource link: ...]" line of an earlier tool result.'
+)
+READ_RESOURCE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "uri": {"type": "string", "description": "The resource URI."},
+        "server": {
+            "type": "string",
+            "description": "The MCP server that owns the URI. Needed only when it cannot be "
+            "inferred.",
+        },
+    },
+    "required": ["uri"],
+    "additionalProperties": False,
+}
 _RECONNECT_EVERY = 5.0  # seconds between reconnect attempts to a lost remote server
 _DEATH_REPORT_WAIT = 2.0  # how long a failed call waits to learn whether the server went away
 _sdk: ModuleType | None = None  # `toolnexus.mcp_source._connection`, once imported
@@ -76,6 +99,11 @@ def _start_sdk_import() -> concurrent.futures.Future[ModuleType]:
         return _sdk_import
 
 
+def sdk_features() -> ModuleType:
+    """`toolnexus.mcp_source._features`, importable once the SDK is (a server is connected)."""
+    return importlib.import_module("toolnexus.mcp_source._features")
+
+
 async def _load_sdk() -> ModuleType:
     """The imported SDK side of the source (`_connection`), once its import has finished."""
     if _sdk is not None:
@@ -97,6 +125,7 @@ class McpSource:
             server.source = self
             self._servers[server.name] = server
         self.on_tools_changed: Callable[[], None] | None = None
+        self._owners: OrderedDict[str, str] = OrderedDict()
         self._tools: list[Tool] | None = None
         self._closed = False
 
@@ -104,8 +133,132 @@ class McpSource:
     def tools(self) -> list[Tool]:
         """Every server's (filtered) tools, servers in config order, tools in listing order."""
         if self._tools is None:
-            self._tools = [t for server in self._servers.values() for t in server.tools]
+            tools = [t for server in self._servers.values() for t in server.tools]
+            if self._offering(None, "resources"):
+                tools.append(self._read_tool())
+            self._tools = tools
         return list(self._tools)
+
+    # -- resources, prompts, completions --------------------------------------------------------
+
+    def _offering(self, server: str | None, capability: str) -> list[_Server]:
+        """The connected servers that declare `capability` (and are not hidden from it)."""
+        if server is not None:
+            found = self._servers.get(server)
+            if found is None:
+                raise ValueError(f'no MCP server named "{server}"')
+            if not found.offers(capability):
+                raise ValueError(f'MCP server "{server}" does not offer {capability}')
+            return [found]
+        return [s for s in self._servers.values() if s.offers(capability)]
+
+    def remember(self, uri: str, server: str) -> None:
+        """Note that `server` named `uri` (a listing, a link or an embedded resource)."""
+        self._owners[uri] = server
+        self._owners.move_to_end(uri)
+        while len(self._owners) > _OWNERS_KEPT:
+            self._owners.popitem(last=False)
+
+    def owner_of(self, uri: str, server: str | None = None) -> _Server:
+        """The server to read `uri` from: the one named, the one that last named the URI, or
+        the only one offering resources; else `ValueError` listing the candidates."""
+        if server is not None:
+            return self._offering(server, "resources")[0]
+        remembered = self._owners.get(uri)
+        offering = self._offering(None, "resources")
+        if remembered is not None:
+            for candidate in offering:
+                if candidate.name == remembered:
+                    return candidate
+        if len(offering) == 1:
+            return offering[0]
+        names = ", ".join(s.name for s in offering)
+        raise ValueError(
+            f'Cannot tell which MCP server owns {uri}; pass "server" (one of: {names})'
+        )
+
+    async def list_mcp_resources(self, server: str | None = None) -> list[McpResource]:
+        """Every resource (all pages) of `server`, or of every server offering resources."""
+        features = sdk_features()
+        found: list[McpResource] = []
+        for s in self._offering(server, "resources"):
+            listed = await features.list_resources(s.session(), s.name, s.timeout)
+            for resource in listed:
+                self.remember(resource.uri, s.name)
+            found.extend(listed)
+        return found
+
+    async def list_mcp_resource_templates(
+        self, server: str | None = None
+    ) -> list[McpResourceTemplate]:
+        """Every resource template of `server`, or of every server offering resources."""
+        features = sdk_features()
+        found: list[McpResourceTemplate] = []
+        for s in self._offering(server, "resources"):
+            found.extend(await features.list_templates(s.session(), s.name, s.timeout))
+        return found
+
+    async def read_mcp_resource(self, uri: str, *, server: str | None = None) -> ToolResult:
+        """`resources/read` of `uri`: texts as the output, blobs as content parts."""
+        owner = self.owner_of(uri, server)
+        features = sdk_features()
+        result: ToolResult = await features.read_resource(
+            owner.session(), owner.name, uri, owner.timeout
+        )
+        return result
+
+    async def list_mcp_prompts(self, server: str | None = None) -> list[McpPrompt]:
+        """Every prompt of `server`, or of every server offering prompts."""
+        features = sdk_features()
+        found: list[McpPrompt] = []
+        for s in self._offering(server, "prompts"):
+            found.extend(await features.list_prompts(s.session(), s.name, s.timeout))
+        return found
+
+    async def get_mcp_prompt(
+        self, server: str, name: str, arguments: dict[str, str] | None = None
+    ) -> McpPromptResult:
+        """The prompt `name` of `server`, rendered with `arguments`."""
+        [s] = self._offering(server, "prompts")
+        prompt: McpPromptResult = await sdk_features().get_prompt(
+            s.session(), name, arguments, s.timeout
+        )
+        return prompt
+
+    async def complete_mcp(
+        self,
+        server: str,
+        ref: dict[str, str],
+        argument: str,
+        value: str,
+        context: dict[str, str] | None = None,
+    ) -> list[str]:
+        """Completions for `argument` (typed so far: `value`) of a prompt or resource template;
+        `ref` is `{"type": "ref/prompt", "name"}` or `{"type": "ref/resource", "uri"}`."""
+        [s] = self._offering(server, "completions")
+        values: list[str] = await sdk_features().complete(
+            s.session(), ref, argument, value, context, s.timeout
+        )
+        return values
+
+    def _read_tool(self) -> Tool:
+        async def read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+            uri = str(args.get("uri", ""))
+            server = args.get("server")
+            try:
+                return await self.read_mcp_resource(uri, server=server)
+            except ValueError as exc:
+                return ToolResult(str(exc), True)
+            except Exception as exc:
+                return ToolResult(f"Reading {uri} failed: {error_message(exc)}", True)
+
+        return Tool(
+            "mcp_read_resource",
+            READ_RESOURCE_DESCRIPTION,
+            dict(READ_RESOURCE_SCHEMA),
+            "mcp",
+            read,
+        )
 
     @property
     def status(self) -> dict[str, str]:
@@ -196,6 +349,27 @@ class _Server:
         except ServerConfigError as exc:
             self.error = str(exc)
             warn(f'MCP server "{name}" failed: {exc}')
+
+    def offers(self, capability: str) -> bool:
+        """Connected, declaring `capability`, and (resources) not hidden by `resources: false`."""
+        conn = self.conn
+        if self.status != "connected" or conn is None or self.spec is None:
+            return False
+        if capability == "resources" and not self.spec.resources:
+            return False
+        return capability in (conn.capabilities or {})
+
+    def session(self) -> Any:
+        """The live SDK session (`ValueError` when there is none)."""
+        conn = self.conn
+        if conn is None or conn.session is None:
+            raise ValueError(f'MCP server "{self.name}" is not connected')
+        return conn.session
+
+    @property
+    def timeout(self) -> float:
+        assert self.spec is not None
+        return self.spec.timeout
 
     @property
     def wants_connection(self) -> bool:
@@ -375,9 +549,11 @@ class _Server:
 
         try:
             try:
-                return await Call(
-                    self.name, self._wait_for, conn, tool_name, args, ctx, budget
-                ).run(resume)
+                return self._noted(
+                    await Call(self.name, self._wait_for, conn, tool_name, args, ctx, budget).run(
+                        resume
+                    )
+                )
             except Exception as exc:
                 # 2025-11-25 over HTTP: the server forgot the session (a restart). The request
                 # was not executed: start a new session and send it once more.
@@ -386,9 +562,11 @@ class _Server:
                 renewed = self.conn
                 assert renewed is not None
                 conn = renewed
-                return await Call(
-                    self.name, self._wait_for, conn, tool_name, args, ctx, budget
-                ).run(resume)
+                return self._noted(
+                    await Call(self.name, self._wait_for, conn, tool_name, args, ctx, budget).run(
+                        resume
+                    )
+                )
         except sdk.CallTimedOut:
             return ToolResult(
                 f"MCP tool {tool_name} timed out after {sdk.format_ms(budget.ran_out)} ms",
@@ -441,6 +619,17 @@ class _Server:
             ):
                 return None
             return f'MCP server "{self.name}" failed: {self.error or "not connected"}'
+
+    def _noted(self, result: ToolResult) -> ToolResult:
+        """Remember the server as the owner of the resources its result links or embeds."""
+        source = self.source
+        content = (result.metadata or {}).get("content")
+        if source is not None and isinstance(content, list):
+            for block in content:
+                uri = block.get("uri") or (block.get("resource") or {}).get("uri")
+                if block.get("type") in ("resource_link", "resource") and uri:
+                    source.remember(str(uri), self.name)
+        return result
 
     async def _renew(self, conn: Connection) -> bool:
         """Replace `conn`, whose session the server no longer knows, with a fresh one."""

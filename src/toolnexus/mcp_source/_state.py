@@ -50,3 +50,47 @@ class McpInventory:
     tools: dict[str, list[ToolInfo]]
     status: dict[str, str]
     protocol: dict[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class McpResource:
+    """A resource a server lists."""
+
+    server: str
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class McpResourceTemplate:
+    """A resource template (an RFC 6570 URI template) a server lists."""
+
+    server: str
+    uri_template: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class McpPrompt:
+    """A prompt a server lists; `arguments` are `{"name", "description", "required"}`."""
+
+    server: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    arguments: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class McpPromptResult:
+    """A rendered prompt: `messages` are `{"role", "content"}` (text, or content parts)."""
+
+    description: str | None
+    messages: list[dict[str, Any]]

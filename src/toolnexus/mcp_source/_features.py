@@ -1,0 +1,147 @@
+"""Resources, resource templates, prompts and completions of one connected server, as plain
+data. Imported with the SDK; every request is bounded by the server's `timeout`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import mcp_types as types
+
+from toolnexus.content import ContentPart, ContentPartError, incoming_part
+from toolnexus.mcp_source._connection import MAX_PAGES, LoadError
+from toolnexus.mcp_source._state import (
+    McpPrompt,
+    McpPromptResult,
+    McpResource,
+    McpResourceTemplate,
+)
+from toolnexus.types import ToolResult
+
+T = TypeVar("T")
+
+
+async def _bounded(call: Awaitable[T], timeout: float) -> T:
+    return await asyncio.wait_for(call, timeout)
+
+
+async def _pages(
+    fetch: Callable[[types.PaginatedRequestParams | None], Awaitable[Any]],
+    items: str,
+    timeout: float,
+) -> list[Any]:
+    found: list[Any] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_PAGES):
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+        page = await _bounded(fetch(params), timeout)
+        found.extend(getattr(page, items))
+        cursor = page.next_cursor or None
+        if cursor is None or cursor in seen:
+            return found
+        seen.add(cursor)
+    raise LoadError(f"MCP list returned more than {MAX_PAGES} pages")
+
+
+async def list_resources(session: Any, server: str, timeout: float) -> list[McpResource]:
+    listed = await _pages(lambda p: session.list_resources(params=p), "resources", timeout)
+    return [
+        McpResource(
+            server,
+            str(r.uri),
+            r.name,
+            r.title,
+            r.description,
+            r.mime_type,
+            getattr(r, "size", None),
+        )
+        for r in listed
+    ]
+
+
+async def list_templates(session: Any, server: str, timeout: float) -> list[McpResourceTemplate]:
+    listed = await _pages(
+        lambda p: session.list_resource_templates(params=p), "resource_templates", timeout
+    )
+    return [
+        McpResourceTemplate(server, t.uri_template, t.name, t.title, t.description, t.mime_type)
+        for t in listed
+    ]
+
+
+async def read_resource(session: Any, server: str, uri: str, timeout: float) -> ToolResult:
+    """`resources/read` as a result: texts joined, each blob a content part and a line."""
+    result = await _bounded(session.read_resource(uri), timeout)
+    texts: list[str] = []
+    parts: list[ContentPart] = []
+    for item in result.contents:
+        text = getattr(item, "text", None)
+        if text is not None:
+            texts.append(text)
+            continue
+        blob = str(getattr(item, "blob", "") or "")
+        mime = getattr(item, "mime_type", None) or "application/octet-stream"
+        item_uri = str(getattr(item, "uri", uri))
+        texts.append(f"[resource: {item_uri}]")
+        with contextlib.suppress(ContentPartError):  # described by its line
+            parts.append(incoming_part(data=blob, mime_type=mime, name=item_uri))
+    return ToolResult("\n".join(texts), False, {"server": server, "uri": uri}, parts=parts or None)
+
+
+async def list_prompts(session: Any, server: str, timeout: float) -> list[McpPrompt]:
+    listed = await _pages(lambda p: session.list_prompts(params=p), "prompts", timeout)
+    return [
+        McpPrompt(
+            server,
+            p.name,
+            p.title,
+            p.description,
+            [
+                {"name": a.name, "description": a.description, "required": bool(a.required)}
+                for a in p.arguments or ()
+            ],
+        )
+        for p in listed
+    ]
+
+
+async def get_prompt(
+    session: Any, name: str, arguments: dict[str, str] | None, timeout: float
+) -> McpPromptResult:
+    result = await _bounded(session.get_prompt(name, arguments), timeout)
+    messages: list[dict[str, Any]] = []
+    for message in result.messages:
+        content = message.content
+        if getattr(content, "type", None) == "text":
+            messages.append({"role": message.role, "content": content.text})
+            continue
+        data = getattr(content, "data", None)
+        mime = getattr(content, "mime_type", None)
+        part = incoming_part(data=data, mime_type=mime) if data is not None else None
+        messages.append({"role": message.role, "content": [part] if part is not None else []})
+    return McpPromptResult(result.description, messages)
+
+
+async def complete(
+    session: Any,
+    ref: dict[str, str],
+    argument: str,
+    value: str,
+    context: dict[str, str] | None,
+    timeout: float,
+) -> list[str]:
+    reference: Any
+    if ref.get("type") == "ref/resource":
+        reference = types.ResourceTemplateReference(uri=ref["uri"])
+    else:
+        reference = types.PromptReference(name=ref["name"])
+    result = await _bounded(
+        session.complete(
+            ref=reference, argument={"name": argument, "value": value}, context_arguments=context
+        ),
+        timeout,
+    )
+    return list(result.completion.values)
