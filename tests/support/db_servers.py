@@ -14,6 +14,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -58,13 +59,15 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str, log: Path) -
 
 class _Child:
     proc: subprocess.Popen[bytes] | None = None
+    # PostgreSQL's SIGTERM waits for clients to leave; SIGINT is its fast shutdown.
+    stop_signal = signal.SIGTERM
 
     def stop(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL) and wait for it."""
+        """Stop the server (its stop signal, then SIGKILL) and wait for it."""
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        proc.terminate()
+        proc.send_signal(self.stop_signal)
         try:
             proc.wait(10)
         except subprocess.TimeoutExpired:
@@ -74,6 +77,8 @@ class _Child:
 
 class PostgresServer(_Child):
     """A PostgreSQL cluster in a temporary folder; `url` carries a password (for redaction)."""
+
+    stop_signal = signal.SIGINT
 
     def __init__(self) -> None:
         bindir = postgres_bin()
