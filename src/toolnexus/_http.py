@@ -14,6 +14,8 @@ import functools
 import weakref
 from typing import TYPE_CHECKING
 
+from toolnexus._otel import request_hooks
+
 if TYPE_CHECKING:
     import ssl
 
@@ -52,6 +54,7 @@ class HttpClients:
                 timeout=httpx2.Timeout(30.0),
                 limits=httpx2.Limits(max_connections=100, max_keepalive_connections=20),
                 follow_redirects=True,
+                event_hooks=request_hooks(),
             )
             self._clients[loop] = client
         return client

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import logging
 
+from toolnexus._otel import TraceIds
+
 logger = logging.getLogger("toolnexus")
+logger.addFilter(TraceIds())
 
 
 def warn(message: str) -> None:

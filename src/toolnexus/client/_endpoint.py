@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from toolnexus import _otel
 from toolnexus._aio import call_maybe_async
 from toolnexus.client._anthropic import ANTHROPIC
 from toolnexus.client._errors import MissingApiKey, ProviderError
@@ -53,6 +54,7 @@ class ModelRequest:
     model: str
     body: dict[str, Any]
     parts: list[dict[str, Any]] | None = None
+    parent: Any = None  # the run's span (`toolnexus._otel`): the model call's span is its child
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +206,8 @@ class Endpoint:
         body = await self.shape(request.body)
         started = time.perf_counter()
         url, headers = self.url, self.credentials.headers()
+        call = _otel.chat(self.dialect.style, request, url)
+        headers = call.start(headers, body)
 
         async def attempt() -> Turn:
             status, data, raw = await self.transport.post(url, headers, body)
@@ -211,9 +215,11 @@ class Endpoint:
 
         try:
             turn = await self.retry.call(attempt, scope)
-        except BaseException:
+        except BaseException as exc:
+            call.end(None, exc)
             emit(llm_event(request.model, started, None, ok=False, parts=request.parts))
             raise
+        call.end(turn)
         emit(llm_event(request.model, started, turn.usage, ok=True, parts=request.parts))
         return turn
 
@@ -225,6 +231,8 @@ class Endpoint:
         started = time.perf_counter()
         url, headers = self.url, self.credentials.headers()
         read = scope.inline if self.transport.unwinds_promptly else scope.race
+        call = _otel.chat(self.dialect.style, request, url)
+        headers = call.start(headers, body)
         try:
             # Retries happen before the body is read: a half-streamed answer is never replayed.
             response = await self.retry.call(
@@ -261,9 +269,11 @@ class Endpoint:
                     await response.finish()
             finally:
                 await response.aclose()  # a no-op after `finish`; an abort closes it here
-        except BaseException:
+        except BaseException as exc:
+            call.end(None, exc)
             emit(llm_event(request.model, started, None, ok=False, parts=request.parts))
             raise
+        call.end(turn)
         emit(llm_event(request.model, started, turn.usage, ok=True, parts=request.parts))
         yield turn
 

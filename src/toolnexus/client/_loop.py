@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from toolnexus import _otel
 from toolnexus._aio import call_in_thread_maybe_async
 from toolnexus.adapters import ToolCall
 from toolnexus.client._endpoint import ModelRequest
@@ -112,6 +113,7 @@ class RunLoop:
         wire = c.endpoint.dialect
         started = time.perf_counter()
         scope = RunScope(c.timeout_ms, self.cancel)
+        run = _otel.agent_span(c.model, wire.style)
         try:
             async with contextlib.AsyncExitStack() as memory:
                 history = self.history
@@ -136,7 +138,7 @@ class RunLoop:
                     body = wire.body(
                         model, system, messages, tools, self.streaming, parts=c.parts, seen=seen
                     )
-                    request = ModelRequest(model, body, seen)
+                    request = ModelRequest(model, body, seen, run)
                     if self.streaming:
                         turn: Turn | None = None
                         deltas = c.endpoint.stream(request, scope, c.emit)
@@ -167,7 +169,8 @@ class RunLoop:
                                 "name": call.name,
                                 "args": call.args,
                             }
-                    outcomes = await self._execute_all(turn.calls, turn_index, scope)
+                    with _otel.active(run):
+                        outcomes = await self._execute_all(turn.calls, turn_index, scope)
                     answered: list[tuple[ToolCall, ToolResult]] = []
                     for outcome in outcomes:  # in call order
                         result = outcome.result
@@ -222,9 +225,11 @@ class RunLoop:
                 else error_message(exc)
             )
             self._finish(started, reason)
+            _otel.end_span(run, exc)
             raise
         scope.close()
         self._finish(started, None)
+        _otel.end_span(run)
         if self.streaming and self.usage_seen:
             yield {"type": "usage", "usage": dict(self.usage)}
         yield {"type": "done", "result": final}
@@ -336,7 +341,9 @@ class RunLoop:
                     return _Outcome(call, args, result, pending_of(result) is not None)
                 if reply.get("args") is not None:
                     args = reply["args"]
-        result = await self._run_tool(call.name, args, scope.tool_context())
+        with _otel.tool_call(call.name, call.id, self.toolkit) as traced:
+            result = await self._run_tool(call.name, args, scope.tool_context())
+            traced.result(result)
         self._tool_event(call.name, result, started)
         if pending_of(result) is not None:
             return _Outcome(call, args, result, True)  # after_tool never sees a suspension

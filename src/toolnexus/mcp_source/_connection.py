@@ -37,6 +37,7 @@ from toolnexus._aio import Signalled, bounded, call_in_thread_maybe_async, call_
 from toolnexus._env import EnvVarError, expand_env_headers
 from toolnexus._http import ssl_context
 from toolnexus._log import logger, warn
+from toolnexus._otel import request_hooks
 from toolnexus.errors import ToolnexusError
 from toolnexus.mcp_source._config import MODERN, ServerSpec
 from toolnexus.mcp_source._elicitation import elicit_result_fields, elicitation_to_request
@@ -285,7 +286,9 @@ class Connection:
             timeout: httpx2.Timeout | None = None,
             auth: httpx2.Auth | None = None,
         ) -> httpx2.AsyncClient:
-            return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, verify=tls)
+            return httpx2.AsyncClient(
+                headers=headers, timeout=timeout, auth=auth, verify=tls, event_hooks=request_hooks()
+            )
 
         self.transport = "streamable-http"
         try:

@@ -24,6 +24,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from toolnexus import _otel
 from toolnexus.serve._a2a import A2AEndpoint
 from toolnexus.serve._addr import is_loopback
 from toolnexus.serve._health import PROBE_PATHS, health_routes
@@ -316,7 +317,8 @@ def build_app(
     app = Starlette(
         routes=routes,
         middleware=[
-            Middleware(_Guard, loopback=is_loopback(host), auth_token=auth_token, limits=limits)
+            Middleware(_Guard, loopback=is_loopback(host), auth_token=auth_token, limits=limits),
+            Middleware(_otel.ServerSpans),
         ],
         exception_handlers={404: _not_found, 405: _not_found},
         lifespan=lifespan,

@@ -1,0 +1,458 @@
+"""OpenTelemetry traces, metrics and trace context, on the GenAI semantic conventions.
+
+Nothing here imports OpenTelemetry until the host has: while `opentelemetry.trace` is not
+loaded, or no SDK tracer/meter provider is installed, `telemetry()` is `None` and every helper
+returns a shared no-op (a `nullcontext`, the caller's own headers). Once a real provider is
+seen, the tracer, the meter's instruments and the semantic-convention names are resolved once
+and kept for the process.
+
+Message contents are recorded only when the host opts in with
+`TOOLNEXUS_OTEL_CAPTURE_CONTENT=true` (or the conventions' own
+`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`): they may hold personal data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Mapping, MutableMapping
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import Counter, Histogram
+    from opentelemetry.trace import Span, Tracer
+
+__all__ = [
+    "ChatCall",
+    "ServerSpans",
+    "ToolCallSpan",
+    "TraceIds",
+    "active",
+    "agent_span",
+    "chat",
+    "end_span",
+    "inject_headers",
+    "request_hooks",
+    "telemetry",
+    "tool_call",
+]
+
+_NULL: contextlib.nullcontext[None] = contextlib.nullcontext()
+_SCOPE = "toolnexus"
+_CONTENT_ENV = (
+    "TOOLNEXUS_OTEL_CAPTURE_CONTENT",
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+)
+
+
+class Telemetry:
+    """The resolved tracer and instruments (`None` for the half with no provider)."""
+
+    def __init__(self, tracer: Tracer | None, meter_set: bool) -> None:
+        from opentelemetry import metrics
+        from opentelemetry.semconv._incubating.metrics import gen_ai_metrics, mcp_metrics
+
+        self.tracer = tracer
+        self.capture_content = any(
+            os.environ.get(env, "").strip().lower() in ("1", "true", "yes") for env in _CONTENT_ENV
+        )
+        self.operation_duration: Histogram | None = None
+        self.token_usage: Histogram | None = None
+        self.tool_calls: Counter | None = None
+        self.tool_duration: Histogram | None = None
+        self.mcp_duration: Histogram | None = None
+        if meter_set:
+            meter = metrics.get_meter(_SCOPE)
+            self.operation_duration = gen_ai_metrics.create_gen_ai_client_operation_duration(meter)
+            self.token_usage = gen_ai_metrics.create_gen_ai_client_token_usage(meter)
+            self.tool_calls = meter.create_counter(
+                "toolnexus.tool.calls", unit="{call}", description="Tool executions."
+            )
+            self.tool_duration = meter.create_histogram(
+                "toolnexus.tool.duration", unit="s", description="Duration of tool executions."
+            )
+            self.mcp_duration = mcp_metrics.create_mcp_client_operation_duration(meter)
+
+
+_resolved: Telemetry | None = None
+
+
+def telemetry() -> Telemetry | None:
+    """The live telemetry, or `None` while no OpenTelemetry provider is installed."""
+    if _resolved is not None:
+        return _resolved
+    trace_mod = sys.modules.get("opentelemetry.trace")
+    if trace_mod is None:
+        return None  # nobody loaded OpenTelemetry, so nobody configured it
+    return _resolve(trace_mod)
+
+
+def _resolve(trace_mod: Any) -> Telemetry | None:
+    global _resolved
+    from opentelemetry import metrics
+
+    provider = trace_mod.get_tracer_provider()
+    tracing = not isinstance(provider, trace_mod.ProxyTracerProvider | trace_mod.NoOpTracerProvider)
+    meter_provider = metrics.get_meter_provider()
+    metering = not isinstance(
+        meter_provider, metrics._internal._ProxyMeterProvider | metrics.NoOpMeterProvider
+    )
+    if not (tracing or metering):
+        return None
+    from toolnexus import __version__
+
+    tracer = provider.get_tracer(_SCOPE, __version__) if tracing else None
+    try:
+        _resolved = Telemetry(tracer, metering)
+    except ImportError:  # the `[otel]` extra brings the semantic conventions
+        logging.getLogger("toolnexus").warning(
+            "[toolnexus] OpenTelemetry is configured but opentelemetry-semantic-conventions "
+            "is missing: install toolnexus[otel]"
+        )
+        return None
+    return _resolved
+
+
+def _error_type(exc: BaseException) -> str:
+    return type(exc).__qualname__
+
+
+def end_span(span: Span | None, error: BaseException | None = None) -> None:
+    """End `span`, marking it failed with `error` when given."""
+    if span is None:
+        return
+    if error is not None:
+        _fail(span, error)
+    span.end()
+
+
+def _fail(span: Span, error: BaseException) -> None:
+    from opentelemetry.trace import StatusCode
+
+    span.set_attribute("error.type", _error_type(error))
+    if isinstance(error, Exception):
+        span.record_exception(error)
+    span.set_status(StatusCode.ERROR, str(error) or None)
+
+
+# -- spans -------------------------------------------------------------------------------------
+
+
+def agent_span(model: str, provider: str) -> Span | None:
+    """Start (not activate) the `invoke_agent` span of one run; `None` when not tracing."""
+    t = telemetry()
+    if t is None or t.tracer is None:
+        return None
+    from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ga
+
+    return t.tracer.start_span(
+        "invoke_agent",
+        attributes={
+            ga.GEN_AI_OPERATION_NAME: "invoke_agent",
+            ga.GEN_AI_PROVIDER_NAME: provider,
+            ga.GEN_AI_REQUEST_MODEL: model,
+        },
+    )
+
+
+def active(span: Span | None) -> contextlib.AbstractContextManager[Any]:
+    """Make `span` the current span for a block (a no-op for `None`); it is not ended here."""
+    if span is None:
+        return _NULL
+    from opentelemetry.trace import use_span
+
+    return use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False)
+
+
+@lru_cache(maxsize=64)
+def _server(url: str) -> tuple[str, int] | None:
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return None
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+
+
+class ChatCall:
+    """The `chat {model}` span of one model call, and its duration and token metrics."""
+
+    __slots__ = ("_attrs", "_span", "_started", "_t")
+
+    def __init__(self, t: Telemetry, provider: str, model: str, url: str, parent: Any) -> None:
+        from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ga
+        from opentelemetry.trace import SpanKind, set_span_in_context
+
+        self._t = t
+        attrs: dict[str, Any] = {
+            ga.GEN_AI_OPERATION_NAME: "chat",
+            ga.GEN_AI_PROVIDER_NAME: provider,
+            ga.GEN_AI_REQUEST_MODEL: model,
+        }
+        server = _server(url) if url else None
+        if server is not None:
+            attrs["server.address"], attrs["server.port"] = server
+        self._attrs = attrs
+        self._span: Span | None = None
+        if t.tracer is not None:
+            context = set_span_in_context(parent) if parent is not None else None
+            self._span = t.tracer.start_span(
+                f"chat {model}", context=context, kind=SpanKind.CLIENT, attributes=attrs
+            )
+        self._started = time.perf_counter()
+
+    def start(self, headers: dict[str, str], body: Mapping[str, Any]) -> dict[str, str]:
+        """This call's request headers, with its trace context; records the request's
+        messages when the host opted into contents."""
+        span = self._span
+        if span is None:
+            return inject_headers(headers)
+        if self._t.capture_content:
+            messages = body.get("messages")
+            if messages is not None:
+                span.set_attribute("gen_ai.input.messages", _dump(messages))
+        from opentelemetry.propagate import inject
+        from opentelemetry.trace import set_span_in_context
+
+        carrier = dict(headers)
+        inject(carrier, context=set_span_in_context(span))
+        return carrier
+
+    def end(self, turn: Any, error: BaseException | None = None) -> None:
+        """Record what the model answered (`turn` is the dialect's `Turn`) or how it failed."""
+        from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ga
+
+        t, span, attrs = self._t, self._span, self._attrs
+        if error is not None:
+            attrs = {**attrs, "error.type": _error_type(error)}
+        if t.operation_duration is not None:
+            t.operation_duration.record(time.perf_counter() - self._started, attrs)
+        if turn is None:
+            end_span(span, error)
+            return
+        usage: Mapping[str, int] = turn.usage or {}
+        raw = turn.raw if isinstance(turn.raw, dict) else {}
+        response_model = raw.get("model")
+        if span is not None:
+            if isinstance(response_model, str):
+                span.set_attribute(ga.GEN_AI_RESPONSE_MODEL, response_model)
+            if isinstance(raw.get("id"), str):
+                span.set_attribute(ga.GEN_AI_RESPONSE_ID, raw["id"])
+            if turn.finish_reason is not None:
+                span.set_attribute(ga.GEN_AI_RESPONSE_FINISH_REASONS, (turn.finish_reason,))
+            if "prompt_tokens" in usage:
+                span.set_attribute(ga.GEN_AI_USAGE_INPUT_TOKENS, usage["prompt_tokens"])
+            if "completion_tokens" in usage:
+                span.set_attribute(ga.GEN_AI_USAGE_OUTPUT_TOKENS, usage["completion_tokens"])
+            if t.capture_content:
+                span.set_attribute("gen_ai.output.messages", _dump([turn.message]))
+            span.end()
+        if t.token_usage is not None:
+            if isinstance(response_model, str):
+                attrs = {**attrs, ga.GEN_AI_RESPONSE_MODEL: response_model}
+            for key, kind in (("prompt_tokens", "input"), ("completion_tokens", "output")):
+                if key in usage:
+                    t.token_usage.record(usage[key], {**attrs, ga.GEN_AI_TOKEN_TYPE: kind})
+
+
+class _NoCall:
+    """The model call's telemetry while it is off: passes the headers through, records nothing."""
+
+    __slots__ = ()
+
+    def start(self, headers: dict[str, str], body: Mapping[str, Any]) -> dict[str, str]:
+        return headers
+
+    def end(self, turn: Any, error: BaseException | None = None) -> None:
+        return None
+
+
+_NO_CALL = _NoCall()
+
+
+def chat(provider: str, request: Any, url: str) -> ChatCall | _NoCall:
+    """The telemetry of one model call (`request` is the endpoint's `ModelRequest`)."""
+    t = telemetry()
+    if t is None:
+        return _NO_CALL
+    return ChatCall(t, provider, request.model, url, request.parent)
+
+
+_TOOL_TYPES = {"mcp": "extension", "a2a": "extension"}
+
+
+class ToolCallSpan:
+    """The `execute_tool {name}` span of one tool execution (current while it runs), and the
+    tool call count and duration."""
+
+    __slots__ = ("_attrs", "_ctx", "_span", "_started", "_t")
+
+    def __init__(self, t: Telemetry, name: str, call_id: str | None, toolkit: Any) -> None:
+        from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ga
+
+        self._t = t
+        tool = toolkit.get(name) if toolkit is not None else None
+        source = tool.source if tool is not None else "custom"
+        self._attrs: dict[str, Any] = {
+            ga.GEN_AI_OPERATION_NAME: "execute_tool",
+            ga.GEN_AI_TOOL_NAME: name,
+            ga.GEN_AI_TOOL_TYPE: _TOOL_TYPES.get(source, "function"),
+            "toolnexus.tool.source": source,
+        }
+        self._span: Span | None = None
+        self._ctx: contextlib.AbstractContextManager[Any] = _NULL
+        if t.tracer is not None:
+            attrs = dict(self._attrs)
+            if call_id:
+                attrs[ga.GEN_AI_TOOL_CALL_ID] = call_id
+            self._span = t.tracer.start_span(f"execute_tool {name}", attributes=attrs)
+            self._ctx = active(self._span)
+        self._started = time.perf_counter()
+
+    def __enter__(self) -> ToolCallSpan:
+        self._ctx.__enter__()
+        return self
+
+    def result(self, result: Any) -> None:
+        """Record the tool's `ToolResult`: an error result marks the span failed."""
+        if not result.is_error:
+            return
+        self._attrs["error.type"] = "tool_error"
+        if self._span is not None:
+            from opentelemetry.trace import StatusCode
+
+            self._span.set_attribute("error.type", "tool_error")
+            self._span.set_status(StatusCode.ERROR, str(result.output)[:200] or None)
+
+    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> None:
+        self._ctx.__exit__(None, None, None)
+        attrs = self._attrs if error is None else {**self._attrs, "error.type": _error_type(error)}
+        if self._t.tool_calls is not None:
+            self._t.tool_calls.add(1, attrs)
+        if self._t.tool_duration is not None:
+            self._t.tool_duration.record(time.perf_counter() - self._started, attrs)
+        end_span(self._span, error)
+
+
+class _NoTool:
+    """A tool execution's telemetry while it is off."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> _NoTool:
+        return self
+
+    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> None:
+        return None
+
+    def result(self, result: Any) -> None:
+        return None
+
+
+_NO_TOOL = _NoTool()
+
+
+def tool_call(name: str, call_id: str | None, toolkit: Any) -> ToolCallSpan | _NoTool:
+    """The telemetry of one execution of the tool `name` of `toolkit`."""
+    t = telemetry()
+    return _NO_TOOL if t is None else ToolCallSpan(t, name, call_id, toolkit)
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+# -- context propagation -----------------------------------------------------------------------
+
+
+def inject_headers(headers: dict[str, str]) -> dict[str, str]:
+    """`headers` plus the current W3C trace context and baggage (the same object when off)."""
+    if telemetry() is None:
+        return headers
+    from opentelemetry.propagate import inject
+
+    carrier = dict(headers)
+    inject(carrier)
+    return carrier
+
+
+async def _inject_request(request: Any) -> None:
+    if telemetry() is None:
+        return
+    from opentelemetry.propagate import inject
+
+    carrier: MutableMapping[str, str] = request.headers
+    inject(carrier)
+
+
+def request_hooks() -> dict[str, list[Any]]:
+    """`event_hooks` for an `httpx2.AsyncClient`: each request carries the trace context."""
+    return {"request": [_inject_request]}
+
+
+# -- logs --------------------------------------------------------------------------------------
+
+
+class TraceIds(logging.Filter):
+    """Adds `otelTraceID`/`otelSpanID` (hex) to records made while a span is active."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if telemetry() is None:
+            return True
+        from opentelemetry.trace import get_current_span
+
+        span_context = get_current_span().get_span_context()
+        if span_context.is_valid:
+            record.otelTraceID = format(span_context.trace_id, "032x")
+            record.otelSpanID = format(span_context.span_id, "016x")
+        return True
+
+
+# -- serving -----------------------------------------------------------------------------------
+
+
+class ServerSpans:
+    """ASGI middleware: each HTTP request gets a SERVER span, a child of the caller's trace
+    context (W3C `traceparent`/`tracestate`/`baggage`), current while the app handles it (and
+    in the tasks it starts)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        t = telemetry()
+        if t is None or t.tracer is None or scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        from opentelemetry.propagate import extract
+        from opentelemetry.trace import SpanKind, StatusCode, use_span
+
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        method, path = scope["method"], scope["path"]
+        span = t.tracer.start_span(
+            f"{method} {path}",
+            context=extract(headers),
+            kind=SpanKind.SERVER,
+            attributes={"http.request.method": method, "url.path": path},
+        )
+
+        async def send_traced(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                span.set_attribute("http.response.status_code", status)
+                if status >= 500:
+                    span.set_attribute("error.type", str(status))
+                    span.set_status(StatusCode.ERROR)
+            await send(message)
+
+        try:
+            with use_span(span, end_on_exit=False, record_exception=False):
+                await self.app(scope, receive, send_traced)
+        except BaseException as exc:
+            end_span(span, exc)
+            raise
+        span.end()

@@ -1,0 +1,300 @@
+"""Traces of real runs on the GenAI semantic conventions, and the W3C trace context carried on
+every hop: the model endpoint, HTTP tools, MCP servers over stdio and HTTP, and the served
+gateway, all on loopback."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanKind, StatusCode
+
+from support.client_helpers import add_tool, base_url
+from support.fake_llm import FakeLLM, call, text, tools
+from support.local_http import LocalServer, ServerState, ServerThread, build_app
+from support.mcp_servers import ThreadedHttpServer
+from support.traced_mcp_server import http_app
+from toolnexus import Toolkit, create_toolkit
+from toolnexus.client import create_client
+from toolnexus.http_tools import http_tool
+from toolnexus.types import Tool
+
+TESTS = Path(__file__).parents[1]
+TRACE_SERVER = str(TESTS / "support" / "traced_mcp_server.py")
+Recorded = Any  # conftest's `Recorded`: `.spans` (span exporter), `.metrics` (metric reader)
+
+
+def trace_id(span: ReadableSpan) -> str:
+    assert span.context is not None
+    return format(span.context.trace_id, "032x")
+
+
+def parent_of(traceparent: str) -> tuple[str, str]:
+    """(trace id, parent span id) of a W3C `traceparent`."""
+    version, trace, parent, _flags = traceparent.split("-")
+    assert version == "00"
+    return trace, parent
+
+
+def span_id(span: ReadableSpan) -> str:
+    assert span.context is not None
+    return format(span.context.span_id, "016x")
+
+
+def named(otel: Recorded, prefix: str) -> list[ReadableSpan]:
+    return [s for s in otel.spans.get_finished_spans() if s.name.startswith(prefix)]
+
+
+def fail_tool() -> Tool:
+    async def fail(args: dict[str, Any], ctx: Any) -> str:
+        raise RuntimeError("the disk is on fire")
+
+    return Tool(
+        name="fail",
+        description="Always fails.",
+        input_schema={"type": "object", "properties": {}},
+        execute=fail,
+    )
+
+
+@pytest.fixture(scope="module")
+def mcp_http() -> Iterator[ThreadedHttpServer]:
+    server = ThreadedHttpServer(http_app())
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[LocalServer]:
+    state = ServerState()
+    thread = ServerThread(build_app(state))
+    thread.start()
+    yield LocalServer(thread.url, state)
+    thread.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def toolkit(
+    sdk: Recorded, mcp_http: ThreadedHttpServer, web: LocalServer
+) -> AsyncIterator[Toolkit]:
+    kit = await create_toolkit(
+        mcp_config={
+            "local": {"command": sys.executable, "args": [TRACE_SERVER]},
+            "remote": {"url": mcp_http.url()},
+        },
+        extra_tools=[
+            add_tool(),
+            fail_tool(),
+            http_tool(name="echo", description="Echo.", method="POST", url=web.url + "/echo/x"),
+        ],
+        builtins=False,
+    )
+    yield kit
+    await kit.close()
+
+
+async def run(llm: FakeLLM, kit: Toolkit, *replies: Any, style: str = "openai") -> Any:
+    llm.push(*replies)
+    client = create_client(
+        base_url=base_url(llm, style), style=style, model="test-model", api_key="sk-test"
+    )
+    try:
+        return await client.run("go", kit)
+    finally:
+        await client.aclose()
+
+
+async def test_a_run_is_one_span_tree_on_the_genai_conventions(
+    otel: Recorded, llm: FakeLLM, toolkit: Toolkit
+) -> None:
+    result = await run(
+        llm,
+        toolkit,
+        tools(call("add", {"a": 1, "b": 2}, id="c-add"), call("local_traceparent", id="c-mcp")),
+        text("done", usage=(7, 3)),
+    )
+    assert result.text == "done"
+    (agent,) = named(otel, "invoke_agent")
+    chats = named(otel, "chat ")
+    executions = {s.name: s for s in named(otel, "execute_tool ")}
+    assert [s.name for s in chats] == ["chat test-model", "chat test-model"]
+    assert set(executions) == {"execute_tool add", "execute_tool local_traceparent"}
+    assert agent.parent is None
+    assert agent.attributes is not None
+    assert agent.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert agent.attributes["gen_ai.request.model"] == "test-model"
+    for span in [*chats, *executions.values()]:
+        assert span.parent is not None and span.parent.span_id == agent.context.span_id  # type: ignore[union-attr]
+        assert trace_id(span) == trace_id(agent)
+    last = chats[-1]
+    assert last.kind is SpanKind.CLIENT
+    attributes = dict(last.attributes or {})
+    assert attributes["gen_ai.operation.name"] == "chat"
+    assert attributes["gen_ai.provider.name"] == "openai"
+    assert attributes["gen_ai.request.model"] == "test-model"
+    assert "gen_ai.response.model" in attributes
+    assert attributes["gen_ai.usage.input_tokens"] == 7
+    assert attributes["gen_ai.usage.output_tokens"] == 3
+    assert attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert attributes["server.address"] == "127.0.0.1"
+    assert attributes["server.port"] == int(llm.url.rsplit(":", 1)[1])
+    assert "gen_ai.input.messages" not in attributes  # contents only on opt-in
+    native = dict(executions["execute_tool add"].attributes or {})
+    assert native["gen_ai.operation.name"] == "execute_tool"
+    assert native["gen_ai.tool.name"] == "add"
+    assert native["gen_ai.tool.call.id"] == "c-add"
+    assert native["gen_ai.tool.type"] == "function"
+    assert native["toolnexus.tool.source"] == "native"
+    mcp = dict(executions["execute_tool local_traceparent"].attributes or {})
+    assert (mcp["gen_ai.tool.call.id"], mcp["toolnexus.tool.source"]) == ("c-mcp", "mcp")
+    # the MCP request is a child of the tool's span, and the stdio server saw it in `_meta`
+    (sent,) = named(otel, "MCP send tools/call traceparent")
+    assert sent.parent is not None
+    assert sent.parent.span_id == executions["execute_tool local_traceparent"].context.span_id  # type: ignore[union-attr]
+    seen = result.tool_calls[1]["output"]
+    assert parent_of(seen) == (trace_id(agent), span_id(sent))
+    # each model request carried the trace context of its own `chat` span
+    for request, chat in zip(llm.requests, chats, strict=True):
+        assert parent_of(request.headers["traceparent"]) == (trace_id(agent), span_id(chat))
+
+
+async def test_contents_are_not_recorded_without_opt_in(
+    otel: Recorded, llm: FakeLLM, toolkit: Toolkit
+) -> None:
+    await run(llm, toolkit, text("secret answer"), style="anthropic")
+    (chat,) = named(otel, "chat ")
+    assert dict(chat.attributes or {})["gen_ai.provider.name"] == "anthropic"
+    assert "secret answer" not in json.dumps(
+        {k: str(v) for k, v in (chat.attributes or {}).items()}
+    )
+
+
+async def test_http_tools_and_http_mcp_servers_carry_the_trace(
+    otel: Recorded, toolkit: Toolkit, web: LocalServer
+) -> None:
+    tracer = trace.get_tracer("test")
+    with tracer.start_as_current_span("host") as host:
+        echoed = await toolkit.execute("echo", {"q": 1})
+        remote = await toolkit.execute("remote_traceparent", {})
+    ours = format(host.get_span_context().trace_id, "032x")
+    headers = {k.lower(): v for k, v in json.loads(echoed.output)["headers"].items()}
+    assert parent_of(headers["traceparent"])[0] == ours
+    assert parent_of(remote.output)[0] == ours
+    (sent,) = named(otel, "MCP send tools/call traceparent")
+    assert parent_of(remote.output)[1] == span_id(sent)
+
+
+async def test_a_tool_error_marks_its_span(otel: Recorded, llm: FakeLLM, toolkit: Toolkit) -> None:
+    await run(llm, toolkit, tools(call("fail", {})), text("sorry"))
+    (span,) = named(otel, "execute_tool fail")
+    assert span.status.status_code is StatusCode.ERROR
+    assert dict(span.attributes or {})["error.type"] == "tool_error"
+    (agent,) = named(otel, "invoke_agent")
+    assert agent.status.status_code is not StatusCode.ERROR
+
+
+async def test_a_failed_model_call_marks_the_chat_and_run_spans(
+    otel: Recorded, llm: FakeLLM, toolkit: Toolkit
+) -> None:
+    from support.fake_llm import error
+
+    with pytest.raises(Exception):  # noqa: B017 - whichever ProviderError the host sees
+        await run(llm, toolkit, error(400, "bad request"))
+    (chat,) = named(otel, "chat ")
+    (agent,) = named(otel, "invoke_agent")
+    for span in (chat, agent):
+        assert span.status.status_code is StatusCode.ERROR
+        assert dict(span.attributes or {})["error.type"] == "ProviderError"
+
+
+async def test_the_served_gateway_continues_the_callers_trace(
+    otel: Recorded, toolkit: Toolkit
+) -> None:
+    handle = await Toolkit(extra_tools=[add_tool()]).serve("127.0.0.1:0", mcp={"name": "gw"})
+    caller = await create_toolkit(mcp_config={"gw": {"url": handle.url + "/mcp"}}, builtins=False)
+    try:
+        with trace.get_tracer("test").start_as_current_span("host") as host:
+            result = await caller.execute("gw_add", {"a": 2, "b": 3})
+        assert result.output == "5"
+    finally:
+        await caller.close()
+        await handle.stop()
+    ours = host.get_span_context().trace_id
+    spans = {span_id(s): s for s in otel.spans.get_finished_spans()}
+    served = [
+        s
+        for s in spans.values()
+        if s.kind is SpanKind.SERVER
+        and dict(s.attributes or {}).get("mcp.method.name") == "tools/call"
+    ]
+    assert served, "the gateway made no MCP server span"
+    (server,) = served
+    assert server.name == "tools/call add"
+    assert server.context is not None and server.context.trace_id == ours
+    # walk up: the caller's own span is an ancestor of the gateway's span
+    ancestors, node = [], server
+    while node.parent is not None and format(node.parent.span_id, "016x") in spans:
+        node = spans[format(node.parent.span_id, "016x")]
+        ancestors.append(node.name)
+    assert "MCP send tools/call add" in ancestors
+    assert span_id(node) == format(host.get_span_context().span_id, "016x")
+
+
+async def test_logs_carry_the_trace_and_span_ids(
+    otel: Recorded, caplog: pytest.LogCaptureFixture
+) -> None:
+    from toolnexus._log import warn
+
+    with caplog.at_level(logging.WARNING, logger="toolnexus"):
+        with trace.get_tracer("test").start_as_current_span("host") as host:
+            warn("something to say")
+        warn("outside any span")
+    inside, outside = caplog.records[-2:]
+    context = host.get_span_context()
+    assert inside.otelTraceID == format(context.trace_id, "032x")  # type: ignore[attr-defined]
+    assert inside.otelSpanID == format(context.span_id, "016x")  # type: ignore[attr-defined]
+    assert not hasattr(outside, "otelTraceID")
+
+
+def test_without_a_provider_nothing_is_recorded_or_sent(llm: FakeLLM) -> None:
+    llm.push(tools(call("add", {"a": 1, "b": 2})), text("3"))
+    script = f"""
+import asyncio, sys
+sys.path.insert(0, {str(TESTS)!r})
+import opentelemetry.trace  # installed and imported, but no provider configured
+from support.client_helpers import add_tool
+from toolnexus import Toolkit, _otel
+from toolnexus.client import create_client
+
+async def main():
+    client = create_client(base_url={llm.url + "/v1"!r}, style="openai", model="m", api_key="k")
+    result = await client.run("go", Toolkit(extra_tools=[add_tool()]))
+    await client.aclose()
+    print(result.text, _otel.telemetry())
+
+asyncio.run(main())
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["3", "None"]
+    assert len(llm.requests) == 2
+    assert all("traceparent" not in r.headers for r in llm.requests)
+
+
+def test_importing_toolnexus_loads_no_opentelemetry() -> None:
+    script = "import sys, toolnexus; print(any(m.startswith('opentelemetry') for m in sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "False"
