@@ -90,7 +90,23 @@ def telemetry() -> Telemetry | None:
     trace_mod = sys.modules.get("opentelemetry.trace")
     if trace_mod is None:
         return None  # nobody loaded OpenTelemetry, so nobody configured it
-    return _resolve(trace_mod)
+    if _ENV_PROVIDERS or not _surely_unset(trace_mod):
+        return _resolve(trace_mod)
+    return None
+
+
+_ENV_PROVIDERS = any(
+    name in os.environ for name in ("OTEL_PYTHON_TRACER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER")
+)
+
+
+def _surely_unset(trace_mod: Any) -> bool:
+    """Whether no provider was set, read from the API's globals (tens of nanoseconds; the
+    public getters cost microseconds). An API without those globals gets the public check."""
+    meters = sys.modules.get("opentelemetry.metrics._internal")
+    return getattr(trace_mod, "_TRACER_PROVIDER", True) is None and (
+        meters is None or getattr(meters, "_METER_PROVIDER", True) is None
+    )
 
 
 def _resolve(trace_mod: Any) -> Telemetry | None:
@@ -319,6 +335,8 @@ class ToolCallSpan:
 
     def result(self, result: Any) -> None:
         """Record the tool's `ToolResult`: an error result marks the span failed."""
+        if self._span is not None and self._t.capture_content:
+            self._span.set_attribute("gen_ai.tool.call.result", str(result.output))
         if not result.is_error:
             return
         self._attrs["error.type"] = "tool_error"

@@ -298,3 +298,61 @@ def test_importing_toolnexus_loads_no_opentelemetry() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "False"
+
+
+async def served_model(request: dict[str, Any]) -> dict[str, Any]:
+    return {"content": "served"}
+
+
+async def test_a_served_a2a_task_runs_in_the_callers_trace(otel: Recorded) -> None:
+    from toolnexus.client import create_in_process_client
+    from toolnexus.skill import SkillDef
+
+    served = await create_toolkit(
+        skills=[SkillDef(name="summarize", content="...", description="Sum up")], builtins=False
+    )
+    client = create_in_process_client(model="m", generate=served_model)
+    async with await served.serve("127.0.0.1:0", client=client, a2a={"name": "helper"}) as a:
+        caller = Toolkit()
+        await caller.add_agent(a.url + "/.well-known/agent-card.json", poll_every=10)
+        with trace.get_tracer("test").start_as_current_span("host") as host:
+            result = await caller.execute("helper_summarize", {"task": "a long text"})
+        assert (result.output, result.is_error) == ("served", False)
+        await caller.close()
+    ours = host.get_span_context().trace_id
+    spans = {span_id(s): s for s in otel.spans.get_finished_spans()}
+    (agent,) = [s for s in spans.values() if s.name == "invoke_agent"]
+    assert agent.context is not None and agent.context.trace_id == ours
+    node, chain = agent, []
+    while node.parent is not None and format(node.parent.span_id, "016x") in spans:
+        node = spans[format(node.parent.span_id, "016x")]
+        chain.append((node.name, node.kind))
+    assert ("POST /", SpanKind.SERVER) in chain
+    assert node is spans[format(host.get_span_context().span_id, "016x")]
+
+
+async def test_metrics_beside_the_spans(otel: Recorded, llm: FakeLLM, toolkit: Toolkit) -> None:
+    await run(llm, toolkit, tools(call("add", {"a": 1, "b": 2})), text("3", usage=(11, 4)))
+    data = otel.metrics.get_metrics_data()
+    points: dict[str, list[Any]] = {}
+    for resource in data.resource_metrics if data is not None else []:
+        for scope in resource.scope_metrics:
+            if scope.scope.name == "toolnexus":
+                for metric in scope.metrics:
+                    points.setdefault(metric.name, []).extend(metric.data.data_points)
+    assert {
+        "gen_ai.client.operation.duration",
+        "gen_ai.client.token.usage",
+        "toolnexus.tool.calls",
+        "toolnexus.tool.duration",
+    } <= set(points)
+    tokens = {
+        p.attributes["gen_ai.token.type"]: p
+        for p in points["gen_ai.client.token.usage"]
+        if p.attributes.get("gen_ai.request.model") == "test-model"
+    }
+    assert set(tokens) == {"input", "output"}
+    assert any(
+        p.attributes["gen_ai.tool.name"] == "add" and p.value >= 1
+        for p in points["toolnexus.tool.calls"]
+    )
