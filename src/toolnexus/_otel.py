@@ -351,8 +351,17 @@ class ToolCallSpan:
         attrs = self._attrs if error is None else {**self._attrs, "error.type": _error_type(error)}
         if self._t.tool_calls is not None:
             self._t.tool_calls.add(1, attrs)
+        elapsed = time.perf_counter() - self._started
         if self._t.tool_duration is not None:
-            self._t.tool_duration.record(time.perf_counter() - self._started, attrs)
+            self._t.tool_duration.record(elapsed, attrs)
+        if self._t.mcp_duration is not None and attrs["toolnexus.tool.source"] == "mcp":
+            mcp_attrs = {
+                "mcp.method.name": "tools/call",
+                "gen_ai.tool.name": attrs["gen_ai.tool.name"],
+            }
+            if "error.type" in attrs:
+                mcp_attrs["error.type"] = attrs["error.type"]
+            self._t.mcp_duration.record(elapsed, mcp_attrs)
         end_span(self._span, error)
 
 

@@ -332,7 +332,12 @@ async def test_a_served_a2a_task_runs_in_the_callers_trace(otel: Recorded) -> No
 
 
 async def test_metrics_beside_the_spans(otel: Recorded, llm: FakeLLM, toolkit: Toolkit) -> None:
-    await run(llm, toolkit, tools(call("add", {"a": 1, "b": 2})), text("3", usage=(11, 4)))
+    await run(
+        llm,
+        toolkit,
+        tools(call("add", {"a": 1, "b": 2}), call("local_traceparent")),
+        text("3", usage=(11, 4)),
+    )
     data = otel.metrics.get_metrics_data()
     points: dict[str, list[Any]] = {}
     for resource in data.resource_metrics if data is not None else []:
@@ -355,4 +360,8 @@ async def test_metrics_beside_the_spans(otel: Recorded, llm: FakeLLM, toolkit: T
     assert any(
         p.attributes["gen_ai.tool.name"] == "add" and p.value >= 1
         for p in points["toolnexus.tool.calls"]
+    )
+    assert any(
+        p.attributes["gen_ai.tool.name"] == "local_traceparent"
+        for p in points["mcp.client.operation.duration"]
     )
