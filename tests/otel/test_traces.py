@@ -365,3 +365,25 @@ async def test_metrics_beside_the_spans(otel: Recorded, llm: FakeLLM, toolkit: T
         p.attributes["gen_ai.tool.name"] == "local_traceparent"
         for p in points["mcp.client.operation.duration"]
     )
+
+
+async def test_a_streamed_run_has_the_same_tree(
+    otel: Recorded, llm: FakeLLM, toolkit: Toolkit
+) -> None:
+    llm.push(tools(call("add", {"a": 1, "b": 2})), text("3", usage=(5, 1)))
+    client = create_client(
+        base_url=base_url(llm, "openai"), style="openai", model="test-model", api_key="sk-test"
+    )
+    try:
+        events = [event async for event in client.stream("go", toolkit)]
+    finally:
+        await client.aclose()
+    assert events[-1]["type"] == "done"
+    (agent,) = named(otel, "invoke_agent")
+    chats = named(otel, "chat ")
+    assert len(chats) == 2
+    for span in [*chats, *named(otel, "execute_tool ")]:
+        assert span.parent is not None and span.parent.span_id == agent.context.span_id  # type: ignore[union-attr]
+    for request, chat in zip(llm.requests, chats, strict=True):
+        assert parent_of(request.headers["traceparent"]) == (trace_id(agent), span_id(chat))
+    assert dict(chats[-1].attributes or {})["gen_ai.usage.output_tokens"] == 1
