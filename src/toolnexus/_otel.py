@@ -6,7 +6,7 @@ returns a shared no-op (a `nullcontext`, the caller's own headers). Once a real 
 seen, the tracer, the meter's instruments and the semantic-convention names are resolved once
 and kept for the process.
 
-Message contents are recorded only when the host opts in with
+Message contents are recorded only when the host opts in (read at each call) with
 `TOOLNEXUS_OTEL_CAPTURE_CONTENT=true` (or the conventions' own
 `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`): they may hold personal data.
 """
@@ -59,9 +59,6 @@ class Telemetry:
         from opentelemetry.semconv._incubating.metrics import gen_ai_metrics, mcp_metrics
 
         self.tracer = tracer
-        self.capture_content = any(
-            os.environ.get(env, "").strip().lower() in ("1", "true", "yes") for env in _CONTENT_ENV
-        )
         self.operation_duration: Histogram | None = None
         self.token_usage: Histogram | None = None
         self.tool_calls: Counter | None = None
@@ -78,6 +75,13 @@ class Telemetry:
                 "toolnexus.tool.duration", unit="s", description="Duration of tool executions."
             )
             self.mcp_duration = mcp_metrics.create_mcp_client_operation_duration(meter)
+
+    @property
+    def capture_content(self) -> bool:
+        """Whether the host opted into message contents (read per call: it may change)."""
+        return any(
+            os.environ.get(env, "").strip().lower() in ("1", "true", "yes") for env in _CONTENT_ENV
+        )
 
 
 _resolved: Telemetry | None = None

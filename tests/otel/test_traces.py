@@ -387,3 +387,17 @@ async def test_a_streamed_run_has_the_same_tree(
     for request, chat in zip(llm.requests, chats, strict=True):
         assert parent_of(request.headers["traceparent"]) == (trace_id(agent), span_id(chat))
     assert dict(chats[-1].attributes or {})["gen_ai.usage.output_tokens"] == 1
+
+
+async def test_contents_are_recorded_on_opt_in(
+    otel: Recorded, llm: FakeLLM, toolkit: Toolkit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLNEXUS_OTEL_CAPTURE_CONTENT", "true")
+    await run(llm, toolkit, tools(call("add", {"a": 20, "b": 22})), text("forty-two"))
+    first, last = named(otel, "chat ")
+    asked = json.loads(str(dict(first.attributes or {})["gen_ai.input.messages"]))
+    assert asked[-1] == {"role": "user", "content": "go"}
+    answered = str(dict(last.attributes or {})["gen_ai.output.messages"])
+    assert "forty-two" in answered
+    (tool,) = named(otel, "execute_tool add")
+    assert dict(tool.attributes or {})["gen_ai.tool.call.result"] == "42"
