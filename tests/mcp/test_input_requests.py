@@ -360,3 +360,25 @@ async def test_url_elicitation_required_without_wait_for_suspends(
         assert (done.output, done.is_error) == ("guarded ok later", False)
     finally:
         await source.close()
+
+
+async def test_create_toolkit_passes_roots_and_the_workspace(
+    era_http: dict[str, ThreadedHttpServer], tmp_path: Path
+) -> None:
+    from toolnexus import create_toolkit
+
+    given = await create_toolkit(
+        mcp_config={"srv": {"url": era_http["dual"].url()}}, roots=["/srv/ws"], builtins=False
+    )
+    try:
+        assert (await given.execute("srv_show_roots", {})).output == "file:///srv/ws"
+    finally:
+        await given.close()
+    workspace = await create_toolkit(
+        mcp_config={"srv": {"url": era_http["dual"].url()}}, builtins={"workspace": str(tmp_path)}
+    )
+    try:
+        shown = await workspace.execute("srv_show_roots", {})
+        assert shown.output == tmp_path.resolve().as_uri()
+    finally:
+        await workspace.close()
