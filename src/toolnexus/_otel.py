@@ -358,14 +358,6 @@ class ToolCallSpan:
         elapsed = time.perf_counter() - self._started
         if self._t.tool_duration is not None:
             self._t.tool_duration.record(elapsed, attrs)
-        if self._t.mcp_duration is not None and attrs["toolnexus.tool.source"] == "mcp":
-            mcp_attrs = {
-                "mcp.method.name": "tools/call",
-                "gen_ai.tool.name": attrs["gen_ai.tool.name"],
-            }
-            if "error.type" in attrs:
-                mcp_attrs["error.type"] = attrs["error.type"]
-            self._t.mcp_duration.record(elapsed, mcp_attrs)
         end_span(self._span, error)
 
 
@@ -391,6 +383,63 @@ def tool_call(name: str, call_id: str | None, toolkit: Any) -> ToolCallSpan | _N
     """The telemetry of one execution of the tool `name` of `toolkit`."""
     t = telemetry()
     return _NO_TOOL if t is None else ToolCallSpan(t, name, call_id, toolkit)
+
+
+class McpCall:
+    """The CLIENT span `tools/call {tool}` of one MCP tool call (the MCP SDK's own request span
+    is its child), and `mcp.client.operation.duration`."""
+
+    __slots__ = ("_attrs", "_ctx", "_span", "_started", "_t")
+
+    def __init__(
+        self, t: Telemetry, tool: str, protocol: str | None, transport: str | None
+    ) -> None:
+        from opentelemetry.trace import SpanKind
+
+        self._t = t
+        self._attrs: dict[str, Any] = {
+            "mcp.method.name": "tools/call",
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": tool,
+            "network.transport": "pipe" if transport == "stdio" else "tcp",
+        }
+        if protocol:
+            self._attrs["mcp.protocol.version"] = protocol
+        self._span: Span | None = None
+        self._ctx: contextlib.AbstractContextManager[Any] = _NULL
+        if t.tracer is not None:
+            self._span = t.tracer.start_span(
+                f"tools/call {tool}", kind=SpanKind.CLIENT, attributes=self._attrs
+            )
+            self._ctx = active(self._span)
+        self._started = time.perf_counter()
+
+    def __enter__(self) -> McpCall:
+        self._ctx.__enter__()
+        return self
+
+    def result(self, result: Any) -> None:
+        """Record the call's result: a `CallToolResult` with `isError` marks the span failed."""
+        if getattr(result, "is_error", False) is True:
+            self._attrs["error.type"] = "tool_error"
+            if self._span is not None:
+                from opentelemetry.trace import StatusCode
+
+                self._span.set_attribute("error.type", "tool_error")
+                self._span.set_status(StatusCode.ERROR)
+
+    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> None:
+        self._ctx.__exit__(None, None, None)
+        attrs = self._attrs if error is None else {**self._attrs, "error.type": _error_type(error)}
+        if self._t.mcp_duration is not None:
+            self._t.mcp_duration.record(time.perf_counter() - self._started, attrs)
+        end_span(self._span, error)
+
+
+def mcp_call(tool: str, protocol: str | None, transport: str | None) -> McpCall | _NoTool:
+    """The telemetry of one MCP `tools/call` (`transport`: `stdio`, `streamable-http`, `sse`)."""
+    t = telemetry()
+    return _NO_TOOL if t is None else McpCall(t, tool, protocol, transport)
 
 
 def _dump(value: Any) -> str:

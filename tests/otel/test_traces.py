@@ -157,9 +157,16 @@ async def test_a_run_is_one_span_tree_on_the_genai_conventions(
     mcp = dict(executions["execute_tool local_traceparent"].attributes or {})
     assert (mcp["gen_ai.tool.call.id"], mcp["toolnexus.tool.source"]) == ("c-mcp", "mcp")
     # the MCP request is a child of the tool's span, and the stdio server saw it in `_meta`
+    (mcp_client,) = named(otel, "tools/call traceparent")
+    assert mcp_client.kind is SpanKind.CLIENT
+    assert mcp_client.parent is not None
+    assert mcp_client.parent.span_id == executions["execute_tool local_traceparent"].context.span_id  # type: ignore[union-attr]
+    client_attributes = dict(mcp_client.attributes or {})
+    assert client_attributes["mcp.method.name"] == "tools/call"
+    assert client_attributes["network.transport"] == "pipe"
+    assert "mcp.protocol.version" in client_attributes
     (sent,) = named(otel, "MCP send tools/call traceparent")
-    assert sent.parent is not None
-    assert sent.parent.span_id == executions["execute_tool local_traceparent"].context.span_id  # type: ignore[union-attr]
+    assert sent.parent is not None and sent.parent.span_id == mcp_client.context.span_id  # type: ignore[union-attr]
     seen = result.tool_calls[1]["output"]
     assert parent_of(seen) == (trace_id(agent), span_id(sent))
     # each model request carried the trace context of its own `chat` span
@@ -362,7 +369,7 @@ async def test_metrics_beside_the_spans(otel: Recorded, llm: FakeLLM, toolkit: T
         for p in points["toolnexus.tool.calls"]
     )
     assert any(
-        p.attributes["gen_ai.tool.name"] == "local_traceparent"
+        p.attributes["gen_ai.tool.name"] == "traceparent"  # the server's own name for it
         for p in points["mcp.client.operation.duration"]
     )
 

@@ -37,7 +37,7 @@ from toolnexus._aio import Signalled, bounded, call_in_thread_maybe_async, call_
 from toolnexus._env import EnvVarError, expand_env_headers
 from toolnexus._http import ssl_context
 from toolnexus._log import logger, warn
-from toolnexus._otel import request_hooks
+from toolnexus._otel import mcp_call, request_hooks
 from toolnexus.errors import ToolnexusError
 from toolnexus.mcp_source._config import MODERN, ServerSpec
 from toolnexus.mcp_source._elicitation import elicit_result_fields, elicitation_to_request
@@ -236,7 +236,10 @@ class Connection:
             allow_input_required=True,
             allow_claimed=True,
         )
-        return await budget.run(call, signal)
+        with mcp_call(name, self.protocol, self.transport) as traced:
+            result = await budget.run(call, signal)
+            traced.result(result)
+        return result
 
     def lost_text(self) -> str:
         """Why a connection that was ready went away."""
