@@ -27,7 +27,7 @@ if TYPE_CHECKING:
         McpServerState,
         McpSource,
     )
-    from toolnexus.serve import ServeHandle, ServeLimits
+    from toolnexus.serve import ResourceAuth, ServeHandle, ServeLimits
     from toolnexus.skill import SkillDef, SkillSource
 
 __all__ = ["Toolkit", "as_toolkit", "create_toolkit", "create_toolkit_sync"]
@@ -376,6 +376,7 @@ class Toolkit:
         on_call: Callable[..., Any] | None = None,
         auth_token: str | None = None,
         limits: ServeLimits | None = None,
+        auth: ResourceAuth | None = None,
     ) -> ServeHandle:
         """Serve this toolkit over HTTP as an MCP server (`mcp=` profile, at `/mcp`) and/or an
         A2A agent (`a2a=` profile, tasks fulfilled by `client`).
@@ -383,7 +384,8 @@ class Toolkit:
         The server runs on the caller's event loop (no thread of its own): keep the loop
         running while it serves. Returns once it accepts connections; `await handle.stop()`
         (or `async with`) ends it. `limits` (`toolnexus.serve.ServeLimits`) bounds timeouts,
-        connections and buffering.
+        connections and buffering. `auth` (`toolnexus.serve.ResourceAuth`) makes it an
+        OAuth-protected resource (metadata, JWT or introspected access tokens, scopes per tool).
         """
         from toolnexus.serve import serve_toolkit
 
@@ -397,6 +399,7 @@ class Toolkit:
             on_call=on_call,
             auth_token=auth_token,
             limits=limits,
+            auth=auth,
         )
 
     async def serve_stdio(

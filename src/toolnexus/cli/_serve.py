@@ -35,7 +35,9 @@ others: --mcp re-exposes every tool as one MCP server (streamable HTTP at /mcp, 
 --stdio for desktop clients that launch it); --a2a answers A2A tasks with a model (--base-url,
 --style, --model). A "mcpServer" or "a2a" block in the config turns its profile on too. HTTP
 serving binds 127.0.0.1:8080 by default, prints its URLs to stderr and runs until SIGINT or
-SIGTERM. --auth-token (or {AUTH_ENV}) requires `Authorization: Bearer <token>`."""
+SIGTERM. --auth-token (or {AUTH_ENV}) requires `Authorization: Bearer <token>`; --auth-issuer
+makes the server an OAuth-protected resource accepting that authorization server's access
+tokens (checked against its JWKS, or by introspection), the static token still accepted."""
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -76,6 +78,32 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="T",
         help=f"require `Authorization: Bearer T` on every request (default: ${AUTH_ENV})",
     )
+    oauth = parser.add_argument_group("OAuth (the server as a protected resource)")
+    oauth.add_argument(
+        "--auth-issuer",
+        metavar="URL",
+        action="append",
+        help="accept access tokens of this authorization server (repeatable)",
+    )
+    oauth.add_argument(
+        "--auth-audience",
+        metavar="URL",
+        help="this resource's URL, required in the tokens' aud (default: the /mcp endpoint URL)",
+    )
+    oauth.add_argument(
+        "--auth-scope",
+        metavar="SCOPE",
+        action="append",
+        help="a scope every request needs (repeatable)",
+    )
+    oauth.add_argument(
+        "--auth-jwks-uri", metavar="URL", help="the JWKS (default: from the issuer's metadata)"
+    )
+    oauth.add_argument(
+        "--auth-introspection-url",
+        metavar="URL",
+        help="check opaque tokens here (RFC 7662; default: from the issuer's metadata)",
+    )
     add_model_flags(parser, required=False, title="model (for --a2a)")
     parser.set_defaults(handler=run_serve)
     return parser
@@ -94,10 +122,36 @@ def _check_flags(args: argparse.Namespace) -> None:
             raise CliError("--stdio serves over stdin/stdout: drop --host/--port")
         if args.auth_token is not None:
             raise CliError("--auth-token applies to HTTP serving, not --stdio")
+        if args.auth_issuer:
+            raise CliError("--auth-issuer applies to HTTP serving, not --stdio")
+    if not args.auth_issuer and (
+        args.auth_audience or args.auth_scope or args.auth_jwks_uri or args.auth_introspection_url
+    ):
+        raise CliError("the --auth-* options need --auth-issuer")
     if args.port is not None and not 0 <= args.port <= 65535:
         raise CliError(f"--port must be between 0 and 65535, not {args.port}")
     if args.auth_token == "":
         raise CliError("--auth-token must not be empty")
+
+
+def _resource_auth(args: argparse.Namespace) -> Any:
+    """The `ResourceAuth` of the --auth-* flags, or `None` without --auth-issuer."""
+    if not args.auth_issuer:
+        return None
+    from toolnexus.serve import ResourceAuth
+
+    auth = ResourceAuth(
+        issuer=list(args.auth_issuer),
+        audience=args.auth_audience,
+        scopes=list(args.auth_scope or ()),
+        jwks_uri=args.auth_jwks_uri,
+        introspection_endpoint=args.auth_introspection_url,
+    )
+    try:
+        auth.validate()
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    return auth
 
 
 def _address(host: str | None, port: int | None) -> str:
@@ -242,6 +296,7 @@ async def _serve_http(
             a2a=a2a,
             client=client,
             auth_token=token,
+            auth=_resource_auth(args),
             on_call=_log_call,
             on_task=_log_task,
         )

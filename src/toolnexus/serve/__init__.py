@@ -27,6 +27,7 @@ from toolnexus.serve._app import (
     build_app,
     start_server,
 )
+from toolnexus.serve._auth import ResourceAuth, TokenVerifierImpl
 from toolnexus.serve._mcp import (
     DEFAULT_VERSION,
     MCPServeConfig,
@@ -58,6 +59,7 @@ __all__ = [
     "OnTask",
     "PostgresTaskStore",
     "RedisTaskStore",
+    "ResourceAuth",
     "RunTask",
     "ServeHandle",
     "ServeLimits",
@@ -119,13 +121,16 @@ async def serve_toolkit(
     auth_token: str | None = None,
     limits: ServeLimits | None = None,
     card_skills: Sequence[Any] | None = None,
+    auth: ResourceAuth | None = None,
 ) -> ServeHandle:
     """Serve `toolkit` on `addr` (`"host:port"`) with the MCP and/or A2A profile.
 
     Returns once the server accepts connections; `handle.url` carries the real port. `limits`
     bounds what slow or hostile clients may cost (timeouts, connections, buffered bytes). The
     agent card lists the toolkit's skills, or `card_skills` when given. The server runs on the
-    caller's event loop.
+    caller's event loop. `auth` (`ResourceAuth`) makes the server an OAuth-protected resource:
+    it serves its protected-resource metadata and accepts access tokens of the named
+    authorization server (and `auth_token`, when also given).
     """
     host, port = parse_addr(addr)
     config = toolkit.config
@@ -138,6 +143,10 @@ async def serve_toolkit(
         )
     if auth_token is not None and (not isinstance(auth_token, str) or not auth_token):
         raise ValueError("auth_token must be a non-empty string")
+    if auth is not None:
+        if not isinstance(auth, ResourceAuth):
+            raise TypeError("auth must be a toolnexus.serve.ResourceAuth")
+        auth.validate()
     # A file store creates its directory: file-system work stays off the event loop.
     store = (
         await asyncio.to_thread(resolve_store, a2a_cfg.get("store"))
@@ -146,7 +155,7 @@ async def serve_toolkit(
     )
     exposed = exposed_mcp_tools(toolkit.tools(), mcp_cfg) if mcp_cfg is not None else []
     loopback = is_loopback(host)
-    if not loopback and auth_token is None:
+    if not loopback and auth_token is None and auth is None:
         _warn_if_exposed(host, port, toolkit.tools() if a2a_cfg is not None else exposed)
 
     sock = await asyncio.to_thread(bind_socket, host, port)  # may resolve a host name
@@ -172,7 +181,7 @@ async def serve_toolkit(
                     a2a_cfg,
                     skills,
                     public if isinstance(public, str) and public else url,
-                    auth=auth_token is not None,
+                    auth=auth_token is not None or auth is not None,
                 )
             ).encode("utf-8")
         mcp_server = (
@@ -187,6 +196,7 @@ async def serve_toolkit(
             host=host,
             auth_token=auth_token,
             limits=limits,
+            oauth=_verifier(auth, url, mcp=mcp_cfg is not None),
         )
     except BaseException:
         sock.close()
@@ -194,6 +204,15 @@ async def serve_toolkit(
     return await start_server(
         app, sock, url=url, host=host, port=real_port, a2a=endpoint, limits=limits
     )
+
+
+def _verifier(auth: ResourceAuth | None, url: str, *, mcp: bool) -> TokenVerifierImpl | None:
+    """The token verifier of `auth`; the resource defaults to the MCP endpoint's URL (the
+    server's root when only the A2A profile is served)."""
+    if auth is None:
+        return None
+    resource = auth.audience or (f"{url}/mcp" if mcp else f"{url}/")
+    return TokenVerifierImpl(auth, resource)
 
 
 async def serve_toolkit_stdio(

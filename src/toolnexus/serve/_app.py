@@ -27,6 +27,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from toolnexus import _otel
 from toolnexus.serve._a2a import A2AEndpoint
 from toolnexus.serve._addr import is_loopback
+from toolnexus.serve._auth import OAuthGate, TokenVerifierImpl, metadata_routes
 from toolnexus.serve._health import PROBE_PATHS, health_routes
 from toolnexus.serve._mcp import McpHttpEndpoint
 
@@ -280,10 +281,12 @@ def build_app(
     host: str,
     auth_token: str | None,
     limits: ServeLimits | None = None,
+    oauth: TokenVerifierImpl | None = None,
 ) -> Starlette:
     """The Starlette app: `/mcp` (MCP profile), the card and `POST /` (A2A profile), else 404.
 
-    `host` is the bind host: on a loopback bind the DNS-rebinding guard is on.
+    `host` is the bind host: on a loopback bind the DNS-rebinding guard is on. With `oauth`
+    the app is an OAuth-protected resource (`serve/_auth.py`), the static token still accepted.
     """
     limits = limits or ServeLimits()
     routes: list[BaseRoute] = []
@@ -305,21 +308,35 @@ def build_app(
 
     stores = [a2a.store, getattr(a2a.client, "conversation_store", None)] if a2a else []
     routes.extend(health_routes([s for s in stores if s is not None]))
+    middleware = [
+        Middleware(
+            _Guard,
+            loopback=is_loopback(host),
+            auth_token=None if oauth is not None else auth_token,
+            limits=limits,
+        )
+    ]
+    if oauth is not None:
+        discovery = metadata_routes(oauth.auth, oauth.resource)
+        routes.extend(discovery)
+        open_paths = {*PROBE_PATHS, *(r.path for r in discovery), "/.well-known/agent-card.json"}
+        middleware.append(
+            Middleware(OAuthGate, verifier=oauth, static_token=auth_token, open_paths=open_paths)
+        )
+    middleware.append(Middleware(_otel.ServerSpans))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if manager is None:
-            yield
-            return
-        async with manager.run():
+        async with contextlib.AsyncExitStack() as stack:
+            if oauth is not None:
+                stack.push_async_callback(oauth.aclose)
+            if manager is not None:
+                await stack.enter_async_context(manager.run())
             yield
 
     app = Starlette(
         routes=routes,
-        middleware=[
-            Middleware(_Guard, loopback=is_loopback(host), auth_token=auth_token, limits=limits),
-            Middleware(_otel.ServerSpans),
-        ],
+        middleware=middleware,
         exception_handlers={404: _not_found, 405: _not_found},
         lifespan=lifespan,
     )

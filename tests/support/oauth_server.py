@@ -1,0 +1,113 @@
+"""A small OAuth authorization server for the auth tests: RFC 8414 metadata, a JWKS the test
+can rotate, RFC 7662 introspection of opaque tokens, and tokens signed with `cryptography` keys."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import jwt
+import uvicorn
+from cryptography.hazmat.primitives.asymmetric import rsa
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from support.polling import wait_until
+
+__all__ = ["AuthServer", "free_port", "running_auth_server"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class AuthServer:
+    """Metadata, a JWKS whose keys the test can rotate, and introspection of opaque tokens."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.issuer = f"http://127.0.0.1:{self.port}"
+        self.keys: dict[str, Any] = {"k1": rsa.generate_private_key(65537, 2048)}
+        self.opaque: dict[str, dict[str, Any]] = {}
+        self.jwks_fetches = 0
+        self.introspection_auth: list[str | None] = []
+
+    def jwk(self, kid: str) -> dict[str, Any]:
+        public = self.keys[kid].public_key()
+        algorithm = (
+            jwt.algorithms.ECAlgorithm if kid.startswith("ec") else jwt.algorithms.RSAAlgorithm
+        )
+        entry: dict[str, Any] = algorithm.to_jwk(public, as_dict=True)
+        entry.update(kid=kid, use="sig")
+        return entry
+
+    def app(self) -> Starlette:
+        async def metadata(request: Request) -> JSONResponse:
+            return JSONResponse(
+                {
+                    "issuer": self.issuer,
+                    "authorization_endpoint": f"{self.issuer}/authorize",
+                    "token_endpoint": f"{self.issuer}/token",
+                    "jwks_uri": f"{self.issuer}/jwks",
+                    "response_types_supported": ["code"],
+                }
+            )
+
+        async def jwks(request: Request) -> JSONResponse:
+            self.jwks_fetches += 1
+            return JSONResponse({"keys": [self.jwk(k) for k in self.keys]})
+
+        async def introspect(request: Request) -> JSONResponse:
+            self.introspection_auth.append(request.headers.get("authorization"))
+            form = await request.form()
+            claims = self.opaque.get(str(form.get("token")))
+            return JSONResponse({"active": True, **claims} if claims else {"active": False})
+
+        return Starlette(
+            routes=[
+                Route("/.well-known/oauth-authorization-server", metadata),
+                Route("/jwks", jwks),
+                Route("/introspect", introspect, methods=["POST"]),
+            ]
+        )
+
+    def token(self, audience: str, *, kid: str = "k1", key: Any = None, **claims: Any) -> str:
+        now = int(time.time())
+        payload: dict[str, Any] = {
+            "iss": self.issuer,
+            "aud": audience,
+            "sub": "user-1",
+            "client_id": "client-1",
+            "iat": now,
+            "exp": now + 300,
+            "scope": "tools:read",
+        }
+        payload.update(claims)
+        payload = {k: v for k, v in payload.items() if v is not None}
+        alg = "ES256" if kid.startswith("ec") else "RS256"
+        return jwt.encode(payload, key or self.keys[kid], algorithm=alg, headers={"kid": kid})
+
+
+@contextlib.asynccontextmanager
+async def running_auth_server() -> AsyncIterator[AuthServer]:
+    """An `AuthServer` listening on a loopback port of the running loop."""
+    server = AuthServer()
+    config = uvicorn.Config(
+        server.app(), host="127.0.0.1", port=server.port, log_config=None, lifespan="off"
+    )
+    runner = uvicorn.Server(config)
+    task = asyncio.get_running_loop().create_task(runner.serve())
+    await wait_until(lambda: runner.started or task.done())
+    yield server
+    runner.should_exit = True
+    with contextlib.suppress(Exception):
+        await task
