@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Mapping
 
+from toolnexus._secrets import check_header_value, remember
 from toolnexus.errors import EnvVarError as EnvVarError  # re-exported: its old home
 
 _VAR = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
@@ -21,7 +22,9 @@ def expand_env(value: str, environ: Mapping[str, str] | None = None) -> str:
         name = match.group(1)
         if name not in env:
             raise EnvVarError(name)
-        return env[name]
+        value = env[name]
+        remember(value)  # an expanded value is a secret from now on, wherever it shows up
+        return value
 
     return _VAR.sub(sub, value)
 
@@ -29,7 +32,13 @@ def expand_env(value: str, environ: Mapping[str, str] | None = None) -> str:
 def expand_env_headers(
     headers: Mapping[str, str] | None, environ: Mapping[str, str] | None = None
 ) -> dict[str, str] | None:
-    """Expand `${NAME}` in every header value (`None` in, `None` out)."""
+    """Expand `${NAME}` in every header value (`None` in, `None` out).
+
+    A value with a control character (a newline, ...) raises `HeaderValueError` naming the
+    header: no request is made with it, and the value is never shown."""
     if headers is None:
         return None
-    return {str(k): expand_env(str(v), environ) for k, v in headers.items()}
+    expanded = {str(k): expand_env(str(v), environ) for k, v in headers.items()}
+    for name, value in expanded.items():
+        check_header_value(name, value)
+    return expanded

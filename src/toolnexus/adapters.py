@@ -411,6 +411,8 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
             value = json.loads(raw)
         except ValueError as exc:
             return {}, f"arguments are not valid JSON: {exc}"
+        except RecursionError:
+            return {}, "arguments are nested too deeply to decode"
         if isinstance(value, dict):
             return value, None
         return {}, f"arguments are not a JSON object (got {type(value).__name__})"
@@ -423,12 +425,24 @@ def _call(id_: Any, name: Any, raw_args: Any) -> ToolCall:
 
 
 def parse_openai_tool_calls(message: Mapping[str, Any]) -> list[ToolCall]:
-    """Tool calls of an OpenAI assistant message (`choices[0].message`)."""
+    """Tool calls of an OpenAI assistant message (`choices[0].message`).
+
+    A malformed shape raises `ValueError` naming what is wrong (the client reports it as a
+    `ProviderError`)."""
     calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise ValueError(f"tool_calls is not a list (got {type(calls).__name__})")
     out: list[ToolCall] = []
     for i, call in enumerate(calls):
+        if not isinstance(call, Mapping):
+            raise ValueError(f"tool_calls[{i}] is not an object (got {type(call).__name__})")
         fn = call.get("function") or {}
-        out.append(_call(call.get("id") or f"call_{i}", fn.get("name"), fn.get("arguments")))
+        if not isinstance(fn, Mapping):
+            raise ValueError(f"tool_calls[{i}].function is not an object")
+        name = fn.get("name")
+        if name is not None and not isinstance(name, str):
+            raise ValueError(f"tool_calls[{i}].function.name is not a string")
+        out.append(_call(call.get("id") or f"call_{i}", name, fn.get("arguments")))
     return out
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "A2AError",
     "ConfigError",
     "EnvVarError",
+    "HeaderValueError",
     "MalformedFrontmatter",
     "MissingApiKey",
     "ProviderConnectionError",
@@ -46,7 +47,15 @@ _BODY_CUT = 500
 
 
 class ToolnexusError(Exception):
-    """The root of every exception toolnexus raises to its host."""
+    """The root of every exception toolnexus raises to its host.
+
+    Its message never shows a secret the process knows (an API key, a `${VAR}` value, a
+    credential header, URL userinfo): they read `[redacted]`, in `str`, `repr` and `args`."""
+
+    def __init__(self, *args: object) -> None:
+        from toolnexus._secrets import redact  # light; imported here to keep this module bare
+
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 # --- configuration ---------------------------------------------------------------------------
@@ -65,6 +74,18 @@ class EnvVarError(ConfigError):
     def __init__(self, name: str) -> None:
         super().__init__(f"environment variable {name} is not set")
         self.variable = name
+
+
+class HeaderValueError(ConfigError):
+    """A header value (or API key) holds a control character, e.g. the trailing newline of an
+    env file. Raised before any request; the message names the header, never its value."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"header {name} has a control character in its value (a trailing newline from "
+            "an env file?)"
+        )
+        self.header = name
 
 
 class ServerConfigError(ConfigError):
@@ -102,8 +123,13 @@ class ProviderError(ToolnexusError):
         *,
         headers: Mapping[str, str] | None = None,
     ) -> None:
+        from toolnexus._secrets import redact
+
         if provider_message is None:
             provider_message = provider_message_of(body)
+        # A provider that echoes a credential back (in a body or a stream event) never shows it.
+        body = redact(body)
+        provider_message = redact(provider_message) if provider_message else provider_message
         self.status = status
         self.body = body
         self.provider_message = provider_message

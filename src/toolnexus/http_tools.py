@@ -20,6 +20,7 @@ from toolnexus._aio import Signalled, until_signalled
 from toolnexus._env import _VAR as _ENV_VAR
 from toolnexus._env import EnvVarError, expand_env
 from toolnexus._json import compact_json, to_compact_json
+from toolnexus._secrets import check_header_value
 from toolnexus.content import ContentPart, describe_part, kind_for_mime, part
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message
 
@@ -39,7 +40,6 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _MAX_REDIRECTS = 20
 _CONTENT_TYPES = {"json": "application/json", "form": "application/x-www-form-urlencoded"}
 # Control characters other than tab are never valid in a header value (RFC 9110 field-value).
-_FORBIDDEN_IN_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 def stringify(value: Any) -> str:
@@ -185,9 +185,7 @@ class HttpEndpoint:
         headers = dict(self._static_headers)
         for key, template, names in self._env_headers:
             value = expand_env(template)
-            if _FORBIDDEN_IN_HEADER.search(value):
-                # The message names the header, never its (secret) value.
-                raise ValueError(f"header {key} expands to a value with a control character")
+            check_header_value(key, value)  # names the header, never its (secret) value
             secrets.append(value)
             secrets.extend(os.environ[name] for name in names if name in os.environ)
             headers[key] = value

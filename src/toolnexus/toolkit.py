@@ -14,6 +14,7 @@ from toolnexus._config import read_config
 from toolnexus._http import HttpClients, http_owner
 from toolnexus._log import warn
 from toolnexus._naming import add_unique
+from toolnexus._secrets import redact
 from toolnexus._validation import check_arguments
 from toolnexus.types import Answer, Request, Tool, ToolContext, ToolResult, error_message
 
@@ -319,13 +320,17 @@ class Toolkit:
             return ToolResult(problems, True)
         owner = http_owner.set(self._http)
         try:
-            return await tool.execute(args, ctx)
+            result = await tool.execute(args, ctx)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # Tool.execute already maps failures; belt and braces
-            return ToolResult(error_message(exc), True)
+            return ToolResult(redact(error_message(exc)), True)
         finally:
             http_owner.reset(owner)
+        # A server or endpoint that echoes a credential back never hands it to the model.
+        if isinstance(result.output, str):
+            result.output = redact(result.output)
+        return result
 
     def execute_sync(
         self, name: str, args: dict[str, Any] | None = None, ctx: ToolContext | None = None

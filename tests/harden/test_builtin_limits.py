@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from support.serve_hardening import QuietHandler, threaded_http
 from toolnexus import create_toolkit
 from toolnexus.types import ToolContext
 
@@ -124,31 +122,19 @@ async def test_a_hard_link_out_of_the_workspace_is_refused(
     assert outside.read_text() == "outside"
 
 
-class _BigPages(BaseHTTPRequestHandler):
+class _BigPages(QuietHandler):
     NESTED = ("<html><body>" + "<div>" * 200_000 + "deep" + "</div>" * 200_000).encode()
     FLAT = ("<html><body>" + "<p>word <b>bold</b></p>\n" * 400_000).encode()  # ~10 MB
 
     def do_GET(self) -> None:
         body = self.NESTED if self.path == "/nested" else self.FLAT
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        with contextlib.suppress(OSError):
-            self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.reply(200, "text/html", body)
 
 
 @pytest.fixture(scope="module")
 def big_pages() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _BigPages)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with threaded_http(_BigPages) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.mark.parametrize("page", ["nested", "flat"])

@@ -198,7 +198,10 @@ async def test_secret_header_values_never_reach_the_output(
     monkeypatch.setenv("TN_TEST_TOKEN", "line\r\nInjected: top-secret-value")
     res = await refused.execute({})
     assert res.is_error and "top-secret-value" not in res.output
-    assert res.output == "header Authorization expands to a value with a control character"
+    assert res.output == (
+        "header Authorization has a control character in its value (a trailing newline from "
+        "an env file?)"
+    )
     for value in ("tab\tis fine", "é"):  # a tab is legal; a non-ASCII value fails in encoding
         monkeypatch.setenv("TN_TEST_TOKEN", f"top-secret-value {value}")
         res = await refused.execute({})

@@ -1,9 +1,13 @@
-"""A toolkit served with both profiles on 127.0.0.1, and raw-socket helpers, for the hardening
-tests of the HTTP server."""
+"""Helpers of the hardening tests: a toolkit served with both profiles on 127.0.0.1, raw-socket
+exchanges, and small stdlib HTTP servers playing hostile peers."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from toolnexus.client import create_in_process_client
@@ -51,3 +55,33 @@ async def raw_exchange(port: int, data: bytes, *, timeout: float = 15.0) -> byte
 
 def status_of(response: bytes) -> int:
     return int(response.split(b" ", 2)[1]) if response.startswith(b"HTTP/1.1 ") else 0
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A stdlib request handler that answers with `reply(status, content_type, body)`."""
+
+    protocol_version = "HTTP/1.1"
+
+    def reply(self, status: int, content_type: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        with contextlib.suppress(OSError):
+            self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def threaded_http(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
+    """A stdlib HTTP server on 127.0.0.1 in a daemon thread; yields its port."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -14,6 +14,7 @@ from urllib.parse import urljoin, urlsplit
 from toolnexus._aio import Signalled, until_signalled
 from toolnexus._env import expand_env_headers
 from toolnexus._log import warn
+from toolnexus._secrets import remember_url
 from toolnexus.a2a import _wire as wire
 from toolnexus.a2a._wire import Dialect
 from toolnexus.errors import A2AError as A2AError  # re-exported: its old home
@@ -267,6 +268,7 @@ def _json_answer(status: int, text: str, where: str) -> Any:
 
 async def agent_tools(agent: Agent) -> list[Tool]:
     """Fetch the agent's card and make one tool per advertised skill (raises on failure)."""
+    remember_url(agent.card)  # userinfo in the card URL is a secret like any header
     given = expand_env_headers(agent.headers) or {}
     headers = {k: v for k, v in given.items() if k.lower() != "accept"}
     headers["Accept"] = "application/json"

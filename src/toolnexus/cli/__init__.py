@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from toolnexus import __version__
+from toolnexus._secrets import RedactingStream
 from toolnexus.cli import _demo, _run, _serve, _tools
 from toolnexus.cli._common import CliError, configure_logging, error_line
 
@@ -52,6 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    # Whatever a command prints passes `redact`: no secret the run learns reaches the terminal.
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = RedactingStream(sys.stdout), RedactingStream(sys.stderr)  # type: ignore[assignment]
     configure_logging(args.verbose)
     try:
         code: int = args.handler(args)
@@ -63,6 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `toolnexus tools --json | head`: the reader left; not an error
         _silence_stdout()
         return 0
+    finally:
+        sys.stdout, sys.stderr = streams
     return code
 
 

@@ -23,6 +23,7 @@ from toolnexus.client._wire import (
     decode_event,
     endpoint_given,
     response_error,
+    texts,
     url_path,
 )
 from toolnexus.types import ToolResult
@@ -55,9 +56,7 @@ def anthropic_usage(raw: Any) -> dict[str, int] | None:
 
 
 def blocks_text(content: Sequence[Any]) -> str:
-    return "".join(
-        b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-    )
+    return texts(content, "content")
 
 
 class AnthropicWire(Wire):

@@ -9,6 +9,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequenc
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
+from toolnexus._secrets import redact_url
 from toolnexus._aio import call_maybe_async
 from toolnexus._log import warn
 from toolnexus.client._endpoint import DIALECTS, CallOptions, Endpoint
@@ -419,7 +420,7 @@ class Client:
         await self.aclose()
 
     def __repr__(self) -> str:
-        where = self.base_url if self.base_url is not None else "in-process"
+        where = redact_url(self.base_url) if self.base_url is not None else "in-process"
         return f"<Client {self.style} {self.model!r} at {where}>"
 
 

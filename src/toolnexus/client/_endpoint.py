@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from toolnexus import _otel
 from toolnexus._aio import call_maybe_async
+from toolnexus._secrets import check_header_value, remember, remember_url
 from toolnexus.client._anthropic import ANTHROPIC
 from toolnexus.client._errors import MissingApiKey, ProviderError
 from toolnexus.client._metrics import llm_event
@@ -34,7 +35,7 @@ from toolnexus.client._retry import RetryPolicy
 from toolnexus.client._scope import RunScope
 from toolnexus.client._sse import SSEDecoder
 from toolnexus.client._transport import StreamBody, Transport
-from toolnexus.client._wire import CREDENTIAL_HEADERS, Dialect, Turn, merge_headers
+from toolnexus.client._wire import CREDENTIAL_HEADERS, Dialect, Turn, merge_headers, provider_data
 
 __all__ = ["DIALECTS", "CallOptions", "Credentials", "Endpoint", "ModelRequest"]
 
@@ -90,6 +91,13 @@ class Credentials:
     ) -> None:
         self._dialect = dialect
         self._api_key = api_key
+        # Refused before any request, and hidden wherever they could show up later.
+        if api_key is not None:
+            check_header_value("api_key", api_key)
+            remember(api_key)
+        for name, value in (headers or {}).items():
+            check_header_value(str(name), str(value))
+        remember_url(base_url)
         self._extra = dict(headers) if headers else None
         host = (urlsplit(base_url).hostname or "") if base_url is not None else ""
         self._openrouter = host == "openrouter.ai" or host.endswith(".openrouter.ai")
@@ -106,6 +114,8 @@ class Credentials:
         if self._api_key is not None:
             return self._api_key
         env = os.environ
+        for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"):
+            remember(env.get(name))
         openai_key = env.get("OPENAI_API_KEY") or None
         anthropic_key = env.get("ANTHROPIC_API_KEY") or None
         router_key = env.get("OPENROUTER_API_KEY") or None
@@ -211,7 +221,8 @@ class Endpoint:
 
         async def attempt() -> Turn:
             status, data, raw = await self.transport.post(url, headers, body)
-            return self.dialect.parse(status, data, raw)
+            with provider_data(status, raw):
+                return self.dialect.parse(status, data, raw)
 
         try:
             turn = await self.retry.call(attempt, scope)
@@ -249,9 +260,11 @@ class Endpoint:
                     chunks = response.chunks()
                     while not assembler.done:
                         chunk = await read(_next_chunk(chunks))
-                        events = decoder.feed(chunk) if chunk is not None else decoder.flush()
+                        with provider_data(response.status):
+                            events = decoder.feed(chunk) if chunk is not None else decoder.flush()
                         for event, data in events:
-                            delta = assembler.feed(event, data)
+                            with provider_data(response.status, data):
+                                delta = assembler.feed(event, data)
                             if delta is not None:
                                 yield delta
                                 scope.check()  # cancel/deadline between stream events
@@ -265,7 +278,8 @@ class Endpoint:
                         raise ProviderError(
                             response.status, "", "stream ended before the response was complete"
                         )
-                    turn = assembler.turn()
+                    with provider_data(response.status):
+                        turn = assembler.turn()
                     await response.finish()
             finally:
                 await response.aclose()  # a no-op after `finish`; an abort closes it here
@@ -288,7 +302,8 @@ class Endpoint:
         raw = b"".join(parts)
         try:
             data = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             text = raw.decode("utf-8", "replace")
-            raise ProviderError(response.status, text, f"response is not JSON ({exc})") from None
-        return self.dialect.parse(response.status, data, raw)
+            raise ProviderError(response.status, text, f"response is not JSON ({exc!r})") from None
+        with provider_data(response.status, raw):
+            return self.dialect.parse(response.status, data, raw)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from toolnexus import _otel
+from toolnexus._secrets import redact
 from toolnexus._aio import call_in_thread_maybe_async
 from toolnexus.adapters import ToolCall
 from toolnexus.client._endpoint import ModelRequest
@@ -245,7 +246,7 @@ class RunLoop:
             "ms": elapsed_ms(started),
         }
         if error is not None:
-            event["error"] = error
+            event["error"] = redact(error) if isinstance(error, str) else error
         self.finished = True
         self.c.emit(event)
 

@@ -22,6 +22,7 @@ from toolnexus.client._wire import (
     decode_event,
     endpoint_given,
     response_error,
+    texts,
 )
 from toolnexus.types import ToolResult
 
@@ -57,9 +58,7 @@ def content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
-            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
-        )
+        return texts(content, "content")
     return ""
 
 
@@ -153,7 +152,10 @@ class OpenAIStream(StreamAssembler):
         delta = choice.get("delta")
         if not isinstance(delta, dict):
             return None
-        for position, part in enumerate(delta.get("tool_calls") or ()):
+        parts = delta.get("tool_calls") or ()
+        if not isinstance(parts, list | tuple):
+            raise ValueError(f"delta.tool_calls is not a list (got {type(parts).__name__})")
+        for position, part in enumerate(parts):
             if isinstance(part, dict):
                 self._add_call_part(part.get("index", position), part)
         content = delta.get("content")
@@ -162,17 +164,27 @@ class OpenAIStream(StreamAssembler):
             return content
         return None
 
-    def _add_call_part(self, index: int, part: dict[str, Any]) -> None:
+    def _add_call_part(self, index: Any, part: dict[str, Any]) -> None:
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise ValueError(f"a streamed tool call has an index that is not a number: {index!r}")
         call = self._calls.get(index)
         if call is None:
             call = self._calls[index] = _PartialCall()
         if part.get("id"):
-            call.id = part["id"]
+            call.id = str(part["id"])
         fn = part.get("function") or {}
-        if fn.get("name"):
-            call.name.append(fn["name"])
-        if fn.get("arguments"):
-            call.args.append(fn["arguments"])
+        if not isinstance(fn, dict):
+            raise ValueError("a streamed tool call has a function that is not an object")
+        for key, into in (("name", call.name), ("arguments", call.args)):
+            value = fn.get(key)
+            if value is None or value == "":
+                continue
+            if not isinstance(value, str):
+                raise ValueError(
+                    f"a streamed tool call has function.{key} that is not a string "
+                    f"(got {type(value).__name__})"
+                )
+            into.append(value)
 
     def turn(self) -> Turn:
         text = "".join(self._text)

@@ -154,6 +154,9 @@ def _failure(
 def _decode(status: int, raw: bytes) -> Any:
     try:
         return json.loads(raw)
+    except RecursionError:
+        text = raw.decode("utf-8", "replace")[:2000]
+        raise ProviderError(status, text, "response is nested too deeply to decode") from None
     except ValueError as exc:
         text = raw.decode("utf-8", "replace")
         raise ProviderError(status, text, f"response is not JSON ({exc})") from None

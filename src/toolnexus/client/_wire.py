@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -12,7 +13,7 @@ from toolnexus.adapters import ToolCall
 from toolnexus.client._errors import ProviderError, is_error_payload
 from toolnexus.client._parts import canonical_messages
 from toolnexus.client._results import add_usage
-from toolnexus.errors import ConfigError
+from toolnexus.errors import ConfigError, ToolnexusError
 
 if TYPE_CHECKING:
     from toolnexus.client._parts import PartPolicy
@@ -294,12 +295,48 @@ def as_int(value: Any) -> int:
     return 0
 
 
+@contextmanager
+def provider_data(status: int, raw: bytes | str = b"") -> Iterator[None]:
+    """Reading provider data: whatever shape it has, a failure ends as a `ProviderError`
+    naming what was wrong (never a bare `TypeError`, `AttributeError`, `RecursionError`...)."""
+    try:
+        yield
+    except ToolnexusError:
+        raise
+    except RecursionError:
+        raise ProviderError(status, _text(raw), "malformed response (nested too deeply)") from None
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
+        raise ProviderError(status, _text(raw), f"malformed response ({exc})") from None
+
+
+def texts(blocks: Sequence[Any], where: str) -> str:
+    """The `text` of every `{"type": "text"}` block joined; one whose text is not a string
+    raises `ValueError` naming it (reported as a `ProviderError`)."""
+    out: list[str] = []
+    for i, block in enumerate(blocks):
+        if isinstance(block, dict) and block.get("type") == "text":
+            text = block.get("text", "")
+            if not isinstance(text, str):
+                raise ValueError(f"{where}[{i}].text is not a string (got {type(text).__name__})")
+            out.append(text)
+    return "".join(out)
+
+
+def _text(raw: bytes | str) -> str:
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    return text[:2000]
+
+
 def decode_event(status: int, data: str) -> Any:
     """Decode one SSE `data:` payload; an error event or bad JSON raises `ProviderError`."""
     try:
         obj = json.loads(data)
     except ValueError as exc:
         raise ProviderError(status, data, f"malformed stream event ({exc})") from None
+    except RecursionError:
+        raise ProviderError(
+            status, data[:2000], "malformed stream event (nested too deeply)"
+        ) from None
     if is_error_payload(obj):
         raise ProviderError(status, data)
     return obj

@@ -38,7 +38,8 @@ from toolnexus._env import EnvVarError, expand_env_headers
 from toolnexus._http import ssl_context
 from toolnexus._log import logger, warn
 from toolnexus._otel import mcp_call, request_hooks
-from toolnexus.errors import ToolnexusError
+from toolnexus._secrets import redact, remember_url
+from toolnexus.errors import HeaderValueError, ToolnexusError
 from toolnexus.mcp_source._config import MODERN, ServerSpec
 from toolnexus.mcp_source._elicitation import elicit_result_fields, elicitation_to_request
 from toolnexus.mcp_source._listing import ListingRepair
@@ -279,8 +280,9 @@ class Connection:
             await self._serve(self._open_stdio)
             return
         try:
+            remember_url(spec.url)
             headers = expand_env_headers(spec.headers)
-        except EnvVarError as exc:
+        except (EnvVarError, HeaderValueError) as exc:
             raise LoadError(str(exc)) from None
         tls = await _tls_context()
 
@@ -547,7 +549,10 @@ class Connection:
         )
 
     def _describe(self, exc: BaseException) -> str:
-        """A readable reason for a failure, never containing header values."""
+        """A readable reason for a failure, never containing header values or other secrets."""
+        return redact(self._reason(exc))
+
+    def _reason(self, exc: BaseException) -> str:
         root = _root(exc)
         if isinstance(root, LoadError | SpawnError | EnvVarError):
             return str(root)
