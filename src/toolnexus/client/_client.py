@@ -9,9 +9,9 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequenc
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from toolnexus._secrets import redact_url
 from toolnexus._aio import call_maybe_async
 from toolnexus._log import warn
+from toolnexus._secrets import redact_url
 from toolnexus.client._endpoint import DIALECTS, CallOptions, Endpoint
 from toolnexus.client._hooks import Hooks, resolve_hooks
 from toolnexus.client._inprocess import STREAM_UNSUPPORTED, InProcessTransport

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from toolnexus import _otel
 from toolnexus._secrets import redact
 from toolnexus._aio import call_in_thread_maybe_async
+from toolnexus._secrets import redact
 from toolnexus.adapters import ToolCall
 from toolnexus.client._endpoint import ModelRequest
 from toolnexus.client._hooks import before_llm, call_hook
