@@ -6,10 +6,27 @@ import os
 import re
 from collections.abc import Mapping
 
-from toolnexus._secrets import check_header_value, remember
+from toolnexus._secrets import remember
 from toolnexus.errors import EnvVarError as EnvVarError  # re-exported: its old home
+from toolnexus.errors import HeaderValueError
 
 _VAR = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
+# Header values may hold visible ASCII, spaces, tabs and non-ASCII text, nothing else.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_CREDENTIAL_NAME = re.compile(
+    r"auth|token|key|secret|cookie|session|passw|credential|signature", re.IGNORECASE
+)
+
+
+def check_header_value(name: str, value: str) -> None:
+    """Refuse a header value no HTTP library may send as is (`HeaderValueError`, naming the
+    header), before any request is made; the value of a header whose name says credential
+    (`Authorization`, `X-Custom-Token`, `api-key`, ...) is remembered as a secret."""
+    if _CONTROL.search(value):
+        raise HeaderValueError(name)
+    if _CREDENTIAL_NAME.search(name):
+        remember(value.partition(" ")[2] if value[:7].lower() == "bearer " else value)
+        remember(value)
 
 
 def expand_env(value: str, environ: Mapping[str, str] | None = None) -> str:

@@ -16,13 +16,10 @@ import threading
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from toolnexus.errors import HeaderValueError
-
 __all__ = [
     "MIN_SECRET",
     "REDACTED",
     "RedactingStream",
-    "check_header_value",
     "redact",
     "redact_url",
     "remember",
@@ -31,8 +28,6 @@ __all__ = [
 
 MIN_SECRET = 6
 REDACTED = "[redacted]"
-# Header values may hold visible ASCII, spaces, tabs and non-ASCII text, nothing else.
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 _lock = threading.Lock()
 _values: set[str] = set()
@@ -89,22 +84,6 @@ def redact_url(url: str) -> str:
         return redact(url)
     host = parts.netloc.rpartition("@")[2]
     return redact(parts._replace(netloc=f"***@{host}").geturl())
-
-
-_CREDENTIAL_NAME = re.compile(
-    r"auth|token|key|secret|cookie|session|passw|credential|signature", re.IGNORECASE
-)
-
-
-def check_header_value(name: str, value: str) -> None:
-    """Refuse a header value no HTTP library may send as is, before any request is made; the
-    value of a header whose name says credential (`Authorization`, `X-Custom-Token`,
-    `api-key`, ...) is remembered as a secret."""
-    if _CONTROL.search(value):
-        raise HeaderValueError(name)
-    if _CREDENTIAL_NAME.search(name):
-        remember(value.partition(" ")[2] if value[:7].lower() == "bearer " else value)
-        remember(value)
 
 
 class RedactingStream:

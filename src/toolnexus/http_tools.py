@@ -18,9 +18,8 @@ from urllib.parse import quote, urlencode
 
 from toolnexus._aio import Signalled, until_signalled
 from toolnexus._env import _VAR as _ENV_VAR
-from toolnexus._env import EnvVarError, expand_env
+from toolnexus._env import EnvVarError, check_header_value, expand_env
 from toolnexus._json import compact_json, to_compact_json
-from toolnexus._secrets import check_header_value
 from toolnexus.content import ContentPart, describe_part, kind_for_mime, part
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message
 

@@ -85,3 +85,32 @@ def threaded_http(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class ServedInThread:
+    """`serve_both` on a loop of its own in a daemon thread, for synchronous tests (hypothesis)
+    that block the calling thread between requests."""
+
+    def __init__(self, limits: ServeLimits | None = None) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._toolkit = make_toolkit()
+        self.handle = asyncio.run_coroutine_threadsafe(
+            serve_both(self._toolkit, limits), self._loop
+        ).result(30)
+        self.url = self.handle.url
+
+    def close(self) -> None:
+        async def stop() -> None:
+            await self.handle.stop()
+            await self._toolkit.close()
+            leftovers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in leftovers:
+                task.cancel()
+            await asyncio.gather(*leftovers, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()

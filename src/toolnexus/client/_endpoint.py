@@ -26,7 +26,8 @@ from urllib.parse import urlsplit
 
 from toolnexus import _otel
 from toolnexus._aio import call_maybe_async
-from toolnexus._secrets import check_header_value, remember, remember_url
+from toolnexus._env import check_header_value
+from toolnexus._secrets import remember, remember_url
 from toolnexus.client._anthropic import ANTHROPIC
 from toolnexus.client._errors import MissingApiKey, ProviderError
 from toolnexus.client._metrics import llm_event

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import codecs
 
-__all__ = ["MAX_EVENT_CHARS", "SSEDecoder", "StreamEventTooLarge"]
+__all__ = ["MAX_EVENT_CHARS", "SSEDecoder"]
 
 # One event (its lines together) may hold this many characters; a stream that sends more
 # without an event end is refused instead of held.
 MAX_EVENT_CHARS = 16 * 1024 * 1024
 
 
-class StreamEventTooLarge(ValueError):
-    """A stream event (or one line of it) is over the decoder's limit."""
+class _EventTooLarge(ValueError):
+    """A stream event (or one line of it) is over the decoder's limit (the client reports it as
+    a `ProviderError`)."""
 
 
 class SSEDecoder:
@@ -20,7 +21,7 @@ class SSEDecoder:
 
     Handles `\\n`, `\\r\\n` and `\\r` line ends, multi-line `data:`, comments and UTF-8 split
     across chunks. `event` is `""` when the event has no `event:` field. An event over
-    `max_event` characters raises `StreamEventTooLarge`; a long line costs linear time.
+    `max_event` characters raises a `ValueError`; a long line costs linear time.
     """
 
     __slots__ = (
@@ -81,7 +82,7 @@ class SSEDecoder:
 
     def _check(self, size: int) -> None:
         if size > self._max:
-            raise StreamEventTooLarge(f"a stream event is over {self._max} characters")
+            raise _EventTooLarge(f"a stream event is over {self._max} characters")
 
     def _line(self, line: str, out: list[tuple[str, str]]) -> None:
         if not line:
