@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from toolnexus import _otel
-from toolnexus._secrets import redact
 from toolnexus._aio import call_in_thread_maybe_async
 from toolnexus._secrets import redact
 from toolnexus.adapters import ToolCall
