@@ -415,4 +415,5 @@ def test_run_result_fields():
         "status",
         "limit",
         "pending",
+        "refusal",
     ]

@@ -95,6 +95,9 @@ class AnthropicWire(Wire):
             usage=anthropic_usage(data.get("usage")),
             finish_reason=data.get("stop_reason"),
             raw=data,
+            refusal=(blocks_text(content) or "refused")
+            if data.get("stop_reason") == "refusal"
+            else None,
         )
 
     def stream(self, status: int) -> AnthropicStream:
@@ -179,8 +182,8 @@ class AnthropicStream(StreamAssembler):
         calls: list[ToolCall] = []
         for index in sorted(self._blocks):
             block = self._blocks[index]
+            parts = self._json.get(index)
             if block.get("type") == "tool_use":
-                parts = self._json.get(index)
                 args, error = parse_arguments(
                     "".join(parts) if parts is not None else block.get("input")
                 )
@@ -188,13 +191,15 @@ class AnthropicStream(StreamAssembler):
                 block["input"] = args
                 call_id, name = str(block.get("id") or ""), str(block.get("name") or "")
                 calls.append(ToolCall(id=call_id, name=name, args=args, error=error))
+            elif parts is not None:  # a server tool's input (web search, code execution, ...)
+                block["input"], _ = parse_arguments("".join(parts))
             content.append(block)
         if self.finish_reason != "tool_use":
             calls = []  # tool-use blocks count only when the model stopped to use them
         message = {"role": "assistant", "content": content}
-        return Turn(
-            message, blocks_text(content), calls, self.usage_total(), self.finish_reason, None
-        )
+        text = blocks_text(content)
+        refusal = (text or "refused") if self.finish_reason == "refusal" else None
+        return Turn(message, text, calls, self.usage_total(), self.finish_reason, None, refusal)
 
 
 ANTHROPIC = AnthropicWire()

@@ -131,6 +131,7 @@ class RunLoop:
                 status, text = "incomplete", ""
                 limit: str | None = "maxTurns"
                 pending: Request | None = None
+                refusal: str | None = None
                 for turn_index in range(c.max_turns):
                     messages, tools, model = await before_llm(
                         c.hooks, messages, tools, c.model, turn_index
@@ -159,6 +160,11 @@ class RunLoop:
                     await self._after_llm(turn, model, turn_index)
                     messages.append(turn.message)
                     text = turn.text
+                    if turn.refusal is not None and not turn.calls:
+                        status, limit, refusal = "refused", None, turn.refusal
+                        if self.streaming:
+                            yield {"type": "refusal", "refusal": refusal}
+                        break
                     if not turn.calls:
                         status, limit = "done", None
                         break
@@ -215,6 +221,7 @@ class RunLoop:
                     status=status,
                     limit=limit,
                     pending=pending,
+                    refusal=refusal,
                 )
                 if lease is not None:
                     await scope.race(lease.save(messages))

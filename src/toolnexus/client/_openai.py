@@ -95,6 +95,7 @@ class OpenAIWire(Wire):
             usage=openai_usage(data.get("usage")),
             finish_reason=choice.get("finish_reason"),
             raw=data,
+            refusal=_refusal(message.get("refusal")),
         )
 
     def stream(self, status: int) -> OpenAIStream:
@@ -111,6 +112,20 @@ class OpenAIWire(Wire):
 
     def tool_results(self, answered: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
         return [openai_tool_result(call.id, result, call.name) for call, result in answered]
+
+
+def _refusal(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _first_choice(choices: Any) -> dict[str, Any] | None:
+    """Choice 0 of a chunk: with `n>1` the choices arrive interleaved, and only one is the turn."""
+    if not isinstance(choices, list):
+        return None
+    for choice in choices:
+        if isinstance(choice, dict) and choice.get("index", 0) == 0:
+            return choice
+    return None
 
 
 class _PartialCall:
@@ -143,9 +158,8 @@ class OpenAIStream(StreamAssembler):
         usage = openai_usage(obj.get("usage"))
         if usage is not None:
             self.usage.append(usage)
-        choices = obj.get("choices")
-        choice = choices[0] if isinstance(choices, list) and choices else None
-        if not isinstance(choice, dict):
+        choice = _first_choice(obj.get("choices"))
+        if choice is None:
             return None
         if choice.get("finish_reason"):
             self.finish_reason = choice["finish_reason"]
@@ -158,6 +172,9 @@ class OpenAIStream(StreamAssembler):
         for position, part in enumerate(parts):
             if isinstance(part, dict):
                 self._add_call_part(part.get("index", position), part)
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            self.add_refusal(refusal)
         content = delta.get("content")
         if isinstance(content, str) and content:
             self._text.append(content)
@@ -209,7 +226,10 @@ class OpenAIStream(StreamAssembler):
             message = {"role": "assistant", "content": text or None, "tool_calls": wire_calls}
         else:
             message = {"role": "assistant", "content": text}
-        return Turn(message, text, calls, self.usage_total(), self.finish_reason, None)
+        refusal = self.refusal()
+        if refusal is not None:
+            message["refusal"] = refusal
+        return Turn(message, text, calls, self.usage_total(), self.finish_reason, None, refusal)
 
 
 OPENAI = OpenAIWire()

@@ -41,6 +41,7 @@ class RunResult:
     status: str = "done"
     limit: str | None = None
     pending: Request | None = None
+    refusal: str | None = None  # `status="refused"`: the model declined, saying this
 
 
 @dataclass(slots=True)

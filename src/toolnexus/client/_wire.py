@@ -49,6 +49,7 @@ class Turn:
     usage: dict[str, int] | None  # this call's normalised usage; `None` when none was reported
     finish_reason: str | None
     raw: Any  # the decoded response (`None` for a streamed turn)
+    refusal: str | None = None  # the model declined to answer; its stated reason
 
 
 class Assembler(Protocol):
@@ -212,13 +213,22 @@ def _fresh(keys: Mapping[str, Any]) -> dict[str, Any]:
 class StreamAssembler:
     """Collects one streamed turn: usage objects, the finish reason, whether the stream ended."""
 
-    __slots__ = ("_status", "done", "finish_reason", "usage")
+    __slots__ = ("_refusal", "_status", "done", "finish_reason", "usage")
 
     def __init__(self, status: int) -> None:
         self._status = status
         self.usage: list[dict[str, int]] = []  # every usage object the stream carried
         self.finish_reason: str | None = None
         self.done = False
+        self._refusal: list[str] = []  # refusal deltas, in order
+
+    def add_refusal(self, delta: str) -> None:
+        """Keep one piece of a refusal the model streamed."""
+        self._refusal.append(delta)
+
+    def refusal(self) -> str | None:
+        """The whole refusal the stream carried; `None` for none."""
+        return "".join(self._refusal) or None
 
     def usage_total(self) -> dict[str, int] | None:
         """The sum of every usage object the stream carried; `None` for none."""
