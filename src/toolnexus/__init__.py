@@ -118,6 +118,8 @@ _EXPORTS: dict[str, str] = {
     "SpawnError": "toolnexus.errors",
     "StoreError": "toolnexus.errors",
     "StoreConfigError": "toolnexus.errors",
+    "OutputError": "toolnexus.errors",
+    "UsageLimitExceeded": "toolnexus.errors",
     # serving
     "ServeHandle": "toolnexus.serve",
     "TaskStore": "toolnexus.serve",
@@ -212,6 +214,7 @@ __all__ = [
     "OnCall",
     "OnMetric",
     "OnTask",
+    "OutputError",
     "PostgresConversationStore",
     "PostgresTaskStore",
     "ProviderConnectionError",
@@ -246,6 +249,7 @@ __all__ = [
     "TranslatedToolCall",
     "UnsupportedPartError",
     "UrllibTransport",
+    "UsageLimitExceeded",
     "WaitFor",
     "__version__",
     "agent",
@@ -377,6 +381,7 @@ if TYPE_CHECKING:  # static view of the lazy exports, for type checkers and IDEs
         HeaderValueError,
         MalformedFrontmatter,
         MissingApiKey,
+        OutputError,
         ProviderConnectionError,
         ProviderError,
         RunCancelled,
@@ -386,6 +391,7 @@ if TYPE_CHECKING:  # static view of the lazy exports, for type checkers and IDEs
         StoreConfigError,
         StoreError,
         ToolnexusError,
+        UsageLimitExceeded,
     )
     from toolnexus.http import HTTP_DEFAULT_TIMEOUT
     from toolnexus.http_tools import http_tool

@@ -28,6 +28,7 @@ __all__ = [
     "HeaderValueError",
     "MalformedFrontmatter",
     "MissingApiKey",
+    "OutputError",
     "ProviderConnectionError",
     "ProviderError",
     "RunCancelled",
@@ -37,6 +38,7 @@ __all__ = [
     "StoreConfigError",
     "StoreError",
     "ToolnexusError",
+    "UsageLimitExceeded",
 ]
 
 NO_API_KEY_MESSAGE = (
@@ -218,6 +220,32 @@ def _ms_text(ms: float) -> str:
 
 
 # --- stores ----------------------------------------------------------------------------------
+
+
+class OutputError(ToolnexusError):
+    """A run has no typed output to give: it ended without a valid final result.
+
+    `status` is the run's status and `errors` the validation errors of the last answer (or
+    `None` when the run ended for another reason, such as a refusal or a pending request).
+    """
+
+    def __init__(self, message: str, status: str, errors: list[dict[str, object]] | None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.errors = errors
+
+
+class UsageLimitExceeded(ToolnexusError):
+    """A run hit one of its limits (`raise_on_limit=True`); `result` is the run so far.
+
+    `limit` names it: `"maxTurns"`, `"total_tokens"`, `"request_tokens"`, `"tool_calls"` or
+    `"output"`.
+    """
+
+    def __init__(self, limit: str, result: object) -> None:
+        super().__init__(f"usage limit {limit} reached")
+        self.limit = limit
+        self.result = result
 
 
 class StoreError(ToolnexusError):

@@ -299,10 +299,17 @@ def _compat(annotation: Any) -> Any:
     return copy_with(new_args) if copy_with is not None else annotation
 
 
+def _is_context_name(annotation: str) -> bool:
+    """An unresolved annotation naming the context: `Context`, `ToolContext[Deps]`, ..."""
+    return annotation.split("[", 1)[0].strip() in ("Context", "ToolContext")
+
+
 def _is_context_type(annotation: Any) -> bool:
     if annotation is ToolContext:
         return True
     origin = typing.get_origin(annotation)
+    if origin is ToolContext:  # `Context[MyDeps]`
+        return True
     if origin is typing.Annotated:
         return _is_context_type(typing.get_args(annotation)[0])
     if origin in (typing.Union, types.UnionType):
@@ -711,7 +718,10 @@ def _call_with_keywords(
             if p.name in _CONTEXT_NAMES
             or (
                 p.annotation is not p.empty
-                and (p.annotation is ToolContext or p.annotation in ("Context", "ToolContext"))
+                and (
+                    _is_context_type(p.annotation)
+                    or (isinstance(p.annotation, str) and _is_context_name(p.annotation))
+                )
             )
         ),
         None,

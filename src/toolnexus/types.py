@@ -8,7 +8,9 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias
+
+from typing_extensions import TypeVar
 
 from toolnexus._aio import is_async_callable, run_in_thread
 
@@ -169,17 +171,22 @@ def _required(data: Mapping[str, Any], key: str, what: str) -> Any:
     return data[key]
 
 
+DepsT = TypeVar("DepsT", default=Any)
+
+
 @dataclass(slots=True)
-class ToolContext:
+class ToolContext(Generic[DepsT]):
     """Per-call context: cancellation `signal`, `timeout` in seconds, a resolved `answer` with
-    the `request` it answers (when resuming a suspension), and `on_progress`, a sync or async
-    callable taking `{"progress", "total", "message"}` that any tool may call."""
+    the `request` it answers (when resuming a suspension), `on_progress`, a sync or async
+    callable taking `{"progress", "total", "message"}` that any tool may call, and `deps`, the
+    value the run was given as `deps=` (`Context[MyDeps]` types it for a checker)."""
 
     signal: Signal | None = None
     timeout: float | None = None
     answer: Answer | None = None
     request: Request | None = None
     on_progress: Callable[[dict[str, Any]], Any] | None = None
+    deps: DepsT = None  # type: ignore[assignment]  # `None` when the run was given none
 
     @property
     def cancelled(self) -> bool:

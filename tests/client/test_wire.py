@@ -416,4 +416,6 @@ def test_run_result_fields():
         "limit",
         "pending",
         "refusal",
+        "output_errors",
+        "value",
     ]

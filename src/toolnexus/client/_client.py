@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 from urllib.parse import urlsplit
 
 from toolnexus._aio import call_maybe_async
@@ -17,9 +17,11 @@ from toolnexus.client._hooks import Hooks, resolve_hooks
 from toolnexus.client._inprocess import STREAM_UNSUPPORTED, InProcessTransport
 from toolnexus.client._loop import RunLoop
 from toolnexus.client._metrics import Metrics
+from toolnexus.client._output import OutputMode, OutputSpec, resolve_output
 from toolnexus.client._parts import PartPolicy, Prompt
 from toolnexus.client._results import RunResult, TranslateResult
 from toolnexus.client._settings import RunSettings
+from toolnexus.client._sync import SyncRunner
 from toolnexus.client._sync_transport import ThreadedTransport
 from toolnexus.client._translate import translate
 from toolnexus.client._transport import HttpTransport, Transport
@@ -41,6 +43,17 @@ __all__ = ["Client", "Conversation", "create_client", "create_in_process_client"
 
 Style = Literal["openai", "anthropic"]
 Event = dict[str, Any]
+T = TypeVar("T")
+
+
+class _Unset:
+    """The marker of a per-run option left to the client's default."""
+
+    def __repr__(self) -> str:
+        return "<client default>"
+
+
+UNSET: Any = _Unset()
 
 # Body keys the library owns; `request_params` may not set them (body_transform may).
 FORBIDDEN_PARAMS = ("messages", "tools", "stream")
@@ -107,6 +120,9 @@ class Client:
         on_unsupported_part: Literal["error", "text"] | None = None,
         max_part_bytes: int | None = None,
         http_transport: Any = None,
+        output_type: Any = None,
+        output_mode: OutputMode | None = None,
+        output_retries: int = 1,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.strip():
             raise ConfigError("base_url is required, e.g. https://api.openai.com/v1")
@@ -138,6 +154,9 @@ class Client:
             tool_concurrency=tool_concurrency,
             on_unsupported_part=on_unsupported_part,
             max_part_bytes=max_part_bytes,
+            output_type=output_type,
+            output_mode=output_mode,
+            output_retries=output_retries,
         )
         transport: Transport
         if http_transport is not None:
@@ -176,6 +195,9 @@ class Client:
         tool_concurrency: int = 16,
         on_unsupported_part: Literal["error", "text"] | None = None,
         max_part_bytes: int | None = None,
+        output_type: Any = None,
+        output_mode: OutputMode | None = None,
+        output_retries: int = 1,
     ) -> CallOptions:
         """Check and keep the options every client has, whatever its endpoint."""
         if not isinstance(model, str) or not model:
@@ -205,6 +227,10 @@ class Client:
         self._locks = KeyedLock()
         self._metrics = Metrics()
         self._metric_tasks: set[asyncio.Future[Any]] = set()
+        self.output_type = output_type
+        self.output_mode = output_mode
+        self.output_retries = _require_int("output_retries", output_retries, 0)
+        self._sync = SyncRunner()
         return CallOptions(
             retries=_require_int("retries", retries, 0),
             retry_base_ms=retry_base_ms,
@@ -261,7 +287,13 @@ class Client:
         """
         self._endpoint.check_credentials()
 
-    def _settings(self) -> RunSettings:
+    def _settings(
+        self,
+        output_type: Any = UNSET,
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+    ) -> RunSettings:
         return RunSettings(
             endpoint=self._endpoint,
             model=self.model,
@@ -275,7 +307,22 @@ class Client:
             store=self._store,
             locks=self._locks,
             emit=self._emit,
+            output=self._output(output_type, output_mode),
+            output_retries=(
+                self.output_retries
+                if output_retries is None
+                else _require_int("output_retries", output_retries, 0)
+            ),
+            deps=deps,
         )
+
+    def _output(self, output_type: Any, output_mode: OutputMode | None) -> OutputSpec | None:
+        """The run's typed-result spec: the per-run `output_type`, else the client's."""
+        if output_type is UNSET:
+            output_type = self.output_type
+        if output_type is None:
+            return None
+        return resolve_output(output_type, output_mode or self.output_mode, self._endpoint.dialect)
 
     def _emit(self, event: Event) -> None:
         """Record a metric event and hand it to `on_metric` (whose failure never breaks a run)."""
@@ -299,17 +346,83 @@ class Client:
 
     # -- public API -------------------------------------------------------------------------
 
+    @overload
     async def run(
         self,
         prompt: Prompt,
         toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
         history: Sequence[dict[str, Any]] | None = None,
         cancel: asyncio.Event | None = None,
-    ) -> RunResult:
-        """Run the loop once: call the model, run its tools, repeat until it answers."""
-        return await RunLoop(
-            self._settings(), prompt, toolkit, history, cancel, streaming=False
-        ).result()
+        *,
+        output_type: type[T],
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+    ) -> RunResult[T]: ...
+
+    @overload
+    async def run(
+        self,
+        prompt: Prompt,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        history: Sequence[dict[str, Any]] | None = None,
+        cancel: asyncio.Event | None = None,
+        *,
+        output_type: Any = UNSET,
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+    ) -> RunResult[Any]: ...
+
+    async def run(
+        self,
+        prompt: Prompt,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        history: Sequence[dict[str, Any]] | None = None,
+        cancel: asyncio.Event | None = None,
+        *,
+        output_type: Any = UNSET,
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+    ) -> RunResult[Any]:
+        """Run the loop once: call the model, run its tools, repeat until it answers.
+
+        With `output_type`, `result.output` is the answer validated as that type (see
+        `output_mode` and `output_retries`); `deps` reaches every tool as `ctx.deps`.
+        """
+        settings = self._settings(output_type, output_mode, output_retries, deps)
+        return await RunLoop(settings, prompt, toolkit, history, cancel, streaming=False).result()
+
+    @overload
+    async def ask(
+        self,
+        prompt: Prompt,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        *,
+        id: str | None = None,
+        on_text: Callable[[str], Any] | None = None,
+        cancel: asyncio.Event | None = None,
+        output_type: type[T],
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+    ) -> RunResult[T]: ...
+
+    @overload
+    async def ask(
+        self,
+        prompt: Prompt,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        *,
+        id: str | None = None,
+        on_text: Callable[[str], Any] | None = None,
+        cancel: asyncio.Event | None = None,
+        output_type: Any = UNSET,
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+    ) -> RunResult[Any]: ...
 
     async def ask(
         self,
@@ -319,18 +432,28 @@ class Client:
         id: str | None = None,
         on_text: Callable[[str], Any] | None = None,
         cancel: asyncio.Event | None = None,
-    ) -> RunResult:
+        output_type: Any = UNSET,
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+    ) -> RunResult[Any]:
         """`run` with memory: with `id`, continue and save that conversation (atomic per id).
 
         With `on_text`, the answer streams and `on_text(delta)` (sync or async) sees every delta.
         """
+        typed = {
+            "output_type": output_type,
+            "output_mode": output_mode,
+            "output_retries": output_retries,
+            "deps": deps,
+        }
         if on_text is None:
             return await RunLoop(
-                self._settings(), prompt, toolkit, None, cancel, conversation_id=id
+                self._settings(**typed), prompt, toolkit, None, cancel, conversation_id=id
             ).result()
         _require_callable("on_text", on_text)
-        events = self.stream(prompt, toolkit, id=id, cancel=cancel)
-        result: RunResult | None = None
+        events = self.stream(prompt, toolkit, id=id, cancel=cancel, **typed)
+        result: RunResult[Any] | None = None
         try:
             async for event in events:
                 if event["type"] == "text":
@@ -353,24 +476,180 @@ class Client:
         *,
         id: str | None = None,
         cancel: asyncio.Event | None = None,
+        output_type: Any = UNSET,
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
     ) -> AsyncGenerator[Event, None]:
         """The loop as an async iterator of events; the last one is `{"type": "done", ...}`.
 
         With `id`, the conversation is loaded before the first request and saved at `done`.
+        With `output_type`, an `{"type": "output", "output": value}` event precedes `done`.
         """
         if not self._endpoint.can_stream:
             raise NotImplementedError(STREAM_UNSUPPORTED)
+        settings = self._settings(output_type, output_mode, output_retries, deps)
         return RunLoop(
-            self._settings(), prompt, toolkit, None, cancel, streaming=True, conversation_id=id
+            settings, prompt, toolkit, None, cancel, streaming=True, conversation_id=id
         ).events()
 
     def conversation(
         self,
         toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
         cancel: asyncio.Event | None = None,
+        *,
+        output_type: Any = UNSET,
+        deps: Any = None,
     ) -> Conversation:
-        """A stateful conversation: `await send(prompt)` keeps the transcript between turns."""
-        return Conversation(self, toolkit, cancel)
+        """A stateful conversation: `await send(prompt)` keeps the transcript between turns.
+
+        `output_type` and `deps` apply to every `send`.
+        """
+        return Conversation(self, toolkit, cancel, output_type=output_type, deps=deps)
+
+    # -- the same, for synchronous code ---------------------------------------------------------
+
+    @overload
+    def run_sync(
+        self,
+        prompt: Prompt,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        history: Sequence[dict[str, Any]] | None = None,
+        *,
+        output_type: type[T],
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+    ) -> RunResult[T]: ...
+
+    @overload
+    def run_sync(
+        self,
+        prompt: Prompt,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        history: Sequence[dict[str, Any]] | None = None,
+        *,
+        output_type: Any = UNSET,
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+    ) -> RunResult[Any]: ...
+
+    def run_sync(
+        self,
+        prompt: Prompt,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        history: Sequence[dict[str, Any]] | None = None,
+        *,
+        output_type: Any = UNSET,
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+    ) -> RunResult[Any]:
+        """`run` for code without an event loop (or in a loop's worker thread); blocks.
+
+        The run executes on the toolkit's loop, else on one this client keeps for its sync
+        calls (so pooled connections are reused); `close()` releases it. Ctrl-C cancels the run.
+        """
+        loop = self._sync.loop_for(toolkit)
+        coro = self.run(
+            prompt,
+            toolkit,
+            history,
+            output_type=output_type,
+            output_mode=output_mode,
+            output_retries=output_retries,
+            deps=deps,
+        )
+        return self._sync.call(loop, coro)
+
+    @overload
+    def ask_sync(
+        self,
+        prompt: Prompt,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        *,
+        id: str | None = None,
+        output_type: type[T],
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+    ) -> RunResult[T]: ...
+
+    @overload
+    def ask_sync(
+        self,
+        prompt: Prompt,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        *,
+        id: str | None = None,
+        output_type: Any = UNSET,
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+    ) -> RunResult[Any]: ...
+
+    def ask_sync(
+        self,
+        prompt: Prompt,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        *,
+        id: str | None = None,
+        output_type: Any = UNSET,
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+    ) -> RunResult[Any]:
+        """`ask` for synchronous code (see `run_sync`)."""
+        loop = self._sync.loop_for(toolkit)
+        coro = self.ask(
+            prompt,
+            toolkit,
+            id=id,
+            output_type=output_type,
+            output_mode=output_mode,
+            output_retries=output_retries,
+            deps=deps,
+        )
+        return self._sync.call(loop, coro)
+
+    def stream_sync(
+        self,
+        prompt: Prompt,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        *,
+        id: str | None = None,
+        output_type: Any = UNSET,
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+    ) -> Iterator[Event]:
+        """`stream` as a plain iterator of the same events (see `run_sync`).
+
+        Stopping early (`break`, or closing the iterator) ends the run and closes its answer.
+        """
+        loop = self._sync.loop_for(toolkit)
+        events = self.stream(
+            prompt,
+            toolkit,
+            id=id,
+            output_type=output_type,
+            output_mode=output_mode,
+            output_retries=output_retries,
+            deps=deps,
+        )
+        return self._sync.iterate(loop, events)
+
+    def close(self) -> None:
+        """`aclose` for synchronous code; also closes the toolkits the sync calls ran on this
+        client's own loop (their connections were opened there) and stops that loop."""
+        self._sync.close(self.aclose)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     async def translate(
         self,
@@ -432,10 +711,15 @@ class Conversation:
         client: Client,
         toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
         cancel: asyncio.Event | None = None,
+        *,
+        output_type: Any = UNSET,
+        deps: Any = None,
     ) -> None:
         self._client = client
         self._toolkit = toolkit
         self._cancel = cancel
+        self._output_type = output_type
+        self._deps = deps
         self._messages: list[dict[str, Any]] = []
         self._lock = asyncio.Lock()
 
@@ -444,11 +728,16 @@ class Conversation:
         """The transcript so far."""
         return self._messages
 
-    async def send(self, prompt: Prompt) -> RunResult:
+    async def send(self, prompt: Prompt) -> RunResult[Any]:
         """Run `prompt` with the retained history and keep the new transcript."""
         async with self._lock:
             result = await self._client.run(
-                prompt, self._toolkit, history=self._messages or None, cancel=self._cancel
+                prompt,
+                self._toolkit,
+                history=self._messages or None,
+                cancel=self._cancel,
+                output_type=self._output_type,
+                deps=self._deps,
             )
             self._messages = result.messages
             return result

@@ -72,6 +72,7 @@ async def before_llm(
     tools: list[dict[str, Any]],
     model: str,
     turn: int,
+    deps: Any = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
     """Run the `before_llm` hook; return the messages, tools and model to use.
 
@@ -80,9 +81,10 @@ async def before_llm(
     """
     if hooks is None or hooks.before_llm is None:
         return messages, tools, model
-    reply = await call_hook(
-        hooks.before_llm, {"messages": messages, "tools": tools, "model": model, "turn": turn}
-    )
+    payload = {"messages": messages, "tools": tools, "model": model, "turn": turn}
+    if deps is not None:  # the run's `deps`, as every hook of a run given some sees them
+        payload["deps"] = deps
+    reply = await call_hook(hooks.before_llm, payload)
     if reply:
         if reply.get("messages") is not None:
             messages = list(reply["messages"])

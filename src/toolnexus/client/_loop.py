@@ -22,12 +22,13 @@ from toolnexus.adapters import ToolCall
 from toolnexus.client._endpoint import ModelRequest
 from toolnexus.client._hooks import before_llm, call_hook
 from toolnexus.client._metrics import elapsed_ms
+from toolnexus.client._output import FINAL_RESULT
 from toolnexus.client._parts import Prompt, prompt_content
 from toolnexus.client._results import RunResult, add_usage, empty_usage
 from toolnexus.client._scope import RunScope
 from toolnexus.client._wire import Turn
 from toolnexus.client.memory import ConversationLease, claim_conversation
-from toolnexus.toolkit import as_toolkit
+from toolnexus.toolkit import Toolkit, as_toolkit
 from toolnexus.types import (
     Answer,
     Request,
@@ -39,8 +40,9 @@ from toolnexus.types import (
 )
 
 if TYPE_CHECKING:
+    from toolnexus.client._output import OutputSpec
     from toolnexus.client._settings import RunSettings
-    from toolnexus.toolkit import Toolkit
+    from toolnexus.client._wire import Dialect
 
 __all__ = ["RunLoop", "compose_system"]
 
@@ -125,21 +127,31 @@ class RunLoop:
                     lease = await scope.race(memory.enter_async_context(claim))
                     history = await scope.race(lease.get()) or []
                 scope.check()
+                out = c.output
                 system = compose_system(c.system_prompt, self.toolkit)
+                if out is not None and out.mode == "prompted":
+                    system = "\n\n".join(p for p in (system, out.instructions()) if p)
                 messages = wire.start_messages(system, history, self.prompt)
                 tools = wire.declarations(self.toolkit) if self.toolkit is not None else []
+                if out is not None and out.mode == "tool":
+                    tools = tools + wire.declarations(Toolkit(extra_tools=[out.tool()]))
+                output_failures = 0
+                value: Any = _NO_VALUE
+                output_errors: list[dict[str, Any]] | None = None
                 status, text = "incomplete", ""
                 limit: str | None = "maxTurns"
                 pending: Request | None = None
                 refusal: str | None = None
                 for turn_index in range(c.max_turns):
                     messages, tools, model = await before_llm(
-                        c.hooks, messages, tools, c.model, turn_index
+                        c.hooks, messages, tools, c.model, turn_index, c.deps
                     )
                     seen: list[dict[str, Any]] = []  # the summaries of the parts sent
                     body = wire.body(
                         model, system, messages, tools, self.streaming, parts=c.parts, seen=seen
                     )
+                    if out is not None and out.mode == "native":
+                        body.update(wire.output_keys(out))
                     request = ModelRequest(model, body, seen, run)
                     if self.streaming:
                         turn: Turn | None = None
@@ -165,11 +177,46 @@ class RunLoop:
                         if self.streaming:
                             yield {"type": "refusal", "refusal": refusal}
                         break
+                    if out is not None:
+                        verdict = _judge(out, turn)
+                        if verdict is not None:
+                            final_call, value, output_errors = verdict
+                            if output_errors is None:
+                                status, limit = "done", None
+                                if final_call is not None:
+                                    messages.extend(_close_calls(wire, turn.calls, final_call))
+                                if self.streaming:
+                                    yield {"type": "output", "output": value}
+                                break
+                            output_failures += 1
+                            retry = output_failures <= c.output_retries
+                            if final_call is None:
+                                if not retry:
+                                    status, limit = "incomplete", "output"
+                                    break
+                                messages.append(
+                                    {"role": "user", "content": out.retry_prompt(output_errors)}
+                                )
+                                continue
+                            if not retry:
+                                messages.extend(
+                                    _close_calls(wire, turn.calls, final_call, output_errors, out)
+                                )
+                                status, limit = "incomplete", "output"
+                                break
                     if not turn.calls:
                         status, limit = "done", None
                         break
+                    calls = turn.calls
+                    answered: list[tuple[ToolCall, ToolResult]] = []
+                    if out is not None and out.mode == "tool":
+                        finals = [call for call in calls if call.name == FINAL_RESULT]
+                        if finals and output_errors is not None:
+                            reply = ToolResult(out.retry_prompt(output_errors), True)
+                            answered += [(call, reply) for call in finals]
+                        calls = [call for call in calls if call.name != FINAL_RESULT]
                     if self.streaming:
-                        for call in turn.calls:
+                        for call in calls:
                             yield {
                                 "type": "tool_call",
                                 "id": call.id,
@@ -177,8 +224,9 @@ class RunLoop:
                                 "args": call.args,
                             }
                     with _otel.active(run):
-                        outcomes = await self._execute_all(turn.calls, turn_index, scope)
-                    answered: list[tuple[ToolCall, ToolResult]] = []
+                        outcomes = (
+                            await self._execute_all(calls, turn_index, scope) if calls else []
+                        )
                     for outcome in outcomes:  # in call order
                         result = outcome.result
                         asked = pending_of(result) if outcome.suspended else None
@@ -222,7 +270,10 @@ class RunLoop:
                     limit=limit,
                     pending=pending,
                     refusal=refusal,
+                    output_errors=output_errors if status != "done" else None,
                 )
+                if out is not None and status == "done":
+                    final.value = value
                 if lease is not None:
                     await scope.race(lease.save(messages))
         except BaseException as exc:
@@ -269,6 +320,12 @@ class RunLoop:
             record["parts"] = result.parts
         self.records.append(record)
 
+    def _with_deps(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """A hook's argument, with the run's `deps` when it has some."""
+        if self.c.deps is not None:
+            payload["deps"] = self.c.deps
+        return payload
+
     # -- the LLM call ---------------------------------------------------------------------------
 
     def _add_usage(self, usage: dict[str, int] | None) -> None:
@@ -281,7 +338,10 @@ class RunLoop:
         if hooks is None or hooks.after_llm is None:
             return
         response = {"streamed": True, "usage": dict(self.usage)} if self.streaming else turn.raw
-        await call_hook(hooks.after_llm, {"response": response, "model": model, "turn": turn_index})
+        await call_hook(
+            hooks.after_llm,
+            self._with_deps({"response": response, "model": model, "turn": turn_index}),
+        )
 
     # -- tools ----------------------------------------------------------------------------------
 
@@ -340,7 +400,8 @@ class RunLoop:
         started = time.perf_counter()
         if hooks is not None and hooks.before_tool is not None:
             reply = await call_hook(
-                hooks.before_tool, {"name": call.name, "args": args, "id": call.id, "turn": turn}
+                hooks.before_tool,
+                self._with_deps({"name": call.name, "args": args, "id": call.id, "turn": turn}),
             )
             if reply:
                 if reply.get("result") is not None:
@@ -350,7 +411,7 @@ class RunLoop:
                 if reply.get("args") is not None:
                     args = reply["args"]
         with _otel.tool_call(call.name, call.id, self.toolkit) as traced:
-            result = await self._run_tool(call.name, args, scope.tool_context())
+            result = await self._run_tool(call.name, args, scope.tool_context(deps=self.c.deps))
             traced.result(result)
         self._tool_event(call.name, result, started)
         if pending_of(result) is not None:
@@ -366,7 +427,9 @@ class RunLoop:
             return result
         reply = await call_hook(
             hooks.after_tool,
-            {"name": call.name, "args": args, "result": result, "id": call.id, "turn": turn},
+            self._with_deps(
+                {"name": call.name, "args": args, "result": result, "id": call.id, "turn": turn}
+            ),
         )
         if reply and reply.get("result") is not None:
             return _as_result(reply["result"], "after_tool")
@@ -383,11 +446,54 @@ class RunLoop:
             return ToolResult("declined/expired: " + request.prompt, True)
         started = time.perf_counter()
         name, args = outcome.call.name, outcome.args
-        result = await scope.race(self._run_tool(name, args, scope.tool_context(answer)))
+        result = await scope.race(
+            self._run_tool(name, args, scope.tool_context(answer, self.c.deps))
+        )
         self._tool_event(name, result, started)
         if pending_of(result) is not None:
             return ToolResult("unresolved: " + request.prompt, True)  # never a second wait
         return await self._after_tool(outcome.call, args, result, turn)
+
+
+_NO_VALUE: Any = object()
+
+_NOT_RUN = "Not run: the final result was given in the same turn."
+
+
+def _judge(
+    out: OutputSpec, turn: Turn
+) -> tuple[ToolCall | None, Any, list[dict[str, Any]] | None] | None:
+    """Read a turn as a final result: `(final_call, value, errors)`, or `None` when the turn
+    is not one (tool calls to run, with no `final_result` among them)."""
+    final = next((call for call in turn.calls if call.name == FINAL_RESULT), None)
+    if final is not None:
+        if final.error is not None:
+            return final, None, [{"type": "json_invalid", "loc": [], "msg": final.error}]
+        value, errors = out.validate_args(final.args)
+        return final, value, errors
+    if turn.calls:
+        return None
+    value, errors = out.validate_text(turn.text)
+    return None, value, errors
+
+
+def _close_calls(
+    wire: Dialect,
+    calls: list[ToolCall],
+    final: ToolCall,
+    errors: list[dict[str, Any]] | None = None,
+    out: OutputSpec | None = None,
+) -> list[dict[str, Any]]:
+    """Answers to every call of a final turn, so the transcript stays valid for the next run."""
+    answered: list[tuple[ToolCall, ToolResult]] = []
+    for call in calls:
+        if call is not final:
+            answered.append((call, ToolResult(_NOT_RUN, True)))
+        elif errors is not None and out is not None:
+            answered.append((call, ToolResult(out.retry_prompt(errors), True)))
+        else:
+            answered.append((call, ToolResult("Final result accepted.")))
+    return wire.tool_results(answered)
 
 
 def _as_result(value: Any, hook: str) -> ToolResult:

@@ -27,6 +27,7 @@ from toolnexus.client._wire import (
 from toolnexus.types import ToolResult
 
 if TYPE_CHECKING:
+    from toolnexus.client._output import OutputSpec
     from toolnexus.toolkit import Toolkit
 
 __all__ = ["OPENAI", "OpenAIStream", "OpenAIWire", "openai_usage"]
@@ -97,6 +98,9 @@ class OpenAIWire(Wire):
             raw=data,
             refusal=_refusal(message.get("refusal")),
         )
+
+    def output_keys(self, spec: OutputSpec) -> dict[str, Any]:
+        return {"response_format": spec.response_format()}
 
     def stream(self, status: int) -> OpenAIStream:
         return OpenAIStream(status)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, cast
 
+from typing_extensions import TypeVar
+
+from toolnexus.errors import OutputError
 from toolnexus.types import Request
+
+OutputT = TypeVar("OutputT", default=Any)
 
 __all__ = [
     "RunResult",
@@ -27,9 +32,16 @@ def add_usage(total: dict[str, int], part: dict[str, int]) -> None:
         total[key] = total.get(key, 0) + value
 
 
+_NO_OUTPUT: Any = object()  # `RunResult.output` of a run that has none
+
+
 @dataclass(slots=True)
-class RunResult:
-    """The outcome of `run`/`ask`/`stream`: the answer, the transcript and what happened."""
+class RunResult(Generic[OutputT]):
+    """The outcome of `run`/`ask`/`stream`: the answer, the transcript and what happened.
+
+    `output` is the run's final value: validated against `output_type` when the run had one,
+    otherwise the answer's text. `text` is always the raw text of the last answer.
+    """
 
     text: str
     messages: list[dict[str, Any]]
@@ -42,6 +54,22 @@ class RunResult:
     limit: str | None = None
     pending: Request | None = None
     refusal: str | None = None  # `status="refused"`: the model declined, saying this
+    output_errors: list[dict[str, Any]] | None = None  # why the last answer did not validate
+    value: Any = field(default=_NO_OUTPUT, repr=False)  # set by the run: see `output`
+
+    @property
+    def output(self) -> OutputT:
+        """The final value; raises `OutputError` when the run ended without one."""
+        if self.value is not _NO_OUTPUT:
+            return cast("OutputT", self.value)
+        if self.status == "done":
+            return cast("OutputT", self.text)
+        detail = f" (limit {self.limit})" if self.limit else ""
+        raise OutputError(
+            f"the run has no output: it ended {self.status}{detail}",
+            self.status,
+            self.output_errors,
+        )
 
 
 @dataclass(slots=True)

@@ -96,9 +96,9 @@ class RunScope:
             return None
         return max(0.0, self.deadline - asyncio.get_running_loop().time())
 
-    def tool_context(self, answer: Any = None) -> ToolContext:
+    def tool_context(self, answer: Any = None, deps: Any = None) -> ToolContext:
         signal = self.signal if self._abort is not None else None
-        return ToolContext(signal=signal, timeout=self.time_left(), answer=answer)
+        return ToolContext(signal=signal, timeout=self.time_left(), answer=answer, deps=deps)
 
     async def race(self, awaitable: Awaitable[T]) -> T:
         """Await `awaitable`, aborting it when the deadline passes or `cancel` is set."""

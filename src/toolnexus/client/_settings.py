@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from toolnexus.client._endpoint import Endpoint
     from toolnexus.client._hooks import Hooks
+    from toolnexus.client._output import OutputSpec
     from toolnexus.client._parts import PartPolicy
     from toolnexus.client.memory import ConversationStore, KeyedLock
 
@@ -35,3 +36,6 @@ class RunSettings:
     store: ConversationStore
     locks: KeyedLock
     emit: Callable[[dict[str, Any]], None]
+    output: OutputSpec | None = None  # the run's typed result, when it asks for one
+    output_retries: int = 1  # re-asks after an answer that does not validate
+    deps: Any = None  # handed to every tool call as `ctx.deps` and to hooks as `deps`

@@ -16,6 +16,7 @@ from toolnexus.client._results import add_usage
 from toolnexus.errors import ConfigError, ToolnexusError
 
 if TYPE_CHECKING:
+    from toolnexus.client._output import OutputSpec
     from toolnexus.client._parts import PartPolicy
     from toolnexus.toolkit import Toolkit
     from toolnexus.types import ToolResult
@@ -133,6 +134,10 @@ class Dialect(Protocol):
         """The transcript entries that answer a turn's tool calls, in call order."""
         ...
 
+    def output_keys(self, spec: OutputSpec) -> dict[str, Any]:
+        """Body keys asking for `spec` as native structured output (where the wire has it)."""
+        ...
+
 
 class Wire:
     """The request side both dialects build the same way; subclasses add the differences."""
@@ -162,6 +167,10 @@ class Wire:
     def preamble(self, system: str) -> dict[str, Any]:
         """Body keys between `model` and `messages`."""
         return {}
+
+    def output_keys(self, spec: OutputSpec) -> dict[str, Any]:
+        """Body keys asking for native structured output; a wire without it has none."""
+        raise ConfigError(f"the {self.style} wire has no native structured output")
 
     def start_messages(
         self,
