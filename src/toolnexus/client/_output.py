@@ -174,11 +174,8 @@ def _build(output_type: Any, mode: OutputMode, dialect: Dialect) -> OutputSpec:
         schema = {"type": "object", "properties": {_WRAP_KEY: schema}, "required": [_WRAP_KEY]}
         if defs:
             schema["$defs"] = defs
-    resolved: Literal["native", "tool", "prompted"]
-    if mode == "auto":
-        resolved = "native" if dialect.style in _NATIVE_STYLES else "tool"
-    else:
-        resolved = mode
+    best: Literal["native", "tool"] = "native" if dialect.style in _NATIVE_STYLES else "tool"
+    resolved: Literal["native", "tool", "prompted"] = best if mode == "auto" else mode
     if resolved == "native" and dialect.style not in _NATIVE_STYLES:
         raise ConfigError(
             f'output_mode="native" needs an endpoint with structured output (openai); the '
