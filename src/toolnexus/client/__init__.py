@@ -33,7 +33,12 @@ from toolnexus.client._client import (
 from toolnexus.client._errors import ProviderError, RunCancelled, RunTimeout
 from toolnexus.client._hooks import Hooks
 from toolnexus.client._metrics import Metrics as MetricsRegistry
-from toolnexus.client._results import RunResult, TranslatedToolCall, TranslateResult
+from toolnexus.client._results import (
+    RunResult,
+    TranslatedToolCall,
+    TranslateResult,
+    UsageLimits,
+)
 from toolnexus.client._sync_transport import HttpTransport, InProcessTransport, UrllibTransport
 from toolnexus.client.memory import (
     AtomicConversationStore,
@@ -83,6 +88,7 @@ __all__ = [
     "TranslateResult",
     "TranslatedToolCall",
     "UrllibTransport",
+    "UsageLimits",
     "WaitFor",
     "create_client",
     "create_in_process_client",

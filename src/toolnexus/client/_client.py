@@ -19,7 +19,7 @@ from toolnexus.client._loop import RunLoop
 from toolnexus.client._metrics import Metrics
 from toolnexus.client._output import OutputMode, OutputSpec, resolve_output
 from toolnexus.client._parts import PartPolicy, Prompt
-from toolnexus.client._results import RunResult, TranslateResult
+from toolnexus.client._results import RunResult, TranslateResult, UsageLimits
 from toolnexus.client._settings import RunSettings
 from toolnexus.client._sync import SyncRunner
 from toolnexus.client._sync_transport import ThreadedTransport
@@ -123,6 +123,8 @@ class Client:
         output_type: Any = None,
         output_mode: OutputMode | None = None,
         output_retries: int = 1,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool = False,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.strip():
             raise ConfigError("base_url is required, e.g. https://api.openai.com/v1")
@@ -157,6 +159,8 @@ class Client:
             output_type=output_type,
             output_mode=output_mode,
             output_retries=output_retries,
+            usage_limits=usage_limits,
+            raise_on_limit=raise_on_limit,
         )
         transport: Transport
         if http_transport is not None:
@@ -198,6 +202,8 @@ class Client:
         output_type: Any = None,
         output_mode: OutputMode | None = None,
         output_retries: int = 1,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool = False,
     ) -> CallOptions:
         """Check and keep the options every client has, whatever its endpoint."""
         if not isinstance(model, str) or not model:
@@ -231,6 +237,10 @@ class Client:
         self.output_mode = output_mode
         self.output_retries = _require_int("output_retries", output_retries, 0)
         self._sync = SyncRunner()
+        if usage_limits is not None and not isinstance(usage_limits, UsageLimits):
+            raise TypeError(f"usage_limits must be UsageLimits, not {type(usage_limits).__name__}")
+        self.usage_limits = usage_limits
+        self.raise_on_limit = bool(raise_on_limit)
         return CallOptions(
             retries=_require_int("retries", retries, 0),
             retry_base_ms=retry_base_ms,
@@ -293,6 +303,8 @@ class Client:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> RunSettings:
         return RunSettings(
             endpoint=self._endpoint,
@@ -314,6 +326,8 @@ class Client:
                 else _require_int("output_retries", output_retries, 0)
             ),
             deps=deps,
+            usage_limits=usage_limits if usage_limits is not None else self.usage_limits,
+            raise_on_limit=self.raise_on_limit if raise_on_limit is None else raise_on_limit,
         )
 
     def _output(self, output_type: Any, output_mode: OutputMode | None) -> OutputSpec | None:
@@ -322,7 +336,9 @@ class Client:
             output_type = self.output_type
         if output_type is None:
             return None
-        return resolve_output(output_type, output_mode or self.output_mode, self._endpoint.dialect)
+        return resolve_output(
+            output_type, output_mode or self.output_mode, self._endpoint.dialect.style
+        )
 
     def _emit(self, event: Event) -> None:
         """Record a metric event and hand it to `on_metric` (whose failure never breaks a run)."""
@@ -358,6 +374,8 @@ class Client:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> RunResult[T]: ...
 
     @overload
@@ -372,6 +390,8 @@ class Client:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> RunResult[Any]: ...
 
     async def run(
@@ -385,13 +405,17 @@ class Client:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> RunResult[Any]:
         """Run the loop once: call the model, run its tools, repeat until it answers.
 
         With `output_type`, `result.output` is the answer validated as that type (see
         `output_mode` and `output_retries`); `deps` reaches every tool as `ctx.deps`.
         """
-        settings = self._settings(output_type, output_mode, output_retries, deps)
+        settings = self._settings(
+            output_type, output_mode, output_retries, deps, usage_limits, raise_on_limit
+        )
         return await RunLoop(settings, prompt, toolkit, history, cancel, streaming=False).result()
 
     @overload
@@ -407,6 +431,8 @@ class Client:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> RunResult[T]: ...
 
     @overload
@@ -422,6 +448,8 @@ class Client:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> RunResult[Any]: ...
 
     async def ask(
@@ -436,6 +464,8 @@ class Client:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> RunResult[Any]:
         """`run` with memory: with `id`, continue and save that conversation (atomic per id).
 
@@ -446,6 +476,8 @@ class Client:
             "output_mode": output_mode,
             "output_retries": output_retries,
             "deps": deps,
+            "usage_limits": usage_limits,
+            "raise_on_limit": raise_on_limit,
         }
         if on_text is None:
             return await RunLoop(
@@ -480,6 +512,8 @@ class Client:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> AsyncGenerator[Event, None]:
         """The loop as an async iterator of events; the last one is `{"type": "done", ...}`.
 
@@ -488,7 +522,9 @@ class Client:
         """
         if not self._endpoint.can_stream:
             raise NotImplementedError(STREAM_UNSUPPORTED)
-        settings = self._settings(output_type, output_mode, output_retries, deps)
+        settings = self._settings(
+            output_type, output_mode, output_retries, deps, usage_limits, raise_on_limit
+        )
         return RunLoop(
             settings, prompt, toolkit, None, cancel, streaming=True, conversation_id=id
         ).events()
@@ -500,12 +536,22 @@ class Client:
         *,
         output_type: Any = UNSET,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> Conversation:
         """A stateful conversation: `await send(prompt)` keeps the transcript between turns.
 
         `output_type` and `deps` apply to every `send`.
         """
-        return Conversation(self, toolkit, cancel, output_type=output_type, deps=deps)
+        return Conversation(
+            self,
+            toolkit,
+            cancel,
+            output_type=output_type,
+            deps=deps,
+            usage_limits=usage_limits,
+            raise_on_limit=raise_on_limit,
+        )
 
     # -- the same, for synchronous code ---------------------------------------------------------
 
@@ -520,6 +566,8 @@ class Client:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> RunResult[T]: ...
 
     @overload
@@ -533,6 +581,8 @@ class Client:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> RunResult[Any]: ...
 
     def run_sync(
@@ -545,6 +595,8 @@ class Client:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> RunResult[Any]:
         """`run` for code without an event loop (or in a loop's worker thread); blocks.
 
@@ -560,6 +612,8 @@ class Client:
             output_mode=output_mode,
             output_retries=output_retries,
             deps=deps,
+            usage_limits=usage_limits,
+            raise_on_limit=raise_on_limit,
         )
         return self._sync.call(loop, coro)
 
@@ -574,6 +628,8 @@ class Client:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> RunResult[T]: ...
 
     @overload
@@ -587,6 +643,8 @@ class Client:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> RunResult[Any]: ...
 
     def ask_sync(
@@ -599,6 +657,8 @@ class Client:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> RunResult[Any]:
         """`ask` for synchronous code (see `run_sync`)."""
         loop = self._sync.loop_for(toolkit)
@@ -610,6 +670,8 @@ class Client:
             output_mode=output_mode,
             output_retries=output_retries,
             deps=deps,
+            usage_limits=usage_limits,
+            raise_on_limit=raise_on_limit,
         )
         return self._sync.call(loop, coro)
 
@@ -623,6 +685,8 @@ class Client:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> Iterator[Event]:
         """`stream` as a plain iterator of the same events (see `run_sync`).
 
@@ -637,6 +701,8 @@ class Client:
             output_mode=output_mode,
             output_retries=output_retries,
             deps=deps,
+            usage_limits=usage_limits,
+            raise_on_limit=raise_on_limit,
         )
         return self._sync.iterate(loop, events)
 
@@ -714,12 +780,16 @@ class Conversation:
         *,
         output_type: Any = UNSET,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
     ) -> None:
         self._client = client
         self._toolkit = toolkit
         self._cancel = cancel
         self._output_type = output_type
         self._deps = deps
+        self._usage_limits = usage_limits
+        self._raise_on_limit = raise_on_limit
         self._messages: list[dict[str, Any]] = []
         self._lock = asyncio.Lock()
 
@@ -738,6 +808,8 @@ class Conversation:
                 cancel=self._cancel,
                 output_type=self._output_type,
                 deps=self._deps,
+                usage_limits=self._usage_limits,
+                raise_on_limit=self._raise_on_limit,
             )
             self._messages = result.messages
             return result

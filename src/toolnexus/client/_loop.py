@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolnexus import _otel
 from toolnexus._aio import call_in_thread_maybe_async
+from toolnexus._log import warn
 from toolnexus._secrets import redact
 from toolnexus.adapters import ToolCall
 from toolnexus.client._endpoint import ModelRequest
@@ -28,6 +29,7 @@ from toolnexus.client._results import RunResult, add_usage, empty_usage
 from toolnexus.client._scope import RunScope
 from toolnexus.client._wire import Turn
 from toolnexus.client.memory import ConversationLease, claim_conversation
+from toolnexus.errors import UsageLimitExceeded
 from toolnexus.toolkit import Toolkit, as_toolkit
 from toolnexus.types import (
     Answer,
@@ -197,6 +199,10 @@ class RunLoop:
                                 messages.append(
                                     {"role": "user", "content": out.retry_prompt(output_errors)}
                                 )
+                                over = self._over_limit(0)
+                                if over is not None:
+                                    status, limit = "incomplete", over
+                                    break
                                 continue
                             if not retry:
                                 messages.extend(
@@ -215,6 +221,15 @@ class RunLoop:
                             reply = ToolResult(out.retry_prompt(output_errors), True)
                             answered += [(call, reply) for call in finals]
                         calls = [call for call in calls if call.name != FINAL_RESULT]
+                    over = self._over_limit(len(calls))
+                    if (
+                        over is not None
+                    ):  # the calls are answered, not run: the transcript stays valid
+                        skipped = ToolResult(f"Not run: the run's {over} limit was reached.", True)
+                        answered += [(call, skipped) for call in calls]
+                        messages.extend(wire.tool_results(answered))
+                        status, limit = "incomplete", over
+                        break
                     if self.streaming:
                         for call in calls:
                             yield {
@@ -276,6 +291,10 @@ class RunLoop:
                     final.value = value
                 if lease is not None:
                     await scope.race(lease.save(messages))
+                if limit is not None:
+                    warn(f"run ended incomplete: {limit} limit reached after {self.turns} turns")
+                    if c.raise_on_limit:
+                        raise UsageLimitExceeded(limit, final)
         except BaseException as exc:
             scope.close()
             reason = (
@@ -325,6 +344,22 @@ class RunLoop:
         if self.c.deps is not None:
             payload["deps"] = self.c.deps
         return payload
+
+    def _over_limit(self, calls: int) -> str | None:
+        """The usage limit the run would pass by going on (with `calls` more tool calls)."""
+        limits = self.c.usage_limits
+        if limits is None:
+            return None
+        if limits.total_tokens is not None and self.usage["total_tokens"] > limits.total_tokens:
+            return "total_tokens"
+        if (
+            limits.request_tokens is not None
+            and self.usage["prompt_tokens"] > limits.request_tokens
+        ):
+            return "request_tokens"
+        if limits.tool_calls is not None and len(self.records) + calls > limits.tool_calls:
+            return "tool_calls"
+        return None
 
     # -- the LLM call ---------------------------------------------------------------------------
 

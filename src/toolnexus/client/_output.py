@@ -18,16 +18,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import pydantic
 
 from toolnexus.adapters import strict_schema
 from toolnexus.errors import ConfigError
 from toolnexus.types import Tool, ToolResult
-
-if TYPE_CHECKING:
-    from toolnexus.client._wire import Dialect
 
 __all__ = ["FINAL_RESULT", "OutputMode", "OutputSpec", "resolve_output"]
 
@@ -137,8 +134,8 @@ def _name(output_type: Any) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", str(name))[:64] or "result"
 
 
-def resolve_output(output_type: Any, mode: OutputMode | None, dialect: Dialect) -> OutputSpec:
-    """The spec of one run's `output_type` on `dialect` (`auto`/`None`: the wire's best).
+def resolve_output(output_type: Any, mode: OutputMode | None, style: str) -> OutputSpec:
+    """The spec of one run's `output_type` on the `style` wire (`auto`/`None`: its best).
 
     Built once per (type, mode, wire): a schema and a validator are not rebuilt for every run.
     """
@@ -147,12 +144,12 @@ def resolve_output(output_type: Any, mode: OutputMode | None, dialect: Dialect) 
     if mode not in MODES:
         raise ConfigError(f"output_mode must be one of {', '.join(MODES)}, not {mode!r}")
     try:
-        key = (output_type, mode, dialect.style)
+        key = (output_type, mode, style)
         cached = _specs.get(key)
     except TypeError:  # an unhashable type form: built every time
-        return _build(output_type, mode, dialect)
+        return _build(output_type, mode, style)
     if cached is None:
-        cached = _specs[key] = _build(output_type, mode, dialect)
+        cached = _specs[key] = _build(output_type, mode, style)
         if len(_specs) > _MAX_SPECS:
             del _specs[next(iter(_specs))]
     return cached
@@ -162,7 +159,7 @@ _specs: dict[tuple[Any, str, str], OutputSpec] = {}
 _MAX_SPECS = 256
 
 
-def _build(output_type: Any, mode: OutputMode, dialect: Dialect) -> OutputSpec:
+def _build(output_type: Any, mode: OutputMode, style: str) -> OutputSpec:
     try:
         adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(output_type)
         schema = adapter.json_schema()
@@ -174,12 +171,12 @@ def _build(output_type: Any, mode: OutputMode, dialect: Dialect) -> OutputSpec:
         schema = {"type": "object", "properties": {_WRAP_KEY: schema}, "required": [_WRAP_KEY]}
         if defs:
             schema["$defs"] = defs
-    best: Literal["native", "tool"] = "native" if dialect.style in _NATIVE_STYLES else "tool"
+    best: Literal["native", "tool"] = "native" if style in _NATIVE_STYLES else "tool"
     resolved: Literal["native", "tool", "prompted"] = best if mode == "auto" else mode
-    if resolved == "native" and dialect.style not in _NATIVE_STYLES:
+    if resolved == "native" and style not in _NATIVE_STYLES:
         raise ConfigError(
             f'output_mode="native" needs an endpoint with structured output (openai); the '
-            f'{dialect.style} wire takes output_mode="tool" or "prompted"'
+            f'{style} wire takes output_mode="tool" or "prompted"'
         )
     # Strict mode makes optional properties required-but-nullable: only lossless when none are.
     strict = resolved == "native" and strict_schema(schema)[1] is None and _all_required(schema)

@@ -7,7 +7,7 @@ from typing import Any, Generic, cast
 
 from typing_extensions import TypeVar
 
-from toolnexus.errors import OutputError
+from toolnexus.errors import ConfigError, OutputError
 from toolnexus.types import Request
 
 OutputT = TypeVar("OutputT", default=Any)
@@ -16,6 +16,7 @@ __all__ = [
     "RunResult",
     "TranslateResult",
     "TranslatedToolCall",
+    "UsageLimits",
     "add_usage",
     "empty_usage",
 ]
@@ -30,6 +31,28 @@ def add_usage(total: dict[str, int], part: dict[str, int]) -> None:
     """Add one call's normalised usage into a running total (in place)."""
     for key, value in part.items():
         total[key] = total.get(key, 0) + value
+
+
+@dataclass(frozen=True, slots=True)
+class UsageLimits:
+    """Caps on one run, checked as it goes; `None` means no cap.
+
+    `total_tokens` and `request_tokens` (prompt tokens) count the whole run; `tool_calls` the
+    tool calls it executes. A run that would go past one stops before its next model call or
+    tool call, `status="incomplete"` with the limit named in `limit`.
+    """
+
+    total_tokens: int | None = None
+    request_tokens: int | None = None
+    tool_calls: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("total_tokens", "request_tokens", "tool_calls"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(f"UsageLimits.{name} must be an int or None, not {value!r}")
+            if value is not None and value < 0:
+                raise ConfigError(f"UsageLimits.{name} must be >= 0, not {value}")
 
 
 _NO_OUTPUT: Any = object()  # `RunResult.output` of a run that has none

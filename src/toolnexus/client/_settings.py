@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from toolnexus.client._hooks import Hooks
     from toolnexus.client._output import OutputSpec
     from toolnexus.client._parts import PartPolicy
+    from toolnexus.client._results import UsageLimits
     from toolnexus.client.memory import ConversationStore, KeyedLock
 
 __all__ = ["RunSettings"]
@@ -38,4 +39,6 @@ class RunSettings:
     emit: Callable[[dict[str, Any]], None]
     output: OutputSpec | None = None  # the run's typed result, when it asks for one
     output_retries: int = 1  # re-asks after an answer that does not validate
+    usage_limits: UsageLimits | None = None  # token and tool-call caps, checked live
+    raise_on_limit: bool = False  # a limit raises `UsageLimitExceeded` instead of ending the run
     deps: Any = None  # handed to every tool call as `ctx.deps` and to hooks as `deps`
