@@ -1,0 +1,464 @@
+"""Test doubles for code that uses a `Client`: models that answer from a script or a function.
+
+A `ScriptedModel` is given turns (`text(...)`, `tools(tool_call(...))`, `error(...)`, each with
+an optional `delay`) and answers each request with the next one, rendered in the wire style of
+the client that asked (OpenAI chat completions or Anthropic messages), whole or streamed chunk
+by chunk as server-sent events. Nothing leaves the process. A `FunctionModel` computes each turn
+from the request instead. `override(client, model)` points an existing client at a model for
+the duration of a `with` block, so host code needs no change::
+
+    model = ScriptedModel(tools(tool_call("add", {"a": 1, "b": 2})), text("3"))
+    with override(client, model):
+        result = await client.run("1+2?", toolkit)
+    assert model.requests[0].tool_names == ["add"]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from toolnexus._aio import as_async
+from toolnexus.errors import ConfigError, ProviderError
+
+if TYPE_CHECKING:
+    from toolnexus.client import Client
+
+__all__ = [
+    "FunctionModel",
+    "ScriptedCall",
+    "ScriptedModel",
+    "ScriptedTurn",
+    "SeenRequest",
+    "error",
+    "override",
+    "text",
+    "tool_call",
+    "tools",
+]
+
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedCall:
+    """One tool call of a scripted turn; `args` as a dict is JSON-encoded, a str sent as is."""
+
+    name: str
+    args: Mapping[str, Any] | str = field(default_factory=dict)
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedTurn:
+    """One answer of a model: text, tool calls, or an HTTP error; after `delay` seconds."""
+
+    text: str = ""
+    calls: tuple[ScriptedCall, ...] = ()
+    status: int = 200  # not 2xx: the request fails with this status and `text` as message
+    delay: float = 0.0
+    usage: tuple[int, int] = (10, 5)  # (prompt, completion) tokens
+    chunk_size: int = 4  # characters per streamed text delta
+
+
+def text(content: str, *, delay: float = 0.0, usage: tuple[int, int] = (10, 5)) -> ScriptedTurn:
+    """A turn answering `content`."""
+    return ScriptedTurn(text=content, delay=delay, usage=usage)
+
+
+def tool_call(
+    name: str, args: Mapping[str, Any] | str | None = None, *, id: str | None = None
+) -> ScriptedCall:
+    """A tool call for `tools(...)`."""
+    return ScriptedCall(name, {} if args is None else args, id)
+
+
+def tools(*calls: ScriptedCall, text: str = "", delay: float = 0.0) -> ScriptedTurn:
+    """A turn asking for these tool calls (with optional text before them)."""
+    return ScriptedTurn(text=text, calls=calls, delay=delay)
+
+
+def error(
+    status: int = 500, message: str = "scripted failure", *, delay: float = 0.0
+) -> ScriptedTurn:
+    """A turn whose request fails with HTTP `status` (429 and 5xx are retried by the client)."""
+    if 200 <= status < 300:
+        raise ConfigError(f"error() needs a non-2xx status, not {status}")
+    return ScriptedTurn(text=message, status=status, delay=delay)
+
+
+@dataclass(frozen=True, slots=True)
+class SeenRequest:
+    """One request a test model received: the wire `style` and the JSON `body`."""
+
+    style: str
+    body: dict[str, Any]
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages") or ())
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The names of the declared tools, in order."""
+        declared = self.body.get("tools") or ()
+        return [t["function"]["name"] if "function" in t else t["name"] for t in declared]
+
+    @property
+    def streamed(self) -> bool:
+        return bool(self.body.get("stream"))
+
+    @property
+    def prompt(self) -> str:
+        """The text of the last user message (its text parts joined)."""
+        for message in reversed(self.messages):
+            if message.get("role") == "user":
+                content = message.get("content")
+                if isinstance(content, str):
+                    return content
+                return "".join(
+                    p.get("text", "")
+                    for p in content or ()
+                    if isinstance(p, dict) and p.get("type") == "text"
+                )
+        return ""
+
+
+class _Model:
+    """What both test models share: the requests seen, the transport, the client."""
+
+    _runs_user_code = False
+
+    def __init__(self) -> None:
+        self.requests: list[SeenRequest] = []
+
+    async def _turn(self, request: SeenRequest) -> ScriptedTurn:  # pragma: no cover
+        raise NotImplementedError
+
+    def transport(self, style: str) -> _Transport:
+        """A client transport answering from this model in `style`."""
+        return _Transport(self, style)
+
+    def client(self, style: str = "openai", *, model: str = "test-model", **options: Any) -> Client:
+        """A `Client` of the `style` wire whose requests this model answers."""
+        from toolnexus.client import Client
+
+        options.setdefault("retry_base_ms", 1)
+        return Client._over(self.transport(style), style=style, model=model, **options)  # type: ignore[arg-type]
+
+    @property
+    def last_request(self) -> SeenRequest:
+        if not self.requests:
+            raise AssertionError("the model received no request")
+        return self.requests[-1]
+
+    def assert_requests(self, count: int) -> None:
+        """Fail unless exactly `count` requests were received."""
+        if len(self.requests) != count:
+            raise AssertionError(f"expected {count} model requests, got {len(self.requests)}")
+
+
+class ScriptedModel(_Model):
+    """Answers each request with the next scripted turn; a request past the script fails."""
+
+    def __init__(self, *turns: ScriptedTurn | str) -> None:
+        super().__init__()
+        self._turns: deque[ScriptedTurn] = deque()
+        self.push(*turns)
+
+    def push(self, *turns: ScriptedTurn | str) -> ScriptedModel:
+        """Queue more turns (a str is `text(str)`)."""
+        self._turns.extend(text(t) if isinstance(t, str) else t for t in turns)
+        return self
+
+    @property
+    def pending(self) -> int:
+        """Turns not yet used."""
+        return len(self._turns)
+
+    async def _turn(self, request: SeenRequest) -> ScriptedTurn:
+        if not self._turns:
+            return ScriptedTurn(text="the scripted model has no turn left", status=500)
+        return self._turns.popleft()
+
+
+class FunctionModel(_Model):
+    """Computes each turn with `generate(request)` (sync or async), given a `SeenRequest`;
+    it may return a `ScriptedTurn` or a str."""
+
+    _runs_user_code = True
+
+    def __init__(
+        self, generate: Callable[[SeenRequest], ScriptedTurn | str | Awaitable[ScriptedTurn | str]]
+    ) -> None:
+        super().__init__()
+        self._generate = as_async(generate)
+
+    async def _turn(self, request: SeenRequest) -> ScriptedTurn:
+        reply = await self._generate(request)
+        return text(reply) if isinstance(reply, str) else reply
+
+
+@contextlib.contextmanager
+def override(client: Client, model: _Model) -> Iterator[_Model]:
+    """Point `client` at `model` inside the block (its wire style kept), then restore it."""
+    endpoint = client._endpoint
+    saved = endpoint.transport
+    endpoint.transport = model.transport(client.style)
+    try:
+        yield model
+    finally:
+        endpoint.transport = saved
+
+
+class _Transport:
+    """The client transport of a test model: renders turns as provider JSON or SSE."""
+
+    transport_errors: tuple[type[BaseException], ...] = ()
+    can_stream = True
+
+    def __init__(self, model: _Model, style: str) -> None:
+        self._model = model
+        self._style = style
+        self.unwinds_promptly = not model._runs_user_code
+
+    async def _answer(self, body: dict[str, Any]) -> ScriptedTurn:
+        request = SeenRequest(self._style, json.loads(json.dumps(body)))  # a snapshot
+        self._model.requests.append(request)
+        turn = await self._model._turn(request)
+        if turn.delay:
+            await asyncio.sleep(turn.delay)
+        if not 200 <= turn.status < 300:
+            payload = {"type": "error", "error": {"type": "api_error", "message": turn.text}}
+            raise ProviderError(turn.status, json.dumps(payload))
+        return turn
+
+    async def post(
+        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> tuple[int, Any, bytes]:
+        turn = await self._answer(body)
+        data = _render(turn, self._style, str(body.get("model", "")))
+        return 200, data, json.dumps(data).encode()
+
+    async def open_stream(
+        self, url: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> _Stream:
+        turn = await self._answer(body)
+        return _Stream(_events(turn, self._style, str(body.get("model", ""))))
+
+    async def aclose(self) -> None:
+        return None
+
+
+class _Stream:
+    status = 200
+    is_json = False
+
+    def __init__(self, events: list[str]) -> None:
+        self._events = events
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        for event in self._events:  # one event per chunk: the client sees it arrive piecewise
+            yield event.encode()
+            await asyncio.sleep(0)
+
+    async def finish(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _args(call: ScriptedCall) -> str:
+    return call.args if isinstance(call.args, str) else json.dumps(dict(call.args))
+
+
+def _call_id(call: ScriptedCall, index: int, seq: int) -> str:
+    return call.id or f"call_{seq}_{index}"
+
+
+def _render(turn: ScriptedTurn, style: str, model: str) -> dict[str, Any]:
+    seq = next(_ids)
+    prompt, completion = turn.usage
+    if style == "anthropic":
+        content: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
+        for i, c in enumerate(turn.calls):
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": _call_id(c, i, seq),
+                    "name": c.name,
+                    "input": json.loads(_args(c) or "{}"),
+                }
+            )
+        return {
+            "id": f"msg_{seq}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content,
+            "stop_reason": "tool_use" if turn.calls else "end_turn",
+            "usage": {"input_tokens": prompt, "output_tokens": completion},
+        }
+    message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
+    if turn.calls:
+        message["tool_calls"] = [
+            {
+                "id": _call_id(c, i, seq),
+                "type": "function",
+                "function": {"name": c.name, "arguments": _args(c)},
+            }
+            for i, c in enumerate(turn.calls)
+        ]
+    else:
+        message["content"] = turn.text
+    return {
+        "id": f"chatcmpl-{seq}",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if turn.calls else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+def _pieces(content: str, size: int) -> list[str]:
+    size = max(1, size)
+    return [content[i : i + size] for i in range(0, len(content), size)]
+
+
+def _events(turn: ScriptedTurn, style: str, model: str) -> list[str]:
+    seq = next(_ids)
+    prompt, completion = turn.usage
+    if style == "anthropic":
+        out: list[str] = []
+
+        def ev(name: str, data: dict[str, Any]) -> None:
+            out.append(f"event: {name}\ndata: {json.dumps(data)}\n\n")
+
+        ev(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": f"msg_{seq}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "usage": {"input_tokens": prompt, "output_tokens": 0},
+                },
+            },
+        )
+        index = 0
+        if turn.text:
+            ev(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+            for piece in _pieces(turn.text, turn.chunk_size):
+                ev(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": piece},
+                    },
+                )
+            ev("content_block_stop", {"type": "content_block_stop", "index": 0})
+            index = 1
+        for i, c in enumerate(turn.calls, start=index):
+            ev(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": i,
+                    "content_block": {
+                        "type": "tool_use",
+                        "id": _call_id(c, i, seq),
+                        "name": c.name,
+                        "input": {},
+                    },
+                },
+            )
+            for piece in _pieces(_args(c), 8):
+                ev(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {"type": "input_json_delta", "partial_json": piece},
+                    },
+                )
+            ev("content_block_stop", {"type": "content_block_stop", "index": i})
+        stop = "tool_use" if turn.calls else "end_turn"
+        ev(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop},
+                "usage": {"output_tokens": completion},
+            },
+        )
+        ev("message_stop", {"type": "message_stop"})
+        return out
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        data = {
+            "id": f"chatcmpl-{seq}",
+            "object": "chat.completion.chunk",
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return f"data: {json.dumps(data)}\n\n"
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": piece}) for piece in _pieces(turn.text, turn.chunk_size)]
+    for i, c in enumerate(turn.calls):
+        events.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": _call_id(c, i, seq),
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
+        events += [
+            chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+            for piece in _pieces(_args(c), 8)
+        ]
+    events.append(chunk({}, "tool_calls" if turn.calls else "stop"))
+    usage = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    last = {"id": f"chatcmpl-{seq}", "object": "chat.completion.chunk", "model": model}
+    events.append(f"data: {json.dumps({**last, 'choices': [], 'usage': usage})}\n\n")
+    events.append("data: [DONE]\n\n")
+    return events
