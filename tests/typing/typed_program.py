@@ -19,6 +19,15 @@ from toolnexus import (
     create_in_process_client,
     tool,
 )
+from toolnexus.testing import (
+    FunctionModel,
+    ScriptedModel,
+    SeenRequest,
+    override,
+    text,
+    tool_call,
+    tools,
+)
 
 
 class City(BaseModel):
@@ -72,6 +81,18 @@ def stream(client: Client) -> str:
         if event["type"] == "text":
             parts.append(str(event["delta"]))
     return "".join(parts)
+
+
+def scripted(client: Client) -> int:
+    model = ScriptedModel(tools(tool_call("whoami")), text('{"name": "Oslo", "population": 1}'))
+    with override(client, model):
+        result = client.run_sync(
+            "?", Toolkit(extra_tools=[whoami]), output_type=City, deps=Deps("x")
+        )
+    model.assert_requests(2)
+    seen: SeenRequest = model.last_request
+    echo = FunctionModel(lambda request: f"echo {request.prompt}")
+    return result.output.population + len(seen.tool_names) + len(echo.requests)
 
 
 def main() -> None:
