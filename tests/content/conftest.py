@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
-from support.client_helpers import base_url
-from support.fake_llm import FakeLLM, running
+from support.llm_fixtures import llm, llm_server, make_client
 from toolnexus import content
-from toolnexus.client import Client, create_client
 
-
-@pytest.fixture(scope="session")
-def llm_server() -> Iterator[FakeLLM]:
-    with running() as server:
-        yield server
-
-
-@pytest.fixture
-def llm(llm_server: FakeLLM) -> FakeLLM:
-    llm_server.reset()
-    return llm_server
+__all__ = ["llm", "llm_server", "make_client"]
 
 
 @pytest.fixture(autouse=True)
@@ -30,21 +17,3 @@ def _no_process_cap() -> Iterator[None]:
     content.set_max_part_bytes(None)
     yield
     content.set_max_part_bytes(None)
-
-
-@pytest.fixture
-async def make_client(llm: FakeLLM) -> AsyncIterator[Callable[..., Client]]:
-    """`make_client(style, **options)`: a client on the fake server, closed after the test."""
-    made: list[Client] = []
-
-    def make(style: str = "openai", **options: Any) -> Client:
-        options.setdefault("api_key", "sk-test")
-        options.setdefault("retry_base_ms", 1)
-        options.setdefault("model", "test-model")
-        client = create_client(base_url=base_url(llm, style), style=style, **options)
-        made.append(client)
-        return client
-
-    yield make
-    for client in made:
-        await client.aclose()
