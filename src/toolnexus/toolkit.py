@@ -106,6 +106,7 @@ class Toolkit:
         disable_tools: Iterable[str] | None = None,
         disable_skills: Iterable[str] | None = None,
         cancel: asyncio.Event | None = None,
+        roots: Sequence[str | os.PathLike[str] | Mapping[str, str]] | None = None,
     ) -> Toolkit:
         """The same as `await create_toolkit(...)`."""
         return await create_toolkit(
@@ -122,6 +123,7 @@ class Toolkit:
             disable_tools,
             disable_skills,
             cancel,
+            roots,
         )
 
     # -- assembly -------------------------------------------------------------------------------

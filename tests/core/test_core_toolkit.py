@@ -372,3 +372,13 @@ async def test_a_single_name_for_disable_tools_is_refused() -> None:
         await create_toolkit(disable_tools="bash")
     with pytest.raises(TypeError, match=r"disable_skills takes a list of names"):
         await create_toolkit(disable_skills="hello-world")
+
+
+def test_toolkit_create_takes_every_option_create_toolkit_takes() -> None:
+    import inspect
+
+    from toolnexus import Toolkit, create_toolkit
+
+    assert list(inspect.signature(Toolkit.create).parameters) == list(
+        inspect.signature(create_toolkit).parameters
+    )
