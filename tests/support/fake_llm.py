@@ -523,8 +523,9 @@ class FakeLLM:
         return RecordedRequest(method, target, headers, data, body)
 
     async def _until_closed(self, reader: asyncio.StreamReader) -> None:
-        while await reader.read(65536):
-            pass
+        with contextlib.suppress(ConnectionError):  # a reset is a close too
+            while await reader.read(65536):
+                pass
         with self._lock:
             self.disconnects += 1
 
@@ -577,14 +578,21 @@ class FakeLLM:
             else (renderer.anthropic_events() if anthropic else renderer.openai_events())
         )
         writer.write(self._head(reply, "text/event-stream", {"Transfer-Encoding": "chunked"}))
-        for n, event in enumerate(events):
-            if reply.stall_after is not None and n >= reply.stall_after:
+        try:
+            for n, event in enumerate(events):
+                if reply.stall_after is not None and n >= reply.stall_after:
+                    await writer.drain()
+                    await self._until_closed(reader)
+                    return False
+                data = (event + "\n\n").encode()
+                writer.write(b"%x\r\n%s\r\n" % (len(data), data))
                 await writer.drain()
-                await self._until_closed(reader)
-                return False
-            data = (event + "\n\n").encode()
-            writer.write(b"%x\r\n%s\r\n" % (len(data), data))
-            await writer.drain()
+        except ConnectionError:
+            # The client went away before the stall point (it stopped reading early): the
+            # same observable close, reached sooner.
+            with self._lock:
+                self.disconnects += 1
+            return False
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         return True
