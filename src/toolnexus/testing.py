@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -130,7 +131,7 @@ class SeenRequest:
         return ""
 
 
-class _Model:
+class _Model(ABC):
     """What both test models share: the requests seen, the transport, the client."""
 
     _runs_user_code = False
@@ -138,8 +139,9 @@ class _Model:
     def __init__(self) -> None:
         self.requests: list[SeenRequest] = []
 
-    async def _turn(self, request: SeenRequest) -> ScriptedTurn:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    async def _turn(self, request: SeenRequest) -> ScriptedTurn:
+        """The turn that answers `request`."""
 
     def transport(self, style: str) -> _Transport:
         """A client transport answering from this model in `style`."""

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import uuid
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from toolnexus._backends._postgres import PostgresPool
@@ -30,7 +31,7 @@ __all__ = ["PostgresTaskStore", "RedisTaskStore"]
 _RUNNING = ("submitted", "working")
 
 
-class _Heartbeats:
+class _Heartbeats(ABC):
     """Which replica runs which task: each store instance claims the tasks it saves running and
     renews the claims every third of `lease_ms`, so another replica can tell a task that is
     being run (`running_elsewhere`) from one whose replica died (its claim expired)."""
@@ -43,8 +44,9 @@ class _Heartbeats:
         self._running: set[str] = set()
         self._beater: asyncio.Task[None] | None = None
 
+    @abstractmethod
     async def _beat(self, ids: list[str]) -> None:
-        raise NotImplementedError
+        """Renew this replica's claims on `ids` in the store."""
 
     def _track(self, id: str, state: str) -> None:
         if state in _RUNNING:
