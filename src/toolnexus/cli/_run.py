@@ -191,19 +191,20 @@ async def _answer(
     try:
         with on_signals(cancel.set, signal.SIGINT):
             async for event in client.stream(prompt, toolkit, id=session, cancel=cancel):
-                kind = event.get("type")
-                if kind == "text":
-                    printer.text(event["delta"])
-                elif kind == "tool_call":
-                    found = toolkit.get(event["name"])
-                    printer.tool_call(event["name"], found.source if found else None, event["args"])
-                elif kind == "tool_result":
-                    printer.tool_result(event["name"], event["output"], event["is_error"])
-                elif kind == "pending" and not interactive:
-                    for line in str(event["request"].prompt).splitlines() or [""]:
-                        printer.note(f"  {printer.bold('?')} {line}")
-                elif kind == "done":
-                    result = event["result"]
+                match event["type"]:
+                    case "text":
+                        printer.text(event["delta"])
+                    case "tool_call":
+                        found = toolkit.get(event["name"])
+                        source = found.source if found else None
+                        printer.tool_call(event["name"], source, event["args"])
+                    case "tool_result":
+                        printer.tool_result(event["name"], event["output"], event["is_error"])
+                    case "pending" if not interactive:
+                        for line in str(event["request"].prompt).splitlines() or [""]:
+                            printer.note(f"  {printer.bold('?')} {line}")
+                    case "done":
+                        result = event["result"]
     except RunCancelled:
         printer.note(printer.dim("(stopped)"))
         return "cancelled"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeAlias, TypedDict
 
+from toolnexus.client._events import MetricEvent, OnMetric
 from toolnexus.types import Request
 
 __all__ = [
@@ -44,12 +45,6 @@ ErrorTier: TypeAlias = Literal["retry", "fail"]
 
 ErrorClassifier: TypeAlias = Callable[[ErrorInfo], "ErrorTier | Awaitable[ErrorTier]"]
 """`create_client(on_error=...)`: decides whether a failed LLM call is retried."""
-
-MetricEvent: TypeAlias = dict[str, Any]
-"""One `on_metric` event: `{"event": "llm" | "tool" | "run", ...}`."""
-
-OnMetric: TypeAlias = Callable[[MetricEvent], None]
-"""`create_client(on_metric=...)`: called with every metric event."""
 
 WaitFor: TypeAlias = Callable[[Request], Any]
 """`wait_for=`: answers a suspended tool's `Request` with an `Answer` (or `None`), sync or

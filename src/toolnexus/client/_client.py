@@ -13,6 +13,7 @@ from toolnexus._aio import call_maybe_async
 from toolnexus._log import warn
 from toolnexus._secrets import redact_url
 from toolnexus.client._endpoint import DIALECTS, CallOptions, Endpoint
+from toolnexus.client._events import MetricEvent, StreamEvent
 from toolnexus.client._hooks import Hooks, resolve_hooks
 from toolnexus.client._inprocess import STREAM_UNSUPPORTED, InProcessTransport
 from toolnexus.client._loop import RunLoop
@@ -42,7 +43,8 @@ if TYPE_CHECKING:
 __all__ = ["Client", "Conversation", "create_client", "create_in_process_client"]
 
 Style = Literal["openai", "anthropic"]
-Event = dict[str, Any]
+# A user's `on_metric` may take the typed events or, as before they were typed, any dict.
+OnMetricOption = Callable[[MetricEvent], Any] | Callable[[dict[str, Any]], Any]
 T = TypeVar("T")
 
 
@@ -108,7 +110,7 @@ class Client:
         retry_base_ms: float = 500,
         timeout_ms: float | None = None,
         store: ConversationStore | str | os.PathLike[str] | None = None,
-        on_metric: Callable[[dict[str, Any]], Any] | None = None,
+        on_metric: OnMetricOption | None = None,
         wait_for: Callable[..., Any] | None = None,
         request_params: Mapping[str, Any] | None = None,
         body_transform: Callable[[dict[str, Any]], Any] | None = None,
@@ -190,7 +192,7 @@ class Client:
         retry_base_ms: float = 500,
         timeout_ms: float | None = None,
         store: ConversationStore | str | os.PathLike[str] | None = None,
-        on_metric: Callable[[dict[str, Any]], Any] | None = None,
+        on_metric: OnMetricOption | None = None,
         wait_for: Callable[..., Any] | None = None,
         request_params: Mapping[str, Any] | None = None,
         body_transform: Callable[[dict[str, Any]], Any] | None = None,
@@ -340,7 +342,7 @@ class Client:
             output_type, output_mode or self.output_mode, self._endpoint.dialect.style
         )
 
-    def _emit(self, event: Event) -> None:
+    def _emit(self, event: MetricEvent) -> None:
         """Record a metric event and hand it to `on_metric` (whose failure never breaks a run)."""
         self._metrics.record(event)
         if self._on_metric is None:
@@ -501,6 +503,23 @@ class Client:
         assert result is not None
         return result
 
+    @overload
+    def stream(
+        self,
+        prompt: Prompt,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        *,
+        id: str | None = None,
+        cancel: asyncio.Event | None = None,
+        output_type: type[T],
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
+    ) -> AsyncGenerator[StreamEvent[T], None]: ...
+
+    @overload
     def stream(
         self,
         prompt: Prompt,
@@ -514,7 +533,22 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
-    ) -> AsyncGenerator[Event, None]:
+    ) -> AsyncGenerator[StreamEvent[Any], None]: ...
+
+    def stream(
+        self,
+        prompt: Prompt,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        *,
+        id: str | None = None,
+        cancel: asyncio.Event | None = None,
+        output_type: Any = UNSET,
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
+    ) -> AsyncGenerator[StreamEvent[Any], None]:
         """The loop as an async iterator of events; the last one is `{"type": "done", ...}`.
 
         With `id`, the conversation is loaded before the first request and saved at `done`.
@@ -675,6 +709,22 @@ class Client:
         )
         return self._sync.call(loop, coro)
 
+    @overload
+    def stream_sync(
+        self,
+        prompt: Prompt,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        *,
+        id: str | None = None,
+        output_type: type[T],
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
+    ) -> Iterator[StreamEvent[T]]: ...
+
+    @overload
     def stream_sync(
         self,
         prompt: Prompt,
@@ -687,7 +737,21 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
-    ) -> Iterator[Event]:
+    ) -> Iterator[StreamEvent[Any]]: ...
+
+    def stream_sync(
+        self,
+        prompt: Prompt,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        *,
+        id: str | None = None,
+        output_type: Any = UNSET,
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        raise_on_limit: bool | None = None,
+    ) -> Iterator[StreamEvent[Any]]:
         """`stream` as a plain iterator of the same events (see `run_sync`).
 
         Stopping early (`break`, or closing the iterator) ends the run and closes its answer.

@@ -30,6 +30,7 @@ from toolnexus._env import check_header_value
 from toolnexus._secrets import remember, remember_url
 from toolnexus.client._anthropic import ANTHROPIC
 from toolnexus.client._errors import MissingApiKey, ProviderError
+from toolnexus.client._events import MetricEvent
 from toolnexus.client._metrics import llm_event
 from toolnexus.client._openai import OPENAI
 from toolnexus.client._retry import RetryPolicy
@@ -43,7 +44,7 @@ __all__ = ["DIALECTS", "CallOptions", "Credentials", "Endpoint", "ModelRequest"]
 DIALECTS: Mapping[str, Dialect] = {"openai": OPENAI, "anthropic": ANTHROPIC}
 """Every wire dialect, by the `style` name a client selects it with."""
 
-Emit = Callable[[dict[str, Any]], None]
+Emit = Callable[[MetricEvent], None]
 
 
 @dataclass(slots=True)

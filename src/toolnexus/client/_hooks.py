@@ -4,25 +4,41 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from toolnexus._aio import call_maybe_async
+from toolnexus.client._events import AfterLlmInfo, AfterToolInfo, BeforeLlmInfo, BeforeToolInfo
 
-__all__ = ["HOOK_NAMES", "Hooks", "before_llm", "call_hook", "resolve_hooks"]
+__all__ = [
+    "HOOK_NAMES",
+    "AfterLlmHook",
+    "AfterToolHook",
+    "BeforeLlmHook",
+    "BeforeToolHook",
+    "Hooks",
+    "before_llm",
+    "call_hook",
+    "resolve_hooks",
+]
 
 HOOK_NAMES = ("before_llm", "after_llm", "before_tool", "after_tool")
 
-HookFn = Callable[[dict[str, Any]], Any]
+# Each hook takes its typed argument (or, as before these were typed, any `dict`) and returns
+# its reply dict or `None`, directly or through an awaitable.
+BeforeLlmHook: TypeAlias = Callable[[BeforeLlmInfo], Any] | Callable[[dict[str, Any]], Any]
+AfterLlmHook: TypeAlias = Callable[[AfterLlmInfo], Any] | Callable[[dict[str, Any]], Any]
+BeforeToolHook: TypeAlias = Callable[[BeforeToolInfo], Any] | Callable[[dict[str, Any]], Any]
+AfterToolHook: TypeAlias = Callable[[AfterToolInfo], Any] | Callable[[dict[str, Any]], Any]
 
 
 @dataclass(slots=True, kw_only=True)
 class Hooks:
     """The four optional hooks. A plain mapping or any object with these attributes also works."""
 
-    before_llm: HookFn | None = None
-    after_llm: HookFn | None = None
-    before_tool: HookFn | None = None
-    after_tool: HookFn | None = None
+    before_llm: BeforeLlmHook | None = None
+    after_llm: AfterLlmHook | None = None
+    before_tool: BeforeToolHook | None = None
+    after_tool: AfterToolHook | None = None
 
     @property
     def empty(self) -> bool:
@@ -54,7 +70,9 @@ def resolve_hooks(hooks: Any) -> Hooks | None:
     return None if found.empty else found
 
 
-async def call_hook(fn: HookFn | None, payload: dict[str, Any]) -> dict[str, Any] | None:
+async def call_hook(
+    fn: Callable[..., Any] | None, payload: Mapping[str, Any]
+) -> dict[str, Any] | None:
     """Call a hook; its reply must be `None` or a dict."""
     if fn is None:
         return None
@@ -81,7 +99,7 @@ async def before_llm(
     """
     if hooks is None or hooks.before_llm is None:
         return messages, tools, model
-    payload = {"messages": messages, "tools": tools, "model": model, "turn": turn}
+    payload: BeforeLlmInfo = {"messages": messages, "tools": tools, "model": model, "turn": turn}
     if deps is not None:  # the run's `deps`, as every hook of a run given some sees them
         payload["deps"] = deps
     reply = await call_hook(hooks.before_llm, payload)

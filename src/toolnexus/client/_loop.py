@@ -13,7 +13,7 @@ import contextlib
 import time
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus import _otel
 from toolnexus._aio import call_in_thread_maybe_async
@@ -21,6 +21,15 @@ from toolnexus._log import warn
 from toolnexus._secrets import redact
 from toolnexus.adapters import ToolCall
 from toolnexus.client._endpoint import ModelRequest
+from toolnexus.client._events import (
+    AfterLlmInfo,
+    AfterToolInfo,
+    BeforeToolInfo,
+    RunEvent,
+    StreamEvent,
+    ToolEvent,
+    ToolResultEvent,
+)
 from toolnexus.client._hooks import before_llm, call_hook
 from toolnexus.client._metrics import elapsed_ms
 from toolnexus.client._output import FINAL_RESULT
@@ -48,7 +57,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RunLoop", "compose_system"]
 
-Event = dict[str, Any]
+# The hook arguments that carry the run's `deps` when it has some.
+_HookInfo = TypeVar("_HookInfo", AfterLlmInfo, BeforeToolInfo, AfterToolInfo)
 
 
 def compose_system(system_prompt: str | None, toolkit: Toolkit | None) -> str:
@@ -113,7 +123,7 @@ class RunLoop:
             await gen.aclose()
         raise RuntimeError("the run ended without a result")  # pragma: no cover
 
-    async def events(self) -> AsyncGenerator[Event, None]:
+    async def events(self) -> AsyncGenerator[StreamEvent, None]:
         c = self.c
         wire = c.endpoint.dialect
         started = time.perf_counter()
@@ -259,7 +269,7 @@ class RunLoop:
                         self._record(outcome, result)
                         answered.append((outcome.call, result))
                         if self.streaming:
-                            event: Event = {
+                            event: ToolResultEvent = {
                                 "type": "tool_result",
                                 "id": outcome.call.id,
                                 "name": outcome.call.name,
@@ -314,7 +324,7 @@ class RunLoop:
 
     def _finish(self, started: float, error: str | None) -> None:
         """Emit the run's `run` event: always its last one, with `error` when it raised."""
-        event: Event = {
+        event: RunEvent = {
             "event": "run",
             "model": self.c.model,
             "turns": self.turns,
@@ -323,7 +333,7 @@ class RunLoop:
             "ms": elapsed_ms(started),
         }
         if error is not None:
-            event["error"] = redact(error) if isinstance(error, str) else error
+            event["error"] = redact(error)
         self.finished = True
         self.c.emit(event)
 
@@ -339,7 +349,7 @@ class RunLoop:
             record["parts"] = result.parts
         self.records.append(record)
 
-    def _with_deps(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def _with_deps(self, payload: _HookInfo) -> _HookInfo:
         """A hook's argument, with the run's `deps` when it has some."""
         if self.c.deps is not None:
             payload["deps"] = self.c.deps
@@ -373,10 +383,8 @@ class RunLoop:
         if hooks is None or hooks.after_llm is None:
             return
         response = {"streamed": True, "usage": dict(self.usage)} if self.streaming else turn.raw
-        await call_hook(
-            hooks.after_llm,
-            self._with_deps({"response": response, "model": model, "turn": turn_index}),
-        )
+        info: AfterLlmInfo = {"response": response, "model": model, "turn": turn_index}
+        await call_hook(hooks.after_llm, self._with_deps(info))
 
     # -- tools ----------------------------------------------------------------------------------
 
@@ -415,7 +423,7 @@ class RunLoop:
             return  # a tool that outlived its aborted run: the `run` event stays last
         tool = self.toolkit.get(name) if self.toolkit is not None else None
         suspended = pending_of(result) is not None
-        event: Event = {
+        event: ToolEvent = {
             "event": "tool",
             "tool": name,
             "source": tool.source if tool is not None else "custom",
@@ -434,10 +442,8 @@ class RunLoop:
         args = call.args
         started = time.perf_counter()
         if hooks is not None and hooks.before_tool is not None:
-            reply = await call_hook(
-                hooks.before_tool,
-                self._with_deps({"name": call.name, "args": args, "id": call.id, "turn": turn}),
-            )
+            info: BeforeToolInfo = {"name": call.name, "args": args, "id": call.id, "turn": turn}
+            reply = await call_hook(hooks.before_tool, self._with_deps(info))
             if reply:
                 if reply.get("result") is not None:
                     result = _as_result(reply["result"], "before_tool")
@@ -460,12 +466,14 @@ class RunLoop:
         hooks = self.c.hooks
         if hooks is None or hooks.after_tool is None:
             return result
-        reply = await call_hook(
-            hooks.after_tool,
-            self._with_deps(
-                {"name": call.name, "args": args, "result": result, "id": call.id, "turn": turn}
-            ),
-        )
+        info: AfterToolInfo = {
+            "name": call.name,
+            "args": args,
+            "result": result,
+            "id": call.id,
+            "turn": turn,
+        }
+        reply = await call_hook(hooks.after_tool, self._with_deps(info))
         if reply and reply.get("result") is not None:
             return _as_result(reply["result"], "after_tool")
         return result

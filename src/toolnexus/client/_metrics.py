@@ -10,9 +10,12 @@ import math
 import threading
 import time
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolnexus.client._events import LlmEvent
 
 __all__ = ["Metrics", "elapsed_ms", "js_number", "llm_event"]
 
@@ -28,11 +31,11 @@ def llm_event(
     usage: dict[str, int] | None,
     ok: bool,
     parts: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
+) -> LlmEvent:
     """The `llm` metric event of one LLM call (its retries included); tokens are 0 on error.
 
     `parts`: the summaries of the non-text parts the request carried (listed when any)."""
-    event: dict[str, Any] = {
+    event: LlmEvent = {
         "event": "llm",
         "model": model,
         "status": "ok" if ok else "error",
@@ -143,7 +146,7 @@ class Metrics:
         self._tool_durations: dict[_Labels, _Histogram] = {}
         self._run_errors: dict[_Labels, int] = {}
 
-    def record(self, event: dict[str, Any]) -> None:
+    def record(self, event: Mapping[str, Any]) -> None:
         """Count one event; unknown events are ignored."""
         kind = event.get("event")
         with self._lock:

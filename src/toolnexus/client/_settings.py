@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from toolnexus.client._endpoint import Endpoint
+    from toolnexus.client._events import MetricEvent
     from toolnexus.client._hooks import Hooks
     from toolnexus.client._output import OutputSpec
     from toolnexus.client._parts import PartPolicy
@@ -36,7 +37,7 @@ class RunSettings:
     parts: PartPolicy
     store: ConversationStore
     locks: KeyedLock
-    emit: Callable[[dict[str, Any]], None]
+    emit: Callable[[MetricEvent], None]
     output: OutputSpec | None = None  # the run's typed result, when it asks for one
     output_retries: int = 1  # re-asks after an answer that does not validate
     usage_limits: UsageLimits | None = None  # token and tool-call caps, checked live
