@@ -4,10 +4,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, assert_type
 
 from pydantic import BaseModel
-from typing_extensions import assert_type
 
 from toolnexus import Client, StreamEvent, Toolkit, create_in_process_client
 from toolnexus.client import (
