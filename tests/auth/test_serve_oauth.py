@@ -140,8 +140,22 @@ async def test_sdk_client_with_a_valid_token(gateway, authz):
     ):
         names = [t.name for t in (await client.list_tools()).tools]
         result = await client.call_tool("echo", {"text": "hi"})
-    assert names == ["echo", "secret"]
+    assert names == ["echo"]  # `secret` needs a scope this token lacks
     assert (result.content[0].text, result.is_error) == ("echo: hi", False)
+
+
+async def test_tools_list_follows_the_callers_scopes(gateway, authz):
+    async def listed(token: str) -> list[str]:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as authed,
+            Client(streamable_http_client(_resource(gateway), http_client=authed)) as client,
+        ):
+            return [t.name for t in (await client.list_tools()).tools]
+
+    both = authz.token(_resource(gateway), scope="tools:read tools:secret")
+    assert await listed(both) == ["echo", "secret"]
+    assert await listed(authz.token(_resource(gateway))) == ["echo"]
+    assert await listed(STATIC) == ["echo", "secret"]  # the operator's token has every scope
 
 
 async def test_refused_tokens_are_401_invalid_token(gateway, authz, http):

@@ -1,9 +1,11 @@
 """A small OAuth authorization server for the auth tests: RFC 8414 metadata, a JWKS the test
-can rotate, RFC 7662 introspection of opaque tokens, and tokens signed with `cryptography` keys."""
+can rotate, RFC 7662 introspection of opaque tokens, a client-credentials token endpoint, and
+tokens signed with `cryptography` keys."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import socket
 import time
@@ -40,6 +42,11 @@ class AuthServer:
         self.opaque: dict[str, dict[str, Any]] = {}
         self.jwks_fetches = 0
         self.introspection_auth: list[str | None] = []
+        # Clients of the client-credentials grant (id -> secret), the token requests seen
+        # (their form fields, the secret left out) and the lifetime of issued tokens.
+        self.clients: dict[str, str] = {}
+        self.token_requests: list[dict[str, str]] = []
+        self.token_lifetime = 300
 
     def jwk(self, kid: str) -> dict[str, Any]:
         public = self.keys[kid].public_key()
@@ -59,6 +66,11 @@ class AuthServer:
                     "token_endpoint": f"{self.issuer}/token",
                     "jwks_uri": f"{self.issuer}/jwks",
                     "response_types_supported": ["code"],
+                    "grant_types_supported": [
+                        "authorization_code",
+                        "client_credentials",
+                        "refresh_token",
+                    ],
                 }
             )
 
@@ -72,11 +84,35 @@ class AuthServer:
             claims = self.opaque.get(str(form.get("token")))
             return JSONResponse({"active": True, **claims} if claims else {"active": False})
 
+        async def token(request: Request) -> JSONResponse:
+            form = {k: str(v) for k, v in (await request.form()).items()}
+            client_id, secret = form.pop("client_id", ""), form.pop("client_secret", "")
+            basic = request.headers.get("authorization", "")
+            if basic.startswith("Basic "):
+                decoded = base64.b64decode(basic[6:]).decode()
+                client_id, _, secret = decoded.partition(":")
+            self.token_requests.append({"client_id": client_id, **form})
+            if form.get("grant_type") != "client_credentials":
+                return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
+            if self.clients.get(client_id) != secret or not secret:
+                return JSONResponse({"error": "invalid_client"}, status_code=401)
+            scope = form.get("scope", "")
+            access = self.token(
+                form.get("resource", ""),
+                client_id=client_id,
+                sub=client_id,
+                scope=scope,
+                exp=int(time.time()) + self.token_lifetime,
+            )
+            answer = {"access_token": access, "token_type": "Bearer", "scope": scope}
+            return JSONResponse({**answer, "expires_in": self.token_lifetime})
+
         return Starlette(
             routes=[
                 Route("/.well-known/oauth-authorization-server", metadata),
                 Route("/jwks", jwks),
                 Route("/introspect", introspect, methods=["POST"]),
+                Route("/token", token, methods=["POST"]),
             ]
         )
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["add_parser", "run_serve"]
 
 AUTH_ENV = "TOOLNEXUS_AUTH_TOKEN"
+CLIENT_SECRET_ENV = "TOOLNEXUS_AUTH_CLIENT_SECRET"
 
 DESCRIPTION = f"""\
 Serve the toolkit (MCP servers from --config, skills, and with --builtins the built-ins) to
@@ -104,6 +105,24 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="URL",
         help="check opaque tokens here (RFC 7662; default: from the issuer's metadata)",
     )
+    oauth.add_argument(
+        "--auth-tool-scope",
+        metavar="TOOL=SCOPE",
+        action="append",
+        help="a scope tools/call of TOOL needs (repeatable; a caller without it does not see "
+        "the tool in tools/list)",
+    )
+    oauth.add_argument(
+        "--auth-client-id",
+        metavar="ID",
+        help="the server's client id at the introspection endpoint",
+    )
+    oauth.add_argument(
+        "--auth-client-secret",
+        metavar="SECRET",
+        help=f"its client secret (default: ${CLIENT_SECRET_ENV}, which keeps it out of the "
+        "process list; ${VAR} is expanded)",
+    )
     add_model_flags(parser, required=False, title="model (for --a2a)")
     parser.set_defaults(handler=run_serve)
     return parser
@@ -125,13 +144,52 @@ def _check_flags(args: argparse.Namespace) -> None:
         if args.auth_issuer:
             raise CliError("--auth-issuer applies to HTTP serving, not --stdio")
     if not args.auth_issuer and (
-        args.auth_audience or args.auth_scope or args.auth_jwks_uri or args.auth_introspection_url
+        args.auth_audience
+        or args.auth_scope
+        or args.auth_jwks_uri
+        or args.auth_introspection_url
+        or args.auth_tool_scope
+        or args.auth_client_id
+        or args.auth_client_secret
     ):
         raise CliError("the --auth-* options need --auth-issuer")
+    if args.auth_client_secret is not None and args.auth_client_id is None:
+        raise CliError("--auth-client-secret needs --auth-client-id")
     if args.port is not None and not 0 <= args.port <= 65535:
         raise CliError(f"--port must be between 0 and 65535, not {args.port}")
     if args.auth_token == "":
         raise CliError("--auth-token must not be empty")
+
+
+def _tool_scopes(values: list[str] | None) -> dict[str, list[str]]:
+    """`TOOL=SCOPE` flags (several scopes may be space-separated) as a tool -> scopes map."""
+    scopes: dict[str, list[str]] = {}
+    for value in values or ():
+        tool, _, wanted = value.partition("=")
+        if not tool.strip() or not wanted.split():
+            raise CliError(f"--auth-tool-scope takes TOOL=SCOPE, not {value!r}")
+        scopes.setdefault(tool.strip(), []).extend(wanted.split())
+    return scopes
+
+
+def _client_secret(args: argparse.Namespace) -> str | None:
+    from toolnexus._env import expand_env
+    from toolnexus._secrets import remember
+    from toolnexus.errors import EnvVarError
+
+    if args.auth_client_id is None:
+        return None
+    raw = args.auth_client_secret
+    if raw is None:
+        raw = os.environ.get(CLIENT_SECRET_ENV)
+    if raw is None:
+        return None
+    try:
+        secret = expand_env(raw)
+    except EnvVarError as exc:
+        raise CliError(str(exc)) from None
+    remember(secret)
+    return secret
 
 
 def _resource_auth(args: argparse.Namespace) -> Any:
@@ -144,8 +202,11 @@ def _resource_auth(args: argparse.Namespace) -> Any:
         issuer=list(args.auth_issuer),
         audience=args.auth_audience,
         scopes=list(args.auth_scope or ()),
+        tool_scopes=_tool_scopes(args.auth_tool_scope),
         jwks_uri=args.auth_jwks_uri,
         introspection_endpoint=args.auth_introspection_url,
+        client_id=args.auth_client_id,
+        client_secret=_client_secret(args),
     )
     try:
         auth.validate()

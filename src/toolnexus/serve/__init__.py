@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from toolnexus._json import compact_json
 from toolnexus._log import warn
+from toolnexus._secrets import remember
 from toolnexus.errors import ConfigError
 from toolnexus.serve._a2a import (
     DEFAULT_MAX_IN_FLIGHT,
@@ -27,7 +28,7 @@ from toolnexus.serve._app import (
     build_app,
     start_server,
 )
-from toolnexus.serve._auth import ResourceAuth, TokenVerifierImpl
+from toolnexus.serve._auth import OAuthCard, ResourceAuth, TokenVerifierImpl
 from toolnexus.serve._mcp import (
     DEFAULT_VERSION,
     MCPServeConfig,
@@ -143,6 +144,7 @@ async def serve_toolkit(
         )
     if auth_token is not None and (not isinstance(auth_token, str) or not auth_token):
         raise ValueError("auth_token must be a non-empty string")
+    remember(auth_token)
     if auth is not None:
         if not isinstance(auth, ResourceAuth):
             raise TypeError("auth must be a toolnexus.serve.ResourceAuth")
@@ -162,7 +164,17 @@ async def serve_toolkit(
     try:
         real_port = sock.getsockname()[1]
         url = public_url(host, real_port)
-        endpoint = card = None
+        endpoint = None
+        card: bytes | OAuthCard | None = None
+        verifier: TokenVerifierImpl | None = None
+        agent_url = ""
+        if a2a_cfg is not None:
+            public = a2a_cfg.get("url")
+            agent_url = _endpoint_url(public if isinstance(public, str) and public else url)
+        if auth is not None:
+            verifier = TokenVerifierImpl(
+                auth, _resources(auth, url, mcp=mcp_cfg is not None, agent=agent_url)
+            )
         if a2a_cfg is not None:
             assert store is not None
             endpoint = A2AEndpoint(
@@ -175,17 +187,29 @@ async def serve_toolkit(
             skills: Any = card_skills
             if skills is None:
                 skills = toolkit.skill_source.skills if toolkit.skill_source is not None else {}
-            public = a2a_cfg.get("url")
-            card = compact_json(
-                build_agent_card(
-                    a2a_cfg,
-                    skills,
-                    public if isinstance(public, str) and public else url,
-                    auth=auth_token is not None or auth is not None,
-                )
-            ).encode("utf-8")
+            profile = a2a_cfg
+
+            def render(oauth: Mapping[str, Mapping[str, Any]] | None = None) -> bytes:
+                return compact_json(
+                    build_agent_card(
+                        profile,
+                        skills,
+                        agent_url,
+                        auth=auth_token is not None,
+                        oauth=oauth,
+                        oauth_scopes=auth.scopes if auth is not None else (),
+                    )
+                ).encode("utf-8")
+
+            card = render() if verifier is None else OAuthCard(render, verifier)
         mcp_server = (
-            make_mcp_server(exposed, mcp_cfg, on_call, execute_through(toolkit))
+            make_mcp_server(
+                exposed,
+                mcp_cfg,
+                on_call,
+                execute_through(toolkit),
+                tool_scopes=auth.tool_scopes if auth is not None else None,
+            )
             if mcp_cfg is not None
             else None
         )
@@ -196,7 +220,7 @@ async def serve_toolkit(
             host=host,
             auth_token=auth_token,
             limits=limits,
-            oauth=_verifier(auth, url, mcp=mcp_cfg is not None),
+            oauth=verifier,
         )
     except BaseException:
         sock.close()
@@ -206,13 +230,19 @@ async def serve_toolkit(
     )
 
 
-def _verifier(auth: ResourceAuth | None, url: str, *, mcp: bool) -> TokenVerifierImpl | None:
-    """The token verifier of `auth`; the resource defaults to the MCP endpoint's URL (the
-    server's root when only the A2A profile is served)."""
-    if auth is None:
-        return None
-    resource = auth.audience or (f"{url}/mcp" if mcp else f"{url}/")
-    return TokenVerifierImpl(auth, resource)
+def _endpoint_url(base: str) -> str:
+    return base if base.endswith("/") else base + "/"
+
+
+def _resources(auth: ResourceAuth, url: str, *, mcp: bool, agent: str) -> list[str]:
+    """The resource identifiers the server answers for: the MCP endpoint (`audience`, else
+    `<url>/mcp`) and the agent (its card's endpoint URL; `audience` when it is served alone)."""
+    resources = []
+    if mcp:
+        resources.append(auth.audience or f"{url}/mcp")
+    if agent:
+        resources.append(agent if mcp or auth.audience is None else auth.audience)
+    return resources or [auth.audience or f"{url}/"]
 
 
 async def serve_toolkit_stdio(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -76,13 +76,21 @@ def _skill_fields(skill: Any) -> tuple[str, str | None]:
 
 
 def build_agent_card(
-    cfg: Mapping[str, Any] | None, skills: Iterable[Any], url: str, *, auth: bool = False
+    cfg: Mapping[str, Any] | None,
+    skills: Iterable[Any],
+    url: str,
+    *,
+    auth: bool = False,
+    oauth: Mapping[str, Mapping[str, Any]] | None = None,
+    oauth_scopes: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The Agent Card every A2A client accepts: the 1.0 card (interfaces for 1.0 and 0.3) with
     the 0.3 connection keys merged in.
 
     `skills` are objects or dicts with `name`/`description` (or a name→skill mapping), `url`
-    the endpoint's base URL, `auth` whether a bearer token guards the agent.
+    the endpoint's base URL, `auth` whether a bearer token guards the agent. `oauth` holds the
+    security schemes (by name) of an agent that takes OAuth access tokens: each is one way in,
+    listed before the bearer and needing `oauth_scopes`.
     """
     cfg = cfg or {}
     if isinstance(skills, Mapping):
@@ -119,23 +127,34 @@ def build_agent_card(
         {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
     ]
     card["capabilities"] = {"streaming": True, "pushNotifications": False}
+    schemes: dict[str, Any] = {}
+    requirements: list[dict[str, Any]] = []
+    legacy_requirements: list[dict[str, Any]] = []
     if auth:
-        card["securitySchemes"] = {
-            "bearer": {
-                "httpAuthSecurityScheme": {"scheme": "Bearer"},
-                "type": "http",
-                "scheme": "Bearer",
-            }
+        schemes["bearer"] = {
+            "httpAuthSecurityScheme": {"scheme": "Bearer"},
+            "type": "http",
+            "scheme": "Bearer",
         }
-        card["securityRequirements"] = [{"schemes": {"bearer": {}}}]
+    scopes = list(oauth_scopes)
+    for name, scheme in (oauth or {}).items():
+        schemes[name] = dict(scheme)
+        requirements.append({"schemes": {name: {"list": scopes} if scopes else {}}})
+        legacy_requirements.append({name: scopes})
+    if auth:
+        requirements.append({"schemes": {"bearer": {}}})
+        legacy_requirements.append({"bearer": []})
+    if schemes:
+        card["securitySchemes"] = schemes
+        card["securityRequirements"] = requirements
     card["defaultInputModes"] = ["text/plain"]
     card["defaultOutputModes"] = ["text/plain"]
     card["skills"] = entries
     card["url"] = endpoint
     card["preferredTransport"] = "JSONRPC"
     card["protocolVersion"] = "0.3.0"
-    if auth:
-        card["security"] = [{"bearer": []}]
+    if legacy_requirements:
+        card["security"] = legacy_requirements
     return card
 
 

@@ -27,7 +27,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from toolnexus import _otel
 from toolnexus.serve._a2a import A2AEndpoint
 from toolnexus.serve._addr import is_loopback
-from toolnexus.serve._auth import OAuthGate, TokenVerifierImpl, metadata_routes
+from toolnexus.serve._auth import OAuthCard, OAuthGate, TokenVerifierImpl, metadata_routes
 from toolnexus.serve._health import PROBE_PATHS, health_routes
 from toolnexus.serve._mcp import McpHttpEndpoint
 
@@ -277,7 +277,7 @@ def build_app(
     *,
     mcp_server: Any | None,
     a2a: A2AEndpoint | None,
-    card: bytes | None,
+    card: bytes | OAuthCard | None,
     host: str,
     auth_token: str | None,
     limits: ServeLimits | None = None,
@@ -298,10 +298,11 @@ def build_app(
         )
         routes.append(Route("/mcp", endpoint=_StatelessMCP(manager)))
     if a2a is not None and card is not None:
-        card_bytes = card
+        card_source = card
 
         async def agent_card(request: Request) -> Response:
-            return Response(card_bytes, media_type="application/json")
+            body = card_source if isinstance(card_source, bytes) else await card_source()
+            return Response(body, media_type="application/json")
 
         routes.append(Route("/.well-known/agent-card.json", agent_card, methods=["GET"]))
         routes.append(Route("/", a2a.route, methods=["POST"]))
@@ -317,11 +318,17 @@ def build_app(
         )
     ]
     if oauth is not None:
-        discovery = metadata_routes(oauth.auth, oauth.resource)
+        discovery = metadata_routes(oauth.auth, oauth.resources)
         routes.extend(discovery)
         open_paths = {*PROBE_PATHS, *(r.path for r in discovery), "/.well-known/agent-card.json"}
         middleware.append(
-            Middleware(OAuthGate, verifier=oauth, static_token=auth_token, open_paths=open_paths)
+            Middleware(
+                OAuthGate,
+                verifier=oauth,
+                static_token=auth_token,
+                open_paths=open_paths,
+                mcp_resource=oauth.resource if mcp_server is not None else None,
+            )
         )
     middleware.append(Middleware(_otel.ServerSpans))
 

@@ -23,11 +23,12 @@ import hashlib
 import hmac
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.shared.auth import ProtectedResourceMetadata
@@ -40,12 +41,23 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolnexus._http import HttpClients
+from toolnexus._secrets import remember
 from toolnexus.errors import ConfigError
 
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["OAuthGate", "ResourceAuth", "TokenVerifierImpl", "metadata_path", "metadata_routes"]
+__all__ = [
+    "OAuthCard",
+    "OAuthGate",
+    "ResourceAuth",
+    "TokenVerifierImpl",
+    "card_scopes",
+    "metadata_path",
+    "metadata_routes",
+    "oauth_card_schemes",
+    "visible_tools",
+]
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 DEFAULT_ALGORITHMS = (
@@ -85,6 +97,9 @@ class ResourceAuth:
     algorithms: Sequence[str] = DEFAULT_ALGORITHMS
     jwks_refresh_interval: float = 30.0
 
+    def __post_init__(self) -> None:
+        remember(self.client_secret)  # redacted wherever it might show up
+
     def issuers(self) -> tuple[str, ...]:
         return (self.issuer,) if isinstance(self.issuer, str) else tuple(self.issuer)
 
@@ -102,6 +117,21 @@ class ResourceAuth:
             raise ConfigError(f"auth algorithms must be among {', '.join(DEFAULT_ALGORITHMS)}")
         if self.leeway < 0:
             raise ConfigError("auth leeway must not be negative")
+        if not _scope_list(self.scopes):
+            raise ConfigError("auth scopes must be a list of scope strings")
+        if not isinstance(self.tool_scopes, Mapping) or not all(
+            isinstance(tool, str) and _scope_list(scopes)
+            for tool, scopes in self.tool_scopes.items()
+        ):
+            raise ConfigError("auth tool_scopes must map tool names to lists of scope strings")
+
+
+def _scope_list(scopes: Any) -> bool:
+    return (
+        isinstance(scopes, Iterable)
+        and not isinstance(scopes, str)
+        and all(isinstance(s, str) and s and not any(c.isspace() for c in s) for s in scopes)
+    )
 
 
 def _is_http_url(value: str) -> bool:
@@ -124,29 +154,46 @@ def metadata_url(resource: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{metadata_path(resource)}"
 
 
-def metadata_routes(auth: ResourceAuth, resource: str) -> list[Route]:
-    """`GET` routes serving the metadata at the root well-known path and, when the resource
-    has a path (`/mcp`), at the path-suffixed one MCP clients ask for first."""
-    scopes = sorted({*auth.scopes, *(s for v in auth.tool_scopes.values() for s in v)})
-    document = ProtectedResourceMetadata(
-        resource=AnyHttpUrl(resource),
-        authorization_servers=[AnyHttpUrl(i) for i in auth.issuers()],
-        scopes_supported=scopes or None,
-    )
-    fields = document.model_dump(mode="json", exclude_none=True)
-    # Identifiers verbatim: URL normalisation would add a `/` that `iss` comparisons reject.
-    fields.update(resource=resource, authorization_servers=list(auth.issuers()))
-    body = json.dumps(fields, separators=(",", ":")).encode("utf-8")
+def _all_scopes(auth: ResourceAuth) -> list[str]:
+    return sorted({*auth.scopes, *(s for v in auth.tool_scopes.values() for s in v)})
 
-    async def serve_metadata(request: Request) -> Response:
-        return Response(
-            body,
-            media_type="application/json",
-            headers={"Cache-Control": "public, max-age=3600", "Access-Control-Allow-Origin": "*"},
+
+def metadata_routes(auth: ResourceAuth, resources: Sequence[str]) -> list[Route]:
+    """`GET` routes serving one RFC 9728 document per resource at its path-suffixed well-known
+    path (`.../oauth-protected-resource/mcp`, the one MCP clients ask for first); the root
+    well-known path serves the resource at the server's root (the A2A agent), else the first."""
+    scopes = _all_scopes(auth)
+
+    def document_of(resource: str) -> bytes:
+        document = ProtectedResourceMetadata(
+            resource=AnyHttpUrl(resource),
+            authorization_servers=[AnyHttpUrl(i) for i in auth.issuers()],
+            scopes_supported=scopes or None,
         )
+        fields = document.model_dump(mode="json", exclude_none=True)
+        # Identifiers verbatim: URL normalisation would add a `/` that `iss` comparisons reject.
+        fields.update(resource=resource, authorization_servers=list(auth.issuers()))
+        return json.dumps(fields, separators=(",", ":")).encode("utf-8")
 
-    paths = dict.fromkeys([METADATA_PATH, metadata_path(resource)])
-    return [Route(p, serve_metadata, methods=["GET"]) for p in paths]
+    documents: dict[str, bytes] = {}
+    for resource in resources:
+        documents.setdefault(metadata_path(resource), document_of(resource))
+    documents.setdefault(METADATA_PATH, document_of(resources[0]))
+
+    def serve(body: bytes) -> Any:
+        async def serve_metadata(request: Request) -> Response:
+            return Response(
+                body,
+                media_type="application/json",
+                headers={
+                    "Cache-Control": "public, max-age=3600",
+                    "Access-Control-Allow-Origin": "*",
+                },
+            )
+
+        return serve_metadata
+
+    return [Route(path, serve(body), methods=["GET"]) for path, body in documents.items()]
 
 
 class _Unavailable(Exception):
@@ -154,20 +201,27 @@ class _Unavailable(Exception):
 
 
 class TokenVerifierImpl:
-    """The SDK's `TokenVerifier`: JWTs against the issuer's JWKS, others by introspection."""
+    """The SDK's `TokenVerifier`: JWTs against the issuer's JWKS, others by introspection.
 
-    def __init__(self, auth: ResourceAuth, resource: str) -> None:
+    `resources` are the resource identifiers this server answers for (the MCP endpoint, the
+    A2A agent): a token is valid at one of them when its audience names it. `verify_token`
+    (the SDK's protocol) checks against the first."""
+
+    def __init__(self, auth: ResourceAuth, resources: str | Sequence[str]) -> None:
         self.auth = auth
-        self.resource = resource
+        self.resources = (resources,) if isinstance(resources, str) else tuple(resources)
+        self.resource = self.resources[0]
         self.issuers = auth.issuers()
         self._http = HttpClients()
         self._lock = asyncio.Lock()
         self._discovered = False
+        self._server_metadata: tuple[dict[str, Any], str] | None = None
         self._jwks_uri = auth.jwks_uri
         self._introspection = auth.introspection_endpoint
         self._keys: dict[str | None, Any] = {}
         self._keys_at = -float("inf")
-        self._introspected: dict[bytes, tuple[float, AccessToken]] = {}
+        # sha256(token) -> (until, access, audiences), looked up by hash.
+        self._introspected: dict[bytes, tuple[float, AccessToken, list[str] | None]] = {}
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -176,21 +230,27 @@ class TokenVerifierImpl:
         """The token's access info, or `None` when it is not valid for this resource.
 
         Raises `_Unavailable` when the authorization server cannot be asked."""
+        return await self.verify(token, self.resource)
+
+    async def verify(self, token: str, resource: str) -> AccessToken | None:
+        """`verify_token` for one of this server's `resources`."""
         await self._discover()
         if token.count(".") == 2 and self._jwks_uri is not None:
-            return await self._verify_jwt(token)
+            return await self._verify_jwt(token, resource)
         if self._introspection is not None:
-            return await self._introspect(token)
+            return await self._introspect(token, resource)
         return None
 
     # -- discovery ---------------------------------------------------------------------------
 
-    async def _discover(self) -> None:
-        if self._discovered or self._jwks_uri is not None or self._introspection is not None:
-            return
+    async def server_metadata(self) -> tuple[dict[str, Any], str]:
+        """The first issuer's authorization-server metadata (RFC 8414, else OpenID discovery)
+        and the URL it was read from; fetched once. Raises `_Unavailable`."""
+        if self._server_metadata is not None:
+            return self._server_metadata
         async with self._lock:
-            if self._discovered:
-                return
+            if self._server_metadata is not None:
+                return self._server_metadata
             issuer = self.issuers[0]
             parts = urlsplit(issuer)
             base = f"{parts.scheme}://{parts.netloc}"
@@ -206,13 +266,33 @@ class TokenVerifierImpl:
                     continue
                 if not _same_resource(str(document.get("issuer", "")), issuer):
                     continue  # metadata for another issuer is not this issuer's
-                jwks = document.get("jwks_uri")
-                introspection = document.get("introspection_endpoint")
-                self._jwks_uri = jwks if isinstance(jwks, str) else None
-                self._introspection = introspection if isinstance(introspection, str) else None
-                self._discovered = True
-                return
+                self._server_metadata = (document, url)
+                return self._server_metadata
             raise _Unavailable(f"no authorization server metadata found for {issuer}")
+
+    async def _discover(self) -> None:
+        """Fill in the JWKS and introspection URLs not configured from the issuer's metadata;
+        when some are configured, an issuer without metadata is no error."""
+        if self._discovered:
+            return
+        configured = self.auth.jwks_uri is not None or self.auth.introspection_endpoint is not None
+        if self.auth.jwks_uri is not None and self.auth.introspection_endpoint is not None:
+            self._discovered = True
+            return
+        try:
+            document, _ = await self.server_metadata()
+        except _Unavailable:
+            if not configured:
+                raise
+            self._discovered = True
+            return
+        jwks = document.get("jwks_uri")
+        introspection = document.get("introspection_endpoint")
+        if self._jwks_uri is None and isinstance(jwks, str):
+            self._jwks_uri = jwks
+        if self._introspection is None and isinstance(introspection, str):
+            self._introspection = introspection
+        self._discovered = True
 
     async def _get_json(self, url: str, *, missing_ok: bool = False) -> Any:
         import httpx2
@@ -250,7 +330,7 @@ class TokenVerifierImpl:
             self._keys = _parse_jwks(document)
             return self._keys.get(kid)
 
-    async def _verify_jwt(self, token: str) -> AccessToken | None:
+    async def _verify_jwt(self, token: str, resource: str) -> AccessToken | None:
         import jwt
 
         try:
@@ -271,16 +351,16 @@ class TokenVerifierImpl:
                 token,
                 key=key,
                 algorithms=[alg],
-                audience=[self.resource, self.resource.rstrip("/")],
+                audience=list(dict.fromkeys([resource, resource.rstrip("/")])),
                 issuer=self.issuers,
                 leeway=self.auth.leeway,
                 options={"require": ["exp", "iss", "aud"]},
             )
         except jwt.PyJWTError:
             return None
-        return self._access(token, claims)
+        return self._access(token, claims, resource)
 
-    def _access(self, token: str, claims: Mapping[str, Any]) -> AccessToken:
+    def _access(self, token: str, claims: Mapping[str, Any], resource: str) -> AccessToken:
         client_id = claims.get("client_id") or claims.get("azp") or claims.get("sub") or ""
         exp = claims.get("exp")
         subject = claims.get("sub")
@@ -289,22 +369,32 @@ class TokenVerifierImpl:
             client_id=str(client_id),
             scopes=_scopes(claims),
             expires_at=int(exp) if isinstance(exp, int | float) else None,
-            resource=self.resource,
+            resource=resource,
             subject=str(subject) if subject is not None else None,
             claims={k: v for k, v in claims.items() if k in ("iss", "sub", "aud", "act")},
         )
 
     # -- introspection (RFC 7662) ------------------------------------------------------------
 
-    async def _introspect(self, token: str) -> AccessToken | None:
+    async def _introspect(self, token: str, resource: str) -> AccessToken | None:
+        now = time.time()
+        digest = hashlib.sha256(token.encode("utf-8")).digest()
+        cached = self._introspected.get(digest)
+        if cached is None or cached[0] <= now:
+            cached = await self._ask_introspection(token, digest, now)
+            if cached is None:
+                return None
+        _, access, audiences = cached
+        if audiences is not None and not any(_same_resource(a, resource) for a in audiences):
+            return None
+        return access.model_copy(update={"resource": resource})
+
+    async def _ask_introspection(
+        self, token: str, digest: bytes, now: float
+    ) -> tuple[float, AccessToken, list[str] | None] | None:
         import httpx2
 
         assert self._introspection is not None
-        now = time.time()
-        digest = hashlib.sha256(token.encode("utf-8")).digest()  # the cache never holds tokens
-        cached = self._introspected.get(digest)
-        if cached is not None and cached[0] > now:
-            return cached[1]
         extra: dict[str, Any] = {}
         if self.auth.client_id is not None:
             extra["auth"] = httpx2.BasicAuth(self.auth.client_id, self.auth.client_secret or "")
@@ -336,18 +426,16 @@ class TokenVerifierImpl:
             return None
         aud = claims.get("aud")
         audiences = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else None
-        if audiences is not None and not any(
-            isinstance(a, str) and _same_resource(a, self.resource) for a in audiences
-        ):
-            return None
-        access = self._access(token, claims)
+        if audiences is not None:
+            audiences = [a for a in audiences if isinstance(a, str)]
         until = now + INTROSPECTION_CACHE_S
         if isinstance(exp, int | float):
             until = min(until, float(exp))
         if len(self._introspected) > 10_000:
             self._introspected.clear()
-        self._introspected[digest] = (until, access)
-        return access
+        entry = (until, self._access(token, claims, self.resource), audiences)
+        self._introspected[digest] = entry
+        return entry
 
 
 def _parse_jwks(document: Any) -> dict[str | None, Any]:
@@ -385,8 +473,10 @@ def _quote(value: str) -> str:
 
 class OAuthGate:
     """ASGI middleware: every request but discovery documents and probes carries a valid
-    bearer token — the static `auth_token` or an OAuth access token for this resource — and,
-    for `tools/call`, the scopes that tool needs."""
+    bearer token — the static `auth_token` or an OAuth access token for the resource the path
+    belongs to (`/mcp…` the MCP endpoint, anything else the agent) — and, for `tools/call`, the
+    scopes that tool needs. The verified token is what the SDK's `get_access_token()` returns
+    while the request runs (the MCP server lists only the tools its scopes allow)."""
 
     def __init__(
         self,
@@ -395,13 +485,24 @@ class OAuthGate:
         verifier: TokenVerifierImpl,
         static_token: str | None,
         open_paths: Iterable[str],
+        mcp_resource: str | None = None,
     ) -> None:
         self.app = app
         self.verifier = verifier
         self.auth = verifier.auth
         self.static = static_token.encode("utf-8") if static_token is not None else None
         self.open_paths = frozenset(open_paths)
-        self.challenge_base = f"Bearer resource_metadata={_quote(metadata_url(verifier.resource))}"
+        self.mcp_resource = mcp_resource
+        others = [r for r in verifier.resources if r != mcp_resource]
+        self.other_resource = others[0] if others else verifier.resource
+        self.challenges = {
+            r: f"Bearer resource_metadata={_quote(metadata_url(r))}" for r in verifier.resources
+        }
+
+    def _resource_of(self, path: str) -> str:
+        if self.mcp_resource is not None and (path == "/mcp" or path.startswith("/mcp/")):
+            return self.mcp_resource
+        return self.other_resource
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.open_paths:
@@ -410,17 +511,18 @@ class OAuthGate:
         if scope["method"] == "OPTIONS":
             await self.app(scope, receive, send)
             return
+        resource = self._resource_of(scope["path"])
         header = Headers(scope=scope).get("authorization")
         scheme, _, credentials = (header or "").partition(" ")
         token = credentials.strip()
         if scheme.lower() != "bearer" or not token:
-            await self._refuse(scope, receive, send, 401, None, "authentication required")
+            await self._refuse(scope, receive, send, resource, 401, None, "authentication required")
             return
         if self.static is not None and hmac.compare_digest(token.encode("utf-8"), self.static):
             await self.app(scope, receive, send)
             return
         try:
-            access = await self.verifier.verify_token(token)
+            access = await self.verifier.verify(token, resource)
         except _Unavailable:
             response = JSONResponse(
                 {"error": "temporarily_unavailable", "error_description": "cannot verify tokens"},
@@ -431,7 +533,13 @@ class OAuthGate:
             return
         if access is None:
             await self._refuse(
-                scope, receive, send, 401, "invalid_token", "the access token is not valid"
+                scope,
+                receive,
+                send,
+                resource,
+                401,
+                "invalid_token",
+                "the access token is not valid",
             )
             return
         needed = list(self.auth.scopes)
@@ -447,19 +555,25 @@ class OAuthGate:
                 scope,
                 receive,
                 send,
+                resource,
                 403,
                 "insufficient_scope",
                 "the access token lacks a required scope",
                 scopes=list(dict.fromkeys([*needed, *access.scopes])),
             )
             return
-        scope["user"] = AuthenticatedUser(access)
+        user = AuthenticatedUser(access)
+        scope["user"] = user
         scope["auth"] = AuthCredentials(access.scopes)
 
         async def replayed() -> Message:
             return replay.pop(0) if replay else await receive()
 
-        await self.app(scope, replayed, send)
+        reset = auth_context_var.set(user)
+        try:
+            await self.app(scope, replayed, send)
+        finally:
+            auth_context_var.reset(reset)
 
     def _tool_scopes(self, body: bytes) -> list[str]:
         try:
@@ -482,13 +596,14 @@ class OAuthGate:
         scope: Scope,
         receive: Receive,
         send: Send,
+        resource: str,
         status: int,
         error: str | None,
         description: str,
         *,
         scopes: Sequence[str] = (),
     ) -> None:
-        challenge = self.challenge_base
+        challenge = self.challenges[resource]
         if error is not None:
             challenge += f", error={_quote(error)}, error_description={_quote(description)}"
         wanted = scopes or self.auth.scopes
@@ -497,3 +612,114 @@ class OAuthGate:
         body = {"error": error or "invalid_request", "error_description": description}
         response = JSONResponse(body, status_code=status, headers={"WWW-Authenticate": challenge})
         await response(scope, receive, send)
+
+
+def visible_tools(
+    tool_scopes: Mapping[str, Sequence[str]], granted: Iterable[str], names: Iterable[str]
+) -> list[str]:
+    """The `names` a caller granted `granted` may call under `tool_scopes`."""
+    have = set(granted)
+    return [n for n in names if all(s in have for s in tool_scopes.get(n, ()))]
+
+
+# -- the agent card's oauth2 scheme --------------------------------------------------------------
+
+
+def card_scopes(auth: ResourceAuth) -> dict[str, str]:
+    """Scope name -> what it grants, for the card's flows."""
+    described: dict[str, list[str]] = {}
+    for scope in auth.scopes:
+        described.setdefault(scope, []).append("every request")
+    for tool, scopes in auth.tool_scopes.items():
+        for scope in scopes:
+            described.setdefault(scope, []).append(f"calling {tool}")
+    return {s: "Needed for " + ", ".join(why) for s, why in sorted(described.items())}
+
+
+def oauth_card_schemes(
+    auth: ResourceAuth, metadata: Mapping[str, Any] | None, metadata_url: str
+) -> dict[str, dict[str, Any]]:
+    """The card's OAuth security schemes, each the A2A 1.0 `oauth2SecurityScheme` with the 0.3
+    `type`/`flows`/`oauth2MetadataUrl` beside it. A 1.0 scheme holds one flow, so `oauth2`
+    offers the authorization code flow (with PKCE) and `oauth2ClientCredentials` the client
+    credentials one, as far as the issuer's metadata says it grants them (`oauth2` takes the
+    client credentials flow when that is the only one). Without that metadata (the issuer could
+    not be reached) one `oauth2` scheme names where it lives."""
+    scopes = card_scopes(auth)
+    flows: list[tuple[str, dict[str, Any]]] = []
+    if metadata is not None:
+        authorize = metadata.get("authorization_endpoint")
+        token = metadata.get("token_endpoint")
+        grants = metadata.get("grant_types_supported")
+        grants = grants if isinstance(grants, list) else ["authorization_code", "implicit"]
+        if isinstance(token, str) and isinstance(authorize, str) and "authorization_code" in grants:
+            code = {"authorizationUrl": authorize, "tokenUrl": token, "scopes": scopes}
+            flows.append(("authorizationCode", code))
+        if isinstance(token, str) and "client_credentials" in grants:
+            flows.append(("clientCredentials", {"tokenUrl": token, "scopes": scopes}))
+    names = ["oauth2", "oauth2ClientCredentials"]
+    schemes: dict[str, dict[str, Any]] = {}
+    for name, (flow, fields) in zip(names, flows, strict=False):
+        v10 = {**fields, "pkceRequired": True} if flow == "authorizationCode" else fields
+        schemes[name] = {
+            "oauth2SecurityScheme": {"flows": {flow: v10}, "oauth2MetadataUrl": metadata_url},
+            "type": "oauth2",
+            "flows": {flow: fields},
+            "oauth2MetadataUrl": metadata_url,
+        }
+    if not schemes:
+        schemes["oauth2"] = {
+            "oauth2SecurityScheme": {"flows": {}, "oauth2MetadataUrl": metadata_url},
+            "type": "oauth2",
+            "flows": {},
+            "oauth2MetadataUrl": metadata_url,
+        }
+    return schemes
+
+
+def default_metadata_url(issuer: str) -> str:
+    """The RFC 8414 metadata URL of `issuer` (where discovery looks first)."""
+    parts = urlsplit(issuer)
+    return f"{parts.scheme}://{parts.netloc}/.well-known/oauth-authorization-server" + (
+        parts.path.rstrip("/")
+    )
+
+
+CARD_DISCOVERY_TIMEOUT_S = 5.0
+CARD_RETRY_S = 30.0
+
+
+class OAuthCard:
+    """The agent card of an OAuth-protected agent, served as bytes: its `oauth2` scheme's flows
+    come from the issuer's metadata, read on the first card request (the verifier's own copy)
+    and kept. While the issuer cannot be reached the card names only the metadata URL, and
+    asks again at most every `CARD_RETRY_S` seconds."""
+
+    def __init__(
+        self,
+        render: Callable[[Mapping[str, Mapping[str, Any]]], bytes],
+        verifier: TokenVerifierImpl,
+    ) -> None:
+        self._render = render
+        self._verifier = verifier
+        self._auth = verifier.auth
+        self._done: bytes | None = None
+        self._fallback = render(
+            oauth_card_schemes(self._auth, None, default_metadata_url(verifier.issuers[0]))
+        )
+        self._failed_at = -float("inf")
+
+    async def __call__(self) -> bytes:
+        if self._done is not None:
+            return self._done
+        loop = asyncio.get_running_loop()
+        if loop.time() - self._failed_at < CARD_RETRY_S:
+            return self._fallback
+        try:
+            async with asyncio.timeout(CARD_DISCOVERY_TIMEOUT_S):
+                metadata, url = await self._verifier.server_metadata()
+        except (_Unavailable, TimeoutError):
+            self._failed_at = loop.time()
+            return self._fallback
+        self._done = self._render(oauth_card_schemes(self._auth, metadata, url))
+        return self._done

@@ -244,22 +244,55 @@ def _call_result(
     )
 
 
+def _scoped_listings(
+    tools: Sequence[Tool], tool_scopes: Mapping[str, Sequence[str]]
+) -> Callable[[], types.ListToolsResult]:
+    """The listing of the caller's access token (all tools without one), one per scope set."""
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
+    from toolnexus.serve._auth import visible_tools
+
+    entries = {t.name: _listed(t) for t in tools}
+    everything = types.ListToolsResult(tools=list(entries.values()))
+    cache: dict[frozenset[str], types.ListToolsResult] = {}
+
+    def listing() -> types.ListToolsResult:
+        access = get_access_token()
+        if access is None:
+            return everything
+        key = frozenset(access.scopes)
+        found = cache.get(key)
+        if found is None:
+            names = visible_tools(tool_scopes, key, entries)
+            found = types.ListToolsResult(tools=[entries[n] for n in names])
+            if len(cache) < 1024:
+                cache[key] = found
+        return found
+
+    return listing
+
+
 def make_mcp_server(
     tools: Sequence[Tool],
     cfg: Mapping[str, Any] | None,
     on_call: OnCall | None,
     execute: Execute,
+    *,
+    tool_scopes: Mapping[str, Sequence[str]] | None = None,
 ) -> Server[Any]:
-    """An SDK server exposing `tools` (already filtered); `execute` runs one validated call."""
+    """An SDK server exposing `tools` (already filtered); `execute` runs one validated call.
+    With `tool_scopes`, a caller holding an OAuth access token sees only the tools its scopes
+    allow (`serve/_auth.py` refuses the calls of the others)."""
     cfg = cfg or {}
     by_name = {t.name: t for t in tools}
-    # The exposed set is fixed, so the listing is built once.
+    # The exposed set is fixed, so the listing is built once (once per set of scopes).
     listing = types.ListToolsResult(tools=[_listed(t) for t in tools])
     output_schemas = {t.name: (t.metadata or {}).get("outputSchema") for t in tools}
     name = str(cfg.get("name") or DEFAULT_NAME)
+    scoped = _scoped_listings(tools, tool_scopes) if tool_scopes else None
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> Any:
-        return listing
+        return listing if scoped is None else scoped()
 
     async def run_once(
         tool: Tool, args: dict[str, Any], ctx: Any, answer: Answer | None, request: Request | None
