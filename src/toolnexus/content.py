@@ -571,8 +571,8 @@ def _web_url(url: str | None) -> bool:
 
 
 def encode_part(p: PartLike, style: str) -> dict[str, Any]:
-    """The provider block for a part in `style` (`"openai"` or `"anthropic"`), or raise
-    `UnsupportedPartError` when that style has no shape for it."""
+    """The provider block for a part in `style` (`"openai"`, `"anthropic"` or
+    `"openai-responses"`), or raise `UnsupportedPartError` when that style has no shape for it."""
     cp = _as_part(p)
     block = _encode(cp, style)
     if block is None:
@@ -584,10 +584,26 @@ def _encode(p: ContentPart, style: str) -> dict[str, Any] | None:
     if p.type == "text":
         if style in ("openai", "anthropic") and isinstance(p.text, str):
             return {"type": "text", "text": p.text}
+        if style == "openai-responses" and isinstance(p.text, str):
+            return {"type": "input_text", "text": p.text}
         return None
     mime = (p.mimeType or "").strip().lower()
     has_data = isinstance(p.data, str) and p.url is None
     has_url = p.data is None and _web_url(p.url)
+    if style == "openai-responses":
+        if p.type == "image" and mime in _IMAGE_MIMES:
+            if has_data:
+                return {"type": "input_image", "image_url": f"data:{mime};base64,{p.data}"}
+            if has_url:
+                return {"type": "input_image", "image_url": p.url}
+        elif p.type == "file" and mime == _PDF and has_data:
+            filename = (p.name or "").rsplit("/", 1)[-1] or "file"
+            return {
+                "type": "input_file",
+                "filename": filename,
+                "file_data": f"data:{_PDF};base64,{p.data}",
+            }
+        return None
     if style == "openai":
         if p.type == "image" and mime in _IMAGE_MIMES:
             if has_data:

@@ -1,11 +1,12 @@
 """Test doubles for code that uses a `Client`: models that answer from a script or a function.
 
-A `ScriptedModel` is given turns (`text(...)`, `tools(tool_call(...))`, `error(...)`, each with
-an optional `delay`) and answers each request with the next one, rendered in the wire style of
-the client that asked (OpenAI chat completions or Anthropic messages), whole or streamed chunk
-by chunk as server-sent events. Nothing leaves the process. A `FunctionModel` computes each turn
-from the request instead. `override(client, model)` points an existing client at a model for
-the duration of a `with` block, so host code needs no change::
+A `ScriptedModel` is given turns (`text(...)`, `tools(tool_call(...))`, `refusal(...)`,
+`error(...)`, each with an optional `delay`) and answers each request with the next one,
+rendered in the wire style of the client that asked (OpenAI chat completions, Anthropic
+messages or OpenAI responses), whole or streamed chunk by chunk as server-sent events. Nothing
+leaves the process. A `FunctionModel` computes each turn from the request instead.
+`override(client, model)` points an existing client at a model for the duration of a `with`
+block, so host code needs no change::
 
     model = ScriptedModel(tools(tool_call("add", {"a": 1, "b": 2})), text("3"))
     with override(client, model):
@@ -21,11 +22,12 @@ import itertools
 import json
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from toolnexus._aio import as_async
+from toolnexus.client._replies import ReplyCall, ReplySpec, render_events, render_json
 from toolnexus.errors import ConfigError, ProviderError
 
 if TYPE_CHECKING:
@@ -39,6 +41,7 @@ __all__ = [
     "SeenRequest",
     "error",
     "override",
+    "refusal",
     "text",
     "tool_call",
     "tools",
@@ -66,11 +69,26 @@ class ScriptedTurn:
     delay: float = 0.0
     usage: tuple[int, int] = (10, 5)  # (prompt, completion) tokens
     chunk_size: int = 4  # characters per streamed text delta
+    refusal: str = ""  # the model declines to answer, saying this
+    reasoning: tuple[dict[str, Any], ...] = ()  # Responses reasoning items, sent first verbatim
 
 
-def text(content: str, *, delay: float = 0.0, usage: tuple[int, int] = (10, 5)) -> ScriptedTurn:
-    """A turn answering `content`."""
-    return ScriptedTurn(text=content, delay=delay, usage=usage)
+def text(
+    content: str,
+    *,
+    delay: float = 0.0,
+    usage: tuple[int, int] = (10, 5),
+    reasoning: Sequence[Mapping[str, Any]] = (),
+) -> ScriptedTurn:
+    """A turn answering `content` (after `reasoning` items, on the Responses wire)."""
+    return ScriptedTurn(
+        text=content, delay=delay, usage=usage, reasoning=tuple(dict(r) for r in reasoning)
+    )
+
+
+def refusal(reason: str, *, delay: float = 0.0) -> ScriptedTurn:
+    """A turn declining to answer, in each wire's refusal shape; the run ends `refused`."""
+    return ScriptedTurn(refusal=reason, delay=delay)
 
 
 def tool_call(
@@ -80,9 +98,16 @@ def tool_call(
     return ScriptedCall(name, {} if args is None else args, id)
 
 
-def tools(*calls: ScriptedCall, text: str = "", delay: float = 0.0) -> ScriptedTurn:
-    """A turn asking for these tool calls (with optional text before them)."""
-    return ScriptedTurn(text=text, calls=calls, delay=delay)
+def tools(
+    *calls: ScriptedCall,
+    text: str = "",
+    delay: float = 0.0,
+    reasoning: Sequence[Mapping[str, Any]] = (),
+) -> ScriptedTurn:
+    """A turn asking for these tool calls (with optional text, and reasoning items, first)."""
+    return ScriptedTurn(
+        text=text, calls=calls, delay=delay, reasoning=tuple(dict(r) for r in reasoning)
+    )
 
 
 def error(
@@ -103,7 +128,9 @@ class SeenRequest:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        return list(self.body.get("messages") or ())
+        """The transcript sent (the Responses wire's `input` items)."""
+        key = "input" if self.style == "openai-responses" else "messages"
+        return list(self.body.get(key) or ())
 
     @property
     def tool_names(self) -> list[str]:
@@ -126,7 +153,7 @@ class SeenRequest:
                 return "".join(
                     p.get("text", "")
                     for p in content or ()
-                    if isinstance(p, dict) and p.get("type") == "text"
+                    if isinstance(p, dict) and p.get("type") in ("text", "input_text")
                 )
         return ""
 
@@ -245,14 +272,15 @@ class _Transport:
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> tuple[int, Any, bytes]:
         turn = await self._answer(body)
-        data = _render(turn, self._style, str(body.get("model", "")))
+        data = render_json(self._style, _spec(turn, self._style, str(body.get("model", ""))))
         return 200, data, json.dumps(data).encode()
 
     async def open_stream(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> _Stream:
         turn = await self._answer(body)
-        return _Stream(_events(turn, self._style, str(body.get("model", ""))))
+        spec = _spec(turn, self._style, str(body.get("model", "")))
+        return _Stream([event + "\n\n" for event in render_events(self._style, spec)])
 
     async def aclose(self) -> None:
         return None
@@ -277,190 +305,17 @@ class _Stream:
         return None
 
 
-def _args(call: ScriptedCall) -> str:
-    return call.args if isinstance(call.args, str) else json.dumps(dict(call.args))
-
-
-def _call_id(call: ScriptedCall, index: int, seq: int) -> str:
-    return call.id or f"call_{seq}_{index}"
-
-
-def _render(turn: ScriptedTurn, style: str, model: str) -> dict[str, Any]:
+def _spec(turn: ScriptedTurn, style: str, model: str) -> ReplySpec:
     seq = next(_ids)
-    prompt, completion = turn.usage
-    if style == "anthropic":
-        content: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
-        for i, c in enumerate(turn.calls):
-            content.append(
-                {
-                    "type": "tool_use",
-                    "id": _call_id(c, i, seq),
-                    "name": c.name,
-                    "input": json.loads(_args(c) or "{}"),
-                }
-            )
-        return {
-            "id": f"msg_{seq}",
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": content,
-            "stop_reason": "tool_use" if turn.calls else "end_turn",
-            "usage": {"input_tokens": prompt, "output_tokens": completion},
-        }
-    message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
-    if turn.calls:
-        message["tool_calls"] = [
-            {
-                "id": _call_id(c, i, seq),
-                "type": "function",
-                "function": {"name": c.name, "arguments": _args(c)},
-            }
-            for i, c in enumerate(turn.calls)
-        ]
-    else:
-        message["content"] = turn.text
-    return {
-        "id": f"chatcmpl-{seq}",
-        "object": "chat.completion",
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": "tool_calls" if turn.calls else "stop",
-            }
+    return ReplySpec(
+        text=turn.text,
+        calls=[
+            ReplyCall(c.id or f"call_{seq}_{i}", c.name, c.args) for i, c in enumerate(turn.calls)
         ],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
-    }
-
-
-def _pieces(content: str, size: int) -> list[str]:
-    size = max(1, size)
-    return [content[i : i + size] for i in range(0, len(content), size)]
-
-
-def _events(turn: ScriptedTurn, style: str, model: str) -> list[str]:
-    seq = next(_ids)
-    prompt, completion = turn.usage
-    if style == "anthropic":
-        out: list[str] = []
-
-        def ev(name: str, data: dict[str, Any]) -> None:
-            out.append(f"event: {name}\ndata: {json.dumps(data)}\n\n")
-
-        ev(
-            "message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    "id": f"msg_{seq}",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": [],
-                    "usage": {"input_tokens": prompt, "output_tokens": 0},
-                },
-            },
-        )
-        index = 0
-        if turn.text:
-            ev(
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": 0,
-                    "content_block": {"type": "text", "text": ""},
-                },
-            )
-            for piece in _pieces(turn.text, turn.chunk_size):
-                ev(
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": 0,
-                        "delta": {"type": "text_delta", "text": piece},
-                    },
-                )
-            ev("content_block_stop", {"type": "content_block_stop", "index": 0})
-            index = 1
-        for i, c in enumerate(turn.calls, start=index):
-            ev(
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": i,
-                    "content_block": {
-                        "type": "tool_use",
-                        "id": _call_id(c, i, seq),
-                        "name": c.name,
-                        "input": {},
-                    },
-                },
-            )
-            for piece in _pieces(_args(c), 8):
-                ev(
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": i,
-                        "delta": {"type": "input_json_delta", "partial_json": piece},
-                    },
-                )
-            ev("content_block_stop", {"type": "content_block_stop", "index": i})
-        stop = "tool_use" if turn.calls else "end_turn"
-        ev(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": stop},
-                "usage": {"output_tokens": completion},
-            },
-        )
-        ev("message_stop", {"type": "message_stop"})
-        return out
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-        data = {
-            "id": f"chatcmpl-{seq}",
-            "object": "chat.completion.chunk",
-            "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
-        return f"data: {json.dumps(data)}\n\n"
-
-    events = [chunk({"role": "assistant", "content": ""})]
-    events += [chunk({"content": piece}) for piece in _pieces(turn.text, turn.chunk_size)]
-    for i, c in enumerate(turn.calls):
-        events.append(
-            chunk(
-                {
-                    "tool_calls": [
-                        {
-                            "index": i,
-                            "id": _call_id(c, i, seq),
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": ""},
-                        }
-                    ]
-                }
-            )
-        )
-        events += [
-            chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
-            for piece in _pieces(_args(c), 8)
-        ]
-    events.append(chunk({}, "tool_calls" if turn.calls else "stop"))
-    usage = {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-    }
-    last = {"id": f"chatcmpl-{seq}", "object": "chat.completion.chunk", "model": model}
-    events.append(f"data: {json.dumps({**last, 'choices': [], 'usage': usage})}\n\n")
-    events.append("data: [DONE]\n\n")
-    return events
+        refusal=turn.refusal,
+        reasoning=turn.reasoning,
+        usage=turn.usage,
+        chunk_size=turn.chunk_size,
+        model=model,
+        seq=seq,
+    )

@@ -12,7 +12,7 @@ STYLES = ("openai", "anthropic")
 
 
 def base_url(llm: FakeLLM, style: str) -> str:
-    return llm.url + "/v1" if style == "openai" else llm.url
+    return llm.url if style == "anthropic" else llm.url + "/v1"
 
 
 def kit(*tools: Tool) -> Toolkit:

@@ -3,7 +3,8 @@
 It runs on its own thread and event loop, so sync tests, async tests and subprocesses (a CLI
 pointed at `server.url`) can all use it. Script it per test with queued replies; each reply is
 rendered in the style the request used (`…/chat/completions` ⇒ OpenAI, `…/messages` ⇒
-Anthropic) and streamed as SSE when the request body has `"stream": true`::
+Anthropic, `…/responses` ⇒ OpenAI responses; the library's own renderers, shared with
+`toolnexus.testing`) and streamed as SSE when the request body has `"stream": true`::
 
     from support.fake_llm import FakeLLM, call, text, tools, error
 
@@ -37,6 +38,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolnexus.client._replies import ReplyCall, ReplySpec, render_events, render_json
+
 __all__ = [
     "Call",
     "FakeLLM",
@@ -65,9 +68,13 @@ class Reply:
 
     text: str = ""
     calls: list[Call] = field(default_factory=list)
+    refusal: str = ""  # the model declines, saying this (each wire's refusal shape)
     # Anthropic blocks placed before the text, e.g. {"type": "thinking", "thinking": "…",
     # "signature": "…"} or {"type": "redacted_thinking", "data": "…"}; ignored for OpenAI.
     thinking: list[dict[str, Any]] = field(default_factory=list)
+    # Responses reasoning items placed first, verbatim, e.g. {"type": "reasoning", "id": "rs_1",
+    # "summary": [], "encrypted_content": "…"}; ignored by the other wires.
+    reasoning: list[dict[str, Any]] = field(default_factory=list)
     # (prompt, completion) tokens, or a raw provider usage dict sent as is, or None (no usage).
     usage: tuple[int, int] | dict[str, Any] | None = (10, 5)
     stop_reason: str | None = None  # overrides finish_reason / stop_reason
@@ -118,218 +125,35 @@ class RecordedRequest:
 
     @property
     def style(self) -> str:
-        return "anthropic" if self.path.split("?")[0].endswith("/messages") else "openai"
+        path = self.path.split("?")[0]
+        if path.endswith("/messages"):
+            return "anthropic"
+        return "openai-responses" if path.endswith("/responses") else "openai"
 
 
 Handler = Callable[[RecordedRequest], Reply]
 
 
-def _pieces(content: str, size: int) -> list[str]:
-    if not content:
-        return []
-    if size <= 0:
-        size = max(1, -(-len(content) // 3))
-    return [content[i : i + size] for i in range(0, len(content), size)]
-
-
-def _usage_pair(usage: Any) -> tuple[int, int] | None:
-    if isinstance(usage, tuple):
-        return usage
-    return None
-
-
-class _Renderer:
-    """Turns a `Reply` into a JSON body or SSE events of one wire style."""
-
-    def __init__(self, reply: Reply, request: RecordedRequest, seq: int) -> None:
-        self.reply = reply
-        self.request = request
-        self.seq = seq
-        body = request.body if isinstance(request.body, dict) else {}
-        self.model = str(body.get("model", "fake-model"))
-        self.include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-
-    def call_id(self, index: int, c: Call) -> str:
-        if c.id:
-            return c.id
-        prefix = "toolu" if self.request.style == "anthropic" else "call"
-        return f"{prefix}_{self.seq}_{index}"
-
-    @staticmethod
-    def args_text(c: Call) -> str:
-        return c.args if isinstance(c.args, str) else json.dumps(c.args, separators=(",", ":"))
-
-    # -- OpenAI --------------------------------------------------------------------------------
-
-    def openai_usage(self) -> dict[str, Any] | None:
-        usage = self.reply.usage
-        pair = _usage_pair(usage)
-        if pair is not None:
-            return {
-                "prompt_tokens": pair[0],
-                "completion_tokens": pair[1],
-                "total_tokens": pair[0] + pair[1],
-            }
-        return usage if isinstance(usage, dict) else None
-
-    def openai_json(self) -> dict[str, Any]:
-        r = self.reply
-        message: dict[str, Any] = {
-            "role": "assistant",
-            "content": r.text if (r.text or not r.calls) else None,
-        }
-        if r.calls:
-            message["tool_calls"] = [
-                {
-                    "id": self.call_id(i, c),
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": self.args_text(c)},
-                }
-                for i, c in enumerate(r.calls)
-            ]
-        finish = r.stop_reason or ("tool_calls" if r.calls else "stop")
-        out: dict[str, Any] = {
-            "id": f"chatcmpl-{self.seq}",
-            "object": "chat.completion",
-            "created": 0,
-            "model": self.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        }
-        usage = self.openai_usage()
-        if usage is not None:
-            out["usage"] = usage
-        return out
-
-    def openai_events(self) -> list[str]:
-        r = self.reply
-        base = {"id": f"chatcmpl-{self.seq}", "object": "chat.completion.chunk", "created": 0}
-        base["model"] = self.model
-
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-            choice = {"index": 0, "delta": delta, "finish_reason": finish}
-            return "data: " + json.dumps({**base, "choices": [choice]})
-
-        events = [chunk({"role": "assistant", "content": ""})]
-        events += [chunk({"content": p}) for p in _pieces(r.text, r.chunk_size)]
-        for i, c in enumerate(r.calls):
-            head = {"index": i, "id": self.call_id(i, c), "type": "function"}
-            head["function"] = {"name": c.name, "arguments": ""}
-            events.append(chunk({"tool_calls": [head]}))
-            for piece in _pieces(self.args_text(c), 0):
-                part = {"index": i, "function": {"arguments": piece}}
-                events.append(chunk({"tool_calls": [part]}))
-        events.append(chunk({}, r.stop_reason or ("tool_calls" if r.calls else "stop")))
-        usage = self.openai_usage()
-        if usage is not None and self.include_usage:
-            events.append("data: " + json.dumps({**base, "choices": [], "usage": usage}))
-        events.append("data: [DONE]")
-        return events
-
-    # -- Anthropic -----------------------------------------------------------------------------
-
-    def anthropic_usage(self) -> dict[str, Any] | None:
-        usage = self.reply.usage
-        pair = _usage_pair(usage)
-        if pair is not None:
-            return {"input_tokens": pair[0], "output_tokens": pair[1]}
-        return usage if isinstance(usage, dict) else None
-
-    def anthropic_content(self) -> list[dict[str, Any]]:
-        r = self.reply
-        content: list[dict[str, Any]] = [dict(b) for b in r.thinking]
-        if r.text:
-            content.append({"type": "text", "text": r.text})
-        for i, c in enumerate(r.calls):
-            content.append(
-                {"type": "tool_use", "id": self.call_id(i, c), "name": c.name, "input": c.args}
-            )
-        return content
-
-    def anthropic_stop(self) -> str:
-        return self.reply.stop_reason or ("tool_use" if self.reply.calls else "end_turn")
-
-    def anthropic_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "id": f"msg_{self.seq}",
-            "type": "message",
-            "role": "assistant",
-            "model": self.model,
-            "content": self.anthropic_content(),
-            "stop_reason": self.anthropic_stop(),
-            "stop_sequence": None,
-        }
-        usage = self.anthropic_usage()
-        if usage is not None:
-            out["usage"] = usage
-        return out
-
-    def anthropic_events(self) -> list[str]:
-        r = self.reply
-
-        def ev(name: str, data: dict[str, Any]) -> str:
-            return f"event: {name}\ndata: " + json.dumps({"type": name, **data})
-
-        usage = self.anthropic_usage()
-        start_usage = {**usage, "output_tokens": 0} if usage is not None else None
-        message = {
-            "id": f"msg_{self.seq}",
-            "type": "message",
-            "role": "assistant",
-            "model": self.model,
-            "content": [],
-            "stop_reason": None,
-        }
-        if start_usage is not None:
-            message["usage"] = start_usage
-        events = [ev("message_start", {"message": message})]
-        index = 0
-        for block in r.thinking:
-            if block.get("type") == "thinking":
-                events.append(
-                    ev(
-                        "content_block_start",
-                        {
-                            "index": index,
-                            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
-                        },
-                    )
-                )
-                for p in _pieces(block.get("thinking", ""), 0):
-                    delta = {"type": "thinking_delta", "thinking": p}
-                    events.append(ev("content_block_delta", {"index": index, "delta": delta}))
-                sig = {"type": "signature_delta", "signature": block.get("signature", "")}
-                events.append(ev("content_block_delta", {"index": index, "delta": sig}))
-            else:
-                events.append(
-                    ev("content_block_start", {"index": index, "content_block": dict(block)})
-                )
-            events.append(ev("content_block_stop", {"index": index}))
-            index += 1
-        if r.text:
-            start = {"index": index, "content_block": {"type": "text", "text": ""}}
-            events.append(ev("content_block_start", start))
-            for p in _pieces(r.text, r.chunk_size):
-                delta = {"type": "text_delta", "text": p}
-                events.append(ev("content_block_delta", {"index": index, "delta": delta}))
-            events.append(ev("content_block_stop", {"index": index}))
-            index += 1
-        for i, c in enumerate(r.calls):
-            block = {"type": "tool_use", "id": self.call_id(i, c), "name": c.name, "input": {}}
-            events.append(ev("content_block_start", {"index": index, "content_block": block}))
-            for p in _pieces(self.args_text(c), 0):
-                delta = {"type": "input_json_delta", "partial_json": p}
-                events.append(ev("content_block_delta", {"index": index, "delta": delta}))
-            events.append(ev("content_block_stop", {"index": index}))
-            index += 1
-        delta_usage = {"output_tokens": usage.get("output_tokens", 0)} if usage else None
-        message_delta: dict[str, Any] = {
-            "delta": {"stop_reason": self.anthropic_stop(), "stop_sequence": None}
-        }
-        if delta_usage is not None:
-            message_delta["usage"] = delta_usage
-        events.append(ev("message_delta", message_delta))
-        events.append(ev("message_stop", {}))
-        return events
+def _spec(reply: Reply, request: RecordedRequest, seq: int) -> ReplySpec:
+    """The answer `reply` gives `request`, for the library's wire renderers."""
+    body = request.body if isinstance(request.body, dict) else {}
+    prefix = "toolu" if request.style == "anthropic" else "call"
+    return ReplySpec(
+        text=reply.text,
+        calls=[
+            ReplyCall(c.id or f"{prefix}_{seq}_{i}", c.name, c.args)
+            for i, c in enumerate(reply.calls)
+        ],
+        refusal=reply.refusal,
+        thinking=reply.thinking,
+        reasoning=reply.reasoning,
+        usage=reply.usage,
+        stop_reason=reply.stop_reason,
+        chunk_size=reply.chunk_size,
+        model=str(body.get("model", "fake-model")),
+        seq=seq,
+        include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
+    )
 
 
 class FakeLLM:
@@ -542,8 +366,7 @@ class FakeLLM:
         if reply.hang:
             await self._until_closed(reader)
             return False
-        renderer = _Renderer(reply, request, seq)
-        anthropic = request.style == "anthropic"
+        spec = _spec(reply, request, seq)
         streaming = (
             isinstance(request.body, dict)
             and request.body.get("stream") is True
@@ -552,10 +375,7 @@ class FakeLLM:
             and not reply.ignore_stream
         )
         if not streaming:
-            if reply.body is not None:
-                payload = reply.body
-            else:
-                payload = renderer.anthropic_json() if anthropic else renderer.openai_json()
+            payload = reply.body if reply.body is not None else render_json(request.style, spec)
             if isinstance(payload, bytes):
                 data = payload
             elif isinstance(payload, str):
@@ -572,11 +392,7 @@ class FakeLLM:
                     self.server_closes += 1
                 return False
             return True
-        events = (
-            reply.sse
-            if reply.sse is not None
-            else (renderer.anthropic_events() if anthropic else renderer.openai_events())
-        )
+        events = reply.sse if reply.sse is not None else render_events(request.style, spec)
         writer.write(self._head(reply, "text/event-stream", {"Transfer-Encoding": "chunked"}))
         try:
             for n, event in enumerate(events):

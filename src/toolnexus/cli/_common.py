@@ -121,7 +121,10 @@ def add_model_flags(parser: argparse.ArgumentParser, *, required: bool, title: s
         "--base-url", required=required, metavar="URL", help="e.g. https://api.openai.com/v1"
     )
     group.add_argument(
-        "--style", required=required, choices=("openai", "anthropic"), help="the wire dialect"
+        "--style",
+        required=required,
+        choices=("openai", "anthropic", "openai-responses"),
+        help="the wire dialect",
     )
     group.add_argument(
         "--model", required=required, metavar="M", help="the model id, sent verbatim"

@@ -25,8 +25,8 @@ __all__ = [
     "WaitFor",
 ]
 
-ClientStyle: TypeAlias = Literal["openai", "anthropic"]
-"""The wire a client speaks: OpenAI chat completions or Anthropic messages."""
+ClientStyle: TypeAlias = Literal["openai", "anthropic", "openai-responses"]
+"""The wire a client speaks: OpenAI chat completions, Anthropic messages or OpenAI responses."""
 
 
 class ErrorInfo(TypedDict, total=False):

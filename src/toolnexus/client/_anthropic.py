@@ -24,6 +24,7 @@ from toolnexus.client._wire import (
     endpoint_given,
     response_error,
     texts,
+    token_usage,
     url_path,
 )
 from toolnexus.types import ToolResult
@@ -41,13 +42,7 @@ def anthropic_usage(raw: Any) -> dict[str, int] | None:
     """Normalise an Anthropic `usage` object (cache read/creation counts kept when reported)."""
     if not isinstance(raw, dict):
         return None
-    prompt = as_int(raw.get("input_tokens"))
-    completion = as_int(raw.get("output_tokens"))
-    usage = {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-    }
+    usage = token_usage(raw.get("input_tokens"), raw.get("output_tokens"))
     if raw.get("cache_read_input_tokens") is not None:
         usage["cache_read_tokens"] = as_int(raw["cache_read_input_tokens"])
     if raw.get("cache_creation_input_tokens") is not None:

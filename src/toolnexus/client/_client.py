@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Client", "Conversation", "create_client", "create_in_process_client"]
 
-Style = Literal["openai", "anthropic"]
+Style = Literal["openai", "anthropic", "openai-responses"]
 # A user's `on_metric` may take the typed events or, as before they were typed, any dict.
 OnMetricOption = Callable[[MetricEvent], Any] | Callable[[dict[str, Any]], Any]
 T = TypeVar("T")
@@ -133,7 +133,9 @@ class Client:
         if urlsplit(base_url).scheme not in ("http", "https"):
             raise ConfigError(f"base_url must be an http:// or https:// URL, not {base_url!r}")
         if style not in DIALECTS:
-            raise ConfigError(f'style must be "openai" or "anthropic", not {style!r}')
+            raise ConfigError(
+                f'style must be "openai", "anthropic" or "openai-responses", not {style!r}'
+            )
         if api_key is not None and not isinstance(api_key, str):
             raise TypeError(f"api_key must be a string, not {type(api_key).__name__}")
         if headers is not None and not isinstance(headers, Mapping):
@@ -279,7 +281,7 @@ class Client:
 
     @property
     def style(self) -> Style:
-        """The wire dialect: `"openai"` or `"anthropic"`."""
+        """The wire dialect: `"openai"`, `"anthropic"` or `"openai-responses"`."""
         style: Style = self._endpoint.dialect.style  # type: ignore[assignment]
         return style
 

@@ -33,6 +33,7 @@ from toolnexus.client._errors import MissingApiKey, ProviderError
 from toolnexus.client._events import MetricEvent
 from toolnexus.client._metrics import llm_event
 from toolnexus.client._openai import OPENAI
+from toolnexus.client._responses import RESPONSES
 from toolnexus.client._retry import RetryPolicy
 from toolnexus.client._scope import RunScope
 from toolnexus.client._sse import SSEDecoder
@@ -41,7 +42,11 @@ from toolnexus.client._wire import CREDENTIAL_HEADERS, Dialect, Turn, merge_head
 
 __all__ = ["DIALECTS", "CallOptions", "Credentials", "Endpoint", "ModelRequest"]
 
-DIALECTS: Mapping[str, Dialect] = {"openai": OPENAI, "anthropic": ANTHROPIC}
+DIALECTS: Mapping[str, Dialect] = {
+    "openai": OPENAI,
+    "anthropic": ANTHROPIC,
+    "openai-responses": RESPONSES,
+}
 """Every wire dialect, by the `style` name a client selects it with."""
 
 Emit = Callable[[MetricEvent], None]
@@ -121,7 +126,7 @@ class Credentials:
         openai_key = env.get("OPENAI_API_KEY") or None
         anthropic_key = env.get("ANTHROPIC_API_KEY") or None
         router_key = env.get("OPENROUTER_API_KEY") or None
-        own = openai_key if self._dialect.style == "openai" else anthropic_key
+        own = anthropic_key if self._dialect.style == "anthropic" else openai_key
         if router_key is not None and self._openrouter:
             return router_key
         if own is not None:
@@ -201,9 +206,10 @@ class Endpoint:
         if self._params:
             body.update(self._params)
         if self._body_transform is not None:
-            if isinstance(body.get("messages"), list):
+            key = self.dialect.transcript_key
+            if isinstance(body.get(key), list):
                 # The transform rewrites this request, never the run's own transcript.
-                body["messages"] = list(body["messages"])
+                body[key] = list(body[key])
             changed = await call_maybe_async(self._body_transform, body)
             if changed is not None:
                 if not isinstance(changed, dict):

@@ -182,7 +182,7 @@ class RunLoop:
                     self.turns += 1
                     self._add_usage(turn.usage)
                     await self._after_llm(turn, model, turn_index)
-                    messages.append(turn.message)
+                    messages.extend(turn.entries())
                     text = turn.text
                     if turn.refusal is not None and not turn.calls:
                         status, limit, refusal = "refused", None, turn.refusal

@@ -23,6 +23,7 @@ from toolnexus.client._wire import (
     endpoint_given,
     response_error,
     texts,
+    token_usage,
 )
 from toolnexus.types import ToolResult
 
@@ -37,14 +38,9 @@ def openai_usage(raw: Any) -> dict[str, int] | None:
     """Normalise an OpenAI `usage` object (cached prompt tokens kept as `cache_read_tokens`)."""
     if not isinstance(raw, dict):
         return None
-    prompt = as_int(raw.get("prompt_tokens"))
-    completion = as_int(raw.get("completion_tokens"))
-    total = raw.get("total_tokens")
-    usage = {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": as_int(total) if total is not None else prompt + completion,
-    }
+    usage = token_usage(
+        raw.get("prompt_tokens"), raw.get("completion_tokens"), raw.get("total_tokens")
+    )
     details = raw.get("prompt_tokens_details")
     if isinstance(details, dict):
         if details.get("cached_tokens") is not None:

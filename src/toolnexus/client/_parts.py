@@ -37,6 +37,7 @@ __all__ = [
     "anthropic_request_messages",
     "canonical_messages",
     "openai_request_messages",
+    "part_dict",
     "prompt_content",
     "relocation_label",
 ]
@@ -158,7 +159,7 @@ class PartPolicy:
             warn(f"{reason} — sent as a text placeholder")
 
 
-def _part_dict(item: Any) -> Mapping[str, Any] | None:
+def part_dict(item: Any) -> Mapping[str, Any] | None:
     """`item` as a canonical part dict, when it is one (a `ContentPart` counts)."""
     if isinstance(item, ContentPart):
         return to_dict(item)
@@ -172,7 +173,7 @@ def _encode_content(
     untouched and empty text parts are left out."""
     out: list[Any] = []
     for item in content:
-        part = _part_dict(item)
+        part = part_dict(item)
         if part is None:
             out.append(item)
         elif part.get("type") == "text" and not part.get("text"):
@@ -186,7 +187,7 @@ def _tool_parts(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     parts = message.get("parts")
     if not isinstance(parts, list):
         return []
-    return [p for p in map(_part_dict, parts) if p is not None]
+    return [p for p in map(part_dict, parts) if p is not None]
 
 
 def _needs_work_openai(message: Mapping[str, Any]) -> bool:
@@ -262,7 +263,7 @@ def _needs_work_anthropic(message: Mapping[str, Any]) -> bool:
     content = message.get("content")
     if role != "user" or not isinstance(content, list):
         return False
-    return any(_part_dict(b) is not None or _is_result_with_parts(b) for b in content)
+    return any(part_dict(b) is not None or _is_result_with_parts(b) for b in content)
 
 
 def _is_result_with_parts(block: Any) -> bool:
@@ -385,7 +386,7 @@ def _unsendable(stand_in: dict[str, Any], policy: PartPolicy, seen: list[dict[st
 
 
 def _translated_block(item: Any, policy: PartPolicy, seen: list[dict[str, Any]]) -> Any:
-    part = _part_dict(item)
+    part = part_dict(item)
     if part is None and isinstance(item, Mapping):
         part = openai_block_part(item)
         if part is not None and part.get("url") and not part.get("mimeType"):

@@ -33,6 +33,7 @@ __all__ = [
     "decode_event",
     "merge_headers",
     "response_error",
+    "token_usage",
     "url_path",
 ]
 
@@ -51,6 +52,13 @@ class Turn:
     finish_reason: str | None
     raw: Any  # the decoded response (`None` for a streamed turn)
     refusal: str | None = None  # the model declined to answer; its stated reason
+    # The transcript entries of a wire whose answer is several of them (Responses output
+    # items); `None`: the answer is the one entry `message`.
+    items: list[dict[str, Any]] | None = None
+
+    def entries(self) -> list[dict[str, Any]]:
+        """What this turn adds to the transcript."""
+        return self.items if self.items is not None else [self.message]
 
 
 class Assembler(Protocol):
@@ -72,8 +80,9 @@ class Dialect(Protocol):
     """One wire dialect: where requests go, how bodies are laid out and answers are read.
 
     The loop, retries, transport and metrics are the same for every dialect. A new one (for
-    instance OpenAI's Responses API) is one module with a class implementing these members --
-    usually a `Wire` subclass, as `_openai.py` and `_anthropic.py` are -- plus its entry in
+    instance a provider's own API) is one module with a class implementing these members --
+    usually a `Wire` subclass, as `_openai.py`, `_anthropic.py` and `_responses.py` are -- plus
+    its entry in
     `toolnexus.client._endpoint.DIALECTS` under the `style` name clients select it by.
     """
 
@@ -85,6 +94,11 @@ class Dialect(Protocol):
     @property
     def base_headers(self) -> Mapping[str, str]:
         """Headers sent on every request, after the credential."""
+        ...
+
+    @property
+    def transcript_key(self) -> str:
+        """The body key holding the transcript (`messages`; `input` for Responses)."""
         ...
 
     def endpoint(self, base_url: str) -> str:
@@ -147,6 +161,7 @@ class Wire:
     credential_prefix: str
     base_headers: Mapping[str, str]  # sent after the credential on every request
     system_in_messages: bool  # openai: the system prompt is the transcript's first message
+    transcript_key: str = "messages"  # the body key holding the transcript
     tool_keys: Mapping[str, Any]  # body keys that accompany a non-empty `tools`
     stream_keys: Mapping[str, Any]  # body keys that ask for a stream
 
@@ -205,7 +220,8 @@ class Wire:
             system, messages = self.request_messages(
                 system, messages, parts, seen if seen is not None else []
             )
-        body: dict[str, Any] = {"model": model, **self.preamble(system), "messages": messages}
+        body: dict[str, Any] = {"model": model, **self.preamble(system)}
+        body[self.transcript_key] = messages
         if tools:  # an empty tool list leaves every tool key out
             body["tools"] = tools
             body.update(_fresh(self.tool_keys))
@@ -269,7 +285,11 @@ def append_path(base_url: str, path: str) -> str:
     return urlunsplit(parts._replace(path=url_path(base_url) + path))
 
 
-_ENDPOINTS = {"openai": "/chat/completions", "anthropic": "/messages"}
+_ENDPOINTS = {
+    "openai": "/chat/completions",
+    "anthropic": "/messages",
+    "openai-responses": "/responses",
+}
 
 
 def endpoint_given(base_url: str, style: str) -> bool:
@@ -283,7 +303,7 @@ def endpoint_given(base_url: str, style: str) -> bool:
             if other == style:
                 return True
             example = (
-                "https://api.openai.com/v1" if style == "openai" else "https://api.anthropic.com"
+                "https://api.anthropic.com" if style == "anthropic" else "https://api.openai.com/v1"
             )
             raise ConfigError(
                 f"base_url {base_url!r} ends in {suffix}, the {other} endpoint, but "
@@ -301,6 +321,16 @@ def merge_headers(library: Mapping[str, str], extra: Mapping[str, str] | None) -
     out = {k: v for k, v in library.items() if k.lower() not in overridden}
     out.update(extra)
     return out
+
+
+def token_usage(prompt: Any, completion: Any, total: Any = None) -> dict[str, int]:
+    """The three usage counts from provider values; the total is their sum when not given."""
+    prompt, completion = as_int(prompt), as_int(completion)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": as_int(total) if total is not None else prompt + completion,
+    }
 
 
 def as_int(value: Any) -> int:
