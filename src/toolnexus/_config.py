@@ -17,7 +17,8 @@ ServerConfig: TypeAlias = dict[str, Any]
 McpConfig: TypeAlias = dict[str, dict[str, Any]]
 """Server name → `ServerConfig` (the `mcpServers` block)."""
 AgentConfig: TypeAlias = dict[str, Any]
-"""One entry of the `agents` block: `card`, `headers`, `timeout`, `pollEvery`, `enabled`."""
+"""One entry of the `agents` block: `card`, `headers`, `timeout`, `pollEvery`, `streaming`,
+`auth`, `enabled`."""
 AgentsConfig: TypeAlias = dict[str, dict[str, Any]]
 """Agent name → `AgentConfig` (the `agents` block)."""
 BuiltinsConfig: TypeAlias = bool | dict[str, Any]

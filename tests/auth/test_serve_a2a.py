@@ -12,31 +12,20 @@ import pytest_asyncio
 from a2a.client.card_resolver import parse_agent_card
 
 from support import a2a_oracle as oracle
+from support.a2a_secured import answer_did, echo_tool
 from support.oauth_server import AuthServer, free_port
 from toolnexus.serve import ResourceAuth, RunTaskClient, ServeHandle
 from toolnexus.toolkit import Toolkit
-from toolnexus.types import Tool, ToolContext
 
 CARD = "/.well-known/agent-card.json"
 
 
-def _echo() -> Tool:
-    def echo(args: dict[str, Any], ctx: ToolContext) -> str:
-        return "echo: " + str(args.get("text"))
-
-    return Tool("echo", "Echo", None, "native", echo)
-
-
-def _answer(text: str, context_id: str | None) -> str:
-    return "did: " + text
-
-
 async def _serve(auth: ResourceAuth, **options: Any) -> ServeHandle:
-    return await Toolkit(extra_tools=[_echo()]).serve(
+    return await Toolkit(extra_tools=[echo_tool()]).serve(
         "127.0.0.1:0",
         mcp={},
         a2a={"name": "guarded"},
-        client=RunTaskClient(_answer),
+        client=RunTaskClient(answer_did),
         auth=auth,
         **options,
     )

@@ -47,6 +47,8 @@ class AuthServer:
         self.clients: dict[str, str] = {}
         self.token_requests: list[dict[str, str]] = []
         self.token_lifetime = 300
+        self.expired_tokens = 0  # how many of the next tokens are issued already expired
+        self.issued_tokens: list[str] = []  # by the token endpoint (for the leak test's grep)
 
     def jwk(self, kid: str) -> dict[str, Any]:
         public = self.keys[kid].public_key()
@@ -88,22 +90,25 @@ class AuthServer:
             form = {k: str(v) for k, v in (await request.form()).items()}
             client_id, secret = form.pop("client_id", ""), form.pop("client_secret", "")
             basic = request.headers.get("authorization", "")
+            via = "post"
             if basic.startswith("Basic "):
                 decoded = base64.b64decode(basic[6:]).decode()
                 client_id, _, secret = decoded.partition(":")
-            self.token_requests.append({"client_id": client_id, **form})
+                via = "basic"
+            self.token_requests.append({"client_id": client_id, "via": via, **form})
             if form.get("grant_type") != "client_credentials":
                 return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
             if self.clients.get(client_id) != secret or not secret:
                 return JSONResponse({"error": "invalid_client"}, status_code=401)
             scope = form.get("scope", "")
+            exp = int(time.time()) + self.token_lifetime
+            if self.expired_tokens > 0:
+                self.expired_tokens -= 1
+                exp = int(time.time()) - 600  # the agent refuses it; the client still trusts it
             access = self.token(
-                form.get("resource", ""),
-                client_id=client_id,
-                sub=client_id,
-                scope=scope,
-                exp=int(time.time()) + self.token_lifetime,
+                form.get("resource", ""), client_id=client_id, sub=client_id, scope=scope, exp=exp
             )
+            self.issued_tokens.append(access)
             answer = {"access_token": access, "token_type": "Bearer", "scope": scope}
             return JSONResponse({**answer, "expires_in": self.token_lifetime})
 

@@ -16,8 +16,10 @@ from toolnexus._env import expand_env_headers
 from toolnexus._log import warn
 from toolnexus._secrets import remember_url
 from toolnexus.a2a import _wire as wire
+from toolnexus.a2a._auth import AgentAuth, Credentials, Placed, parse_auth, unanswered
 from toolnexus.a2a._wire import Dialect
 from toolnexus.errors import A2AError as A2AError  # re-exported: its old home
+from toolnexus.errors import ConfigError
 from toolnexus.types import Request, Tool, ToolContext, ToolResult, error_message, sanitize
 
 __all__ = [
@@ -65,13 +67,15 @@ T = TypeVar("T")
 @dataclass(slots=True)
 class Agent:
     """A remote A2A agent: its card URL, request headers (`${ENV}` expanded per request), its
-    time budget and polling interval in milliseconds, and whether to stream when offered."""
+    time budget and polling interval in milliseconds, whether to stream when offered, and the
+    credentials its card's security schemes ask for (`auth`, as in the config)."""
 
     card: str
     headers: dict[str, str] | None = None
     timeout: float = DEFAULT_TIMEOUT_MS
     poll_every: float = DEFAULT_POLL_EVERY_MS
     streaming: bool = True
+    auth: Mapping[str, Any] | None = field(default=None, repr=False)
 
 
 def _positive_ms(value: Any, what: str) -> float:
@@ -87,13 +91,20 @@ def agent(
     timeout: float | None = None,
     poll_every: float | None = None,
     streaming: bool = True,
+    auth: Mapping[str, Any] | None = None,
 ) -> Agent:
     """Declare a remote agent by its Agent Card URL (`timeout`/`poll_every` in milliseconds;
-    `streaming=False` polls even when the agent offers a stream)."""
+    `streaming=False` polls even when the agent offers a stream).
+
+    `auth` holds the credentials the card's `securitySchemes` ask for, placed where the card
+    says: `{"type": "bearer", "token"}`, `{"type": "apiKey", "key", "name"?, "in"?}` or
+    `{"type": "client_credentials", "clientId", "clientSecret", "scopes"?, "tokenUrl"?}`
+    (secrets may be `${VAR}`; `"scheme"` picks one of the card's schemes by name)."""
     if not isinstance(card, str) or not card:
         raise ValueError(f"agent() needs the Agent Card URL as a string, not {card!r}")
     if not isinstance(streaming, bool):
         raise ValueError(f"streaming must be True or False, not {streaming!r}")
+    _check_auth(auth, headers, card)
     return Agent(
         card=card,
         headers=dict(headers) if headers is not None else None,
@@ -102,7 +113,19 @@ def agent(
             DEFAULT_POLL_EVERY_MS if poll_every is None else _positive_ms(poll_every, "poll_every")
         ),
         streaming=streaming,
+        auth=dict(auth) if auth is not None else None,
     )
+
+
+def _check_auth(auth: Any, headers: Mapping[str, str] | None, card: str) -> AgentAuth | None:
+    parsed = parse_auth(auth, f'A2A agent "{card}"')
+    if parsed is not None and parsed.type != "apiKey":
+        for name in headers or {}:
+            if name.lower() == "authorization":
+                raise ConfigError(
+                    f'A2A agent "{card}": auth and an Authorization header both set; keep one'
+                )
+    return parsed
 
 
 def parse_agents_config(block: Any) -> list[Agent]:
@@ -129,6 +152,7 @@ def parse_agents_config(block: Any) -> list[Agent]:
                     timeout=entry.get("timeout"),
                     poll_every=entry.get("pollEvery"),
                     streaming=entry.get("streaming", True),
+                    auth=entry.get("auth"),
                 )
             )
         except ValueError as exc:
@@ -269,16 +293,27 @@ def _json_answer(status: int, text: str, where: str) -> Any:
 async def agent_tools(agent: Agent) -> list[Tool]:
     """Fetch the agent's card and make one tool per advertised skill (raises on failure)."""
     remember_url(agent.card)  # userinfo in the card URL is a secret like any header
+    auth = _check_auth(agent.auth, agent.headers, agent.card)
     given = expand_env_headers(agent.headers) or {}
     headers = {k: v for k, v in given.items() if k.lower() != "accept"}
     headers["Accept"] = "application/json"
+    if auth is not None:
+        headers.update(Credentials.card_headers(auth))
     url = card_url_of(agent.card)
     card = await _fetch_json(url, headers, agent.timeout / 1000)
     if not isinstance(card, dict):
         raise A2AError(f"the Agent Card at {url} is not a JSON object")
     endpoint = resolve_endpoint(card, url, streaming=agent.streaming)
     card_name = card.get("name") if isinstance(card.get("name"), str) else ""
-    remote = _RemoteAgent(agent, card_name or "", endpoint)
+    credentials = None
+    if auth is not None:
+        credentials = Credentials(auth, card=card, card_url=url, endpoint=endpoint.url)
+    elif wanted := unanswered(card, given):
+        warn(
+            f'A2A agent "{agent.card}" asks for credentials ({", ".join(wanted)}) and none are '
+            'configured: give it an "auth" entry (or the headers)'
+        )
+    remote = _RemoteAgent(agent, card_name or "", endpoint, credentials)
     skills = card.get("skills")
     tools: list[Tool] = []
     for skill in skills if isinstance(skills, list) else []:
@@ -338,6 +373,7 @@ class _RemoteAgent:
     agent: Agent
     name: str
     endpoint: Endpoint
+    credentials: Credentials | None = None
     dialect: Dialect = "1.0"
     # Request.id of a suspension -> (taskId, contextId, the status it stopped at).
     waiting: dict[str, tuple[str, str, str]] = field(default_factory=dict)
@@ -434,6 +470,7 @@ class _Call:
         self.state = ""
         self.polls = 0
         self.headers: dict[str, str] = {}
+        self.query: dict[str, str] = {}
         self.answer_message: dict[str, Any] = {"parts": []}
         # On a resume, the status the task was suspended at: seeing it again (a peer that
         # answers before it has read the reply) does not settle the call.
@@ -493,15 +530,40 @@ class _Call:
             )
         return reply.get("result")
 
+    async def place_credentials(self) -> None:
+        """The agent's headers plus its credentials (which win over a header of the same name)."""
+        self.headers = expand_env_headers(self.remote.agent.headers) or {}
+        credentials = self.remote.credentials
+        if credentials is not None:
+            placed: Placed = await credentials.place()
+            names = {n.lower() for n in placed.headers}
+            self.headers = {k: v for k, v in self.headers.items() if k.lower() not in names}
+            self.headers.update(placed.headers)
+            self.query = placed.params
+
+    async def renewed(self, status: int) -> bool:
+        """After a `401`, whether fresh credentials are in place for one more try."""
+        credentials = self.remote.credentials
+        if status != 401 or credentials is None or not credentials.renewable:
+            return False
+        await credentials.renew()
+        await self.place_credentials()
+        return True
+
     async def post(self, body: bytes, timeout_s: float) -> Any:
         from toolnexus._http import shared_client
 
-        response = await shared_client().post(
-            self.remote.endpoint.url,
-            content=body,
-            headers=self.request_headers("application/json"),
-            timeout=timeout_s,
-        )
+        for attempt in (1, 2):
+            response = await shared_client().post(
+                self.remote.endpoint.url,
+                content=body,
+                headers=self.request_headers("application/json"),
+                params=self.query or None,
+                timeout=timeout_s,
+            )
+            if attempt == 1 and await self.renewed(response.status_code):
+                continue
+            break
         return _json_answer(response.status_code, response.text, self.remote.endpoint.url)
 
     async def rpc(self, operation: str, params: dict[str, Any]) -> Any:
@@ -539,7 +601,7 @@ class _Call:
     async def run(self, args: dict[str, Any]) -> ToolResult:
         task_text = args.get("task") if isinstance(args, dict) else None
         try:
-            self.headers = expand_env_headers(self.remote.agent.headers) or {}
+            await self.place_credentials()
             answer = self.ctx.answer
             resume: tuple[str, str, str] | None = None
             if answer is not None and answer.ok:
@@ -666,15 +728,23 @@ class _Call:
         if not self.settled() and not self.task_id:
             raise A2AError("the agent's stream ended before it named a task")
 
-    async def read_stream(self, body: bytes) -> None:
+    async def read_stream(self, body: bytes, *, retried: bool = False) -> None:
         from toolnexus._http import shared_client
 
         headers = self.request_headers("text/event-stream")
         async with shared_client().stream(
-            "POST", self.remote.endpoint.url, content=body, headers=headers, timeout=None
+            "POST",
+            self.remote.endpoint.url,
+            content=body,
+            headers=headers,
+            params=self.query or None,
+            timeout=None,
         ) as response:
             if not 200 <= response.status_code < 300:
                 text = (await response.aread()).decode("utf-8", "replace")
+                if not retried and await self.renewed(response.status_code):
+                    await self.read_stream(body, retried=True)
+                    return
                 raise A2AError(f"HTTP {response.status_code}: {text}")
             kind = response.headers.get("content-type", "")
             if not kind.lower().startswith("text/event-stream"):
@@ -841,19 +911,22 @@ async def cancel_waiting(tools: Iterable[Tool]) -> None:
         remote = getattr(getattr(tool, "_execute", None), "__self__", None)
         if not isinstance(remote, _RemoteAgent):
             continue
-        try:
-            headers = expand_env_headers(remote.agent.headers) or {}
-        except Exception:  # e.g. an unset ${VAR}: nothing can reach this agent
-            remote.waiting.clear()
-            continue
         for task_id, context_id, _ in remote.waiting.values():
             call = _Call(remote, ToolContext())
             call.task_id, call.context_id, call.state = task_id, context_id, "input-required"
-            call.headers = headers
-            calls.append(call.send_cancel())
+            calls.append(_cancel_with_credentials(call))
         remote.waiting.clear()
     if calls:
         await asyncio.gather(*calls, return_exceptions=True)
+
+
+async def _cancel_with_credentials(call: _Call) -> None:
+    try:
+        async with asyncio.timeout(CANCEL_TIMEOUT_S):
+            await call.place_credentials()
+    except Exception:  # e.g. an unset ${VAR} or a token endpoint gone: nothing can reach it
+        return
+    await call.send_cancel()
 
 
 async def _sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:

@@ -1,0 +1,174 @@
+"""No token or secret shows up anywhere: every log record of every logger at DEBUG, error
+outputs, metric events, results and reprs, across the serving and the A2A auth flows.
+
+One run goes through all of them with a handler on the root logger at DEBUG (the SDKs', HTTP
+clients' and servers' loggers included), then greps everything it saw for every secret."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import httpx2
+import pytest
+from a2a.types import a2a_pb2 as pb
+from mcp.client.streamable_http import streamable_http_client
+
+from mcp import Client
+from support.a2a_secured import answer_did, echo_tool, secured_agent
+from support.oauth_server import AuthServer
+from toolnexus.a2a import agent, agent_tools
+from toolnexus.client import create_client
+from toolnexus.serve import ResourceAuth, RunTaskClient
+from toolnexus.testing import ScriptedModel, override, text, tool_call, tools
+from toolnexus.toolkit import Toolkit
+from toolnexus.types import ToolContext
+
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+STATIC = "leak-static-token-6610"
+INTROSPECTION_SECRET = "leak-introspection-secret-3071"
+ROBOT_SECRET = "leak-robot-secret-8841"
+API_KEY = "leak-api-key-2250"
+BEARER = "leak-bearer-4417"
+OPAQUE = "leak-opaque-token-9913"
+PROVIDER_KEY = "sk-leak-provider-key-5154"
+
+
+class _Everything(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+        self.lines.append(repr(record.__dict__))
+
+
+@pytest.fixture
+def everything() -> Iterator[_Everything]:
+    handler = _Everything()
+    handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    levels = {name: logging.getLogger(name).level for name in logging.root.manager.loggerDict}
+    before = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    for name in levels:
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(before)
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+async def _mcp_call(url: str, token: str) -> Any:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as authed,
+        Client(streamable_http_client(url, http_client=authed)) as client,
+    ):
+        await client.list_tools()
+        return await client.call_tool("echo", {"text": "x"})
+
+
+async def test_no_secret_anywhere(authz: AuthServer, everything, monkeypatch):
+    monkeypatch.setenv("LEAK_ROBOT_SECRET", ROBOT_SECRET)
+    monkeypatch.setenv("LEAK_BEARER", BEARER)
+    authz.clients["leak-robot"] = ROBOT_SECRET
+    seen: list[str] = []  # outputs, metric events, reprs
+    calls: list[dict[str, Any]] = []
+
+    # The gateway and the agent, guarded by OAuth, with a static token and an introspection
+    # client secret.
+    auth = ResourceAuth(
+        issuer=authz.issuer,
+        scopes=["agent:use"],
+        tool_scopes={"echo": ["tools:echo"]},
+        introspection_endpoint=f"{authz.issuer}/introspect",
+        client_id="leak-gateway",
+        client_secret=INTROSPECTION_SECRET,
+    )
+    handle = await Toolkit(extra_tools=[echo_tool()]).serve(
+        "127.0.0.1:0",
+        mcp={},
+        a2a={"name": "leaky", "skills": []},
+        client=RunTaskClient(answer_did),
+        auth=auth,
+        auth_token=STATIC,
+        on_call=calls.append,
+    )
+    mcp_url = handle.url + "/mcp"
+    tokens = [
+        authz.token(mcp_url, scope="agent:use tools:echo"),  # good
+        authz.token(mcp_url, scope="agent:use"),  # lacks the tool's scope: 403
+        authz.token("http://127.0.0.1:1/mcp", scope="agent:use"),  # another audience: 401
+        authz.token(mcp_url, exp=1),  # expired: 401
+        OPAQUE,
+        STATIC,
+    ]
+    authz.opaque[OPAQUE] = {"scope": "agent:use tools:echo", "aud": mcp_url}
+    try:
+        for token in tokens:
+            try:
+                seen.append(repr(await _mcp_call(mcp_url, token)))
+            except Exception as exc:  # refused: what the SDK client says about it
+                seen.append(repr(exc) + str(exc))
+
+        # Our outbound tool: client credentials to the agent, through a client run with metrics.
+        robot = {
+            "type": "client_credentials",
+            "clientId": "leak-robot",
+            "clientSecret": "${LEAK_ROBOT_SECRET}",
+        }
+        agent_tool_list = await agent_tools(agent(handle.url, poll_every=10, auth=robot))
+        seen.append(repr(agent_tool_list))
+        metrics: list[dict[str, Any]] = []
+        client = create_client(
+            base_url="http://127.0.0.1:1/v1",
+            style="openai",
+            model="m",
+            api_key=PROVIDER_KEY,
+            on_metric=metrics.append,
+        )
+        toolkit = Toolkit(extra_tools=agent_tool_list)
+        model = ScriptedModel(tools(tool_call("leaky_general", {"task": "go"})), text("done"))
+        with override(client, model):
+            result = await client.run("use the agent", toolkit)
+        seen += [repr(result), repr(client), repr(metrics), repr(calls)]
+        assert "did: go" in repr(result.messages)
+
+        # A wrong client secret, a wrong bearer, an API key in the query.
+        bad = {**robot, "clientSecret": "leak-wrong-secret-0402"}
+        [bad_tool] = await agent_tools(agent(handle.url, auth=bad))
+        failed = await bad_tool.execute({"task": "x"}, ToolContext(timeout=10))
+        assert failed.is_error
+        seen.append(repr(failed))
+    finally:
+        await handle.stop()
+
+    key_scheme = pb.SecurityScheme(
+        api_key_security_scheme=pb.APIKeySecurityScheme(location="query", name="k")
+    )
+    async with secured_agent({"k": key_scheme}, lambda r: r.query_params.get("k") == API_KEY) as p:
+        [keyed] = await agent_tools(
+            agent(p.url, poll_every=10, auth={"type": "apiKey", "key": API_KEY})
+        )
+        seen.append(repr(await keyed.execute({"task": "echo q"}, ToolContext(timeout=10))))
+        wrong = agent(p.url, poll_every=10, auth={"type": "bearer", "token": "${LEAK_BEARER}"})
+        seen.append(repr(wrong))
+        [refused] = await agent_tools(wrong)
+        seen.append(repr(await refused.execute({"task": "echo no"}, ToolContext(timeout=10))))
+
+    issued = [t for t in tokens if t.count(".") == 2]
+    issued += [a for a in authz.issued_tokens]
+    secrets = [STATIC, INTROSPECTION_SECRET, ROBOT_SECRET, API_KEY, BEARER, OPAQUE, PROVIDER_KEY]
+    secrets += ["leak-wrong-secret-0402"]
+    pieces = [piece for token in issued for piece in token.split(".")[1:]]
+    text_seen = "\n".join(everything.lines + seen)
+    assert len(everything.lines) > 50  # the SDKs and servers did log at DEBUG
+    for secret in secrets + pieces:
+        assert secret not in text_seen, f"leaked: {secret[:6]}…"
