@@ -73,7 +73,8 @@ async def test_bearer_from_the_environment(monkeypatch):
         wrong = await _tool(peer.url, auth={"type": "bearer", "token": "not-the-token"})
         refused = await _call(wrong, "echo hi")
     assert refused.is_error and refused.output == "HTTP 401: no entry"
-    assert "not-the-token" not in repr(agent(peer.url, auth={"type": "bearer", "token": "x" * 9}))
+    shown = repr(agent(peer.url, auth={"type": "bearer", "token": "repr-hidden-token-5"}))
+    assert "repr-hidden-token-5" not in shown
 
 
 @pytest.mark.parametrize(
@@ -117,8 +118,11 @@ def test_bad_auth_entries_are_config_errors():
         ("oauth-please", "must be an object"),
         ({"type": "basic"}, '"type" must be one of'),
         ({"type": "bearer"}, 'needs "token"'),
-        ({"type": "apiKey", "key": "k" * 8, "in": "body"}, '"in" must be one of'),
-        ({"type": "client_credentials", "clientSecret": "s" * 8}, 'needs "clientId"'),
+        ({"type": "apiKey", "key": "bad-place-key-77", "in": "body"}, '"in" must be one of'),
+        (
+            {"type": "client_credentials", "clientSecret": "no-client-id-secret-3"},
+            'needs "clientId"',
+        ),
         ({**_CC, "scopes": 3}, "list"),
         ({**_CC, "tokenUrl": "x"}, "URL"),
     ]:
