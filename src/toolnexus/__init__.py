@@ -132,6 +132,10 @@ _EXPORTS: dict[str, str] = {
     "build_agent_card": "toolnexus.serve",
     "build_mcp_server": "toolnexus.serve",
     "exposed_mcp_tools": "toolnexus.serve",
+    # OAuth credentials of remote servers
+    "TokenStore": "toolnexus.oauth",
+    "FileTokenStore": "toolnexus.oauth",
+    "MemoryTokenStore": "toolnexus.oauth",
     # the published package's names (config shapes, type names, MCP helpers)
     "JSONSchema": "toolnexus.types",
     "McpStatus": "toolnexus.types",
@@ -197,6 +201,7 @@ __all__ = [
     "ErrorInfo",
     "ErrorTier",
     "FileTaskStore",
+    "FileTokenStore",
     "HeaderValueError",
     "Hooks",
     "HttpTransport",
@@ -211,6 +216,7 @@ __all__ = [
     "McpServerState",
     "McpSource",
     "McpStatus",
+    "MemoryTokenStore",
     "MetricEvent",
     "MissingApiKey",
     "OnCall",
@@ -241,6 +247,7 @@ __all__ = [
     "StoreError",
     "StreamEvent",
     "TaskStore",
+    "TokenStore",
     "Tool",
     "ToolContext",
     "ToolInfo",
@@ -418,6 +425,7 @@ if TYPE_CHECKING:  # static view of the lazy exports, for type checkers and IDEs
         parse_mcp_config,
     )
     from toolnexus.native import define_tool, tool
+    from toolnexus.oauth import FileTokenStore, MemoryTokenStore, TokenStore
     from toolnexus.openapi import http_tools_from_openapi
     from toolnexus.serve import (
         A2AConfig,

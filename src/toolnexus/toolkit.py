@@ -19,6 +19,8 @@ from toolnexus._validation import check_arguments
 from toolnexus.types import Answer, Request, Tool, ToolContext, ToolResult, error_message
 
 if TYPE_CHECKING:
+    from mcp.client.auth import TokenStorage
+
     from toolnexus.a2a import Agent
     from toolnexus.mcp_source import (
         McpPrompt,
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
         McpServerState,
         McpSource,
     )
+    from toolnexus.oauth import TokenStore
     from toolnexus.serve import ResourceAuth, ServeHandle, ServeLimits
     from toolnexus.skill import SkillDef, SkillSource
 
@@ -107,6 +110,7 @@ class Toolkit:
         disable_skills: Iterable[str] | None = None,
         cancel: asyncio.Event | None = None,
         roots: Sequence[str | os.PathLike[str] | Mapping[str, str]] | None = None,
+        mcp_token_storage: TokenStore | TokenStorage | str | None = None,
     ) -> Toolkit:
         """The same as `await create_toolkit(...)`."""
         return await create_toolkit(
@@ -124,6 +128,7 @@ class Toolkit:
             disable_skills,
             cancel,
             roots,
+            mcp_token_storage,
         )
 
     # -- assembly -------------------------------------------------------------------------------
@@ -298,6 +303,24 @@ class Toolkit:
     def mcp_servers(self) -> dict[str, McpServerState]:
         """Server name → `McpServerState(status, error, transport, tool_count)`."""
         return dict(self._mcp.servers) if self._mcp is not None else {}
+
+    def mcp_auth_request(self, server: str) -> Request | None:
+        """The sign-in `Request` (kind `authorization`, with the URL) of an MCP server whose
+        status is `needs_auth`; `None` for any other server."""
+        return self._mcp_source().auth_request(server)
+
+    async def mcp_authorize(self, server: str, answer: Answer | Mapping[str, Any] | None) -> bool:
+        """Finish the sign-in of a `needs_auth` MCP server with the host's `Answer` for its
+        `mcp_auth_request` (`data`: `{"callbackUrl": <where the browser landed>}` or
+        `{"code", "state"}`): the server connects, its tools join the toolkit and
+        `on_tools_changed` fires. False when it was not waiting or the sign-in failed (its
+        status and error say why). Same process only: the sign-in's proof key lives here."""
+        return await self._mcp_source().authorize(server, answer)
+
+    async def authorize(self, server: str, answer: Answer | Mapping[str, Any] | None) -> bool:
+        """Finish the sign-in of a tool source waiting for authorization (an MCP server in
+        `needs_auth`); see `mcp_authorize`."""
+        return await self.mcp_authorize(server, answer)
 
     # -- execution ------------------------------------------------------------------------------
 
@@ -527,13 +550,17 @@ async def create_toolkit(
     disable_skills: Iterable[str] | None = None,
     cancel: asyncio.Event | None = None,
     roots: Sequence[str | os.PathLike[str] | Mapping[str, str]] | None = None,
+    mcp_token_storage: TokenStore | TokenStorage | str | None = None,
 ) -> Toolkit:
     """Connect and load every configured tool source concurrently, then assemble the toolkit.
 
     A failing MCP server, agent or skill provider is isolated (warning, status `failed`);
     only an unreadable config file raises. Setting `cancel` aborts the whole build. `roots`
     (paths, `file://` URIs or `{"uri", "name"}`) are offered to MCP servers whose entry has no
-    `roots` key; without them a built-in workspace is.
+    `roots` key; without them a built-in workspace is. `mcp_token_storage` keeps the OAuth
+    credentials of MCP servers configured with `auth` (a `toolnexus.TokenStore`, `"memory"`,
+    `"file:<dir>"`, or an MCP SDK `TokenStorage` shared by them; default: one `0600` file per
+    server under `$TOOLNEXUS_HOME/mcp-auth`); a server's own `auth.store` wins.
     """
     if isinstance(extra_tools, Tool):
         raise TypeError("extra_tools takes a list of tools: extra_tools=[tool]")
@@ -568,7 +595,12 @@ async def create_toolkit(
                 )
                 mcp_task = group.create_task(
                     load_mcp_with_context(
-                        config, wait_for, cancel=cancel, roots=roots, workspace=workspace
+                        config,
+                        wait_for,
+                        cancel=cancel,
+                        roots=roots,
+                        workspace=workspace,
+                        token_store=mcp_token_storage,
                     )
                 )
             skills_task = None

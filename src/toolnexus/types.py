@@ -40,7 +40,7 @@ __all__ = [
 ToolSource: TypeAlias = Literal["mcp", "skill", "native", "http", "builtin", "a2a", "custom"]
 JSONSchema: TypeAlias = dict[str, Any]
 """A JSON Schema object (a tool's `input_schema`)."""
-McpStatus: TypeAlias = Literal["connected", "disabled", "failed"]
+McpStatus: TypeAlias = Literal["connected", "disabled", "failed", "needs_auth"]
 """The state of one configured MCP server."""
 TOOL_SOURCES: tuple[str, ...] = ("mcp", "skill", "native", "http", "builtin", "a2a", "custom")
 

@@ -10,7 +10,9 @@ from typing import Any
 
 from toolnexus._config import RESERVED_KEYS, read_config
 from toolnexus._config import is_enabled as is_enabled  # the rule is shared with agents
+from toolnexus.errors import ConfigError
 from toolnexus.errors import ServerConfigError as ServerConfigError  # re-exported: its old home
+from toolnexus.oauth._settings import OAuthSettings, parse_oauth_settings
 
 DEFAULT_TIMEOUT = 30.0
 """Default per-phase and per-call timeout in seconds (the config's `timeout` is milliseconds)."""
@@ -46,6 +48,7 @@ class ServerSpec:
     # remote
     url: str = ""
     headers: dict[str, str] | None = None
+    auth: OAuthSettings | None = None
     # both eras
     protocol: str = "auto"
     max_timeout: float = DEFAULT_TIMEOUT * 10  # seconds
@@ -124,9 +127,12 @@ def check_server(name: str, cfg: Any) -> ServerSpec:
             raise ServerConfigError('"url" is required for a remote server')
         if not isinstance(url, str) or not url.strip():
             raise ServerConfigError(f'"url" must be a non-empty string, not {_show(url)}')
+        headers = _string_map(cfg, "headers")
         return ServerSpec(
-            remote=True, url=url.strip(), headers=_string_map(cfg, "headers"), **common
+            remote=True, url=url.strip(), headers=headers, auth=_auth(cfg, headers), **common
         )
+    if cfg.get("auth") is not None:
+        raise ServerConfigError('"auth" is for remote servers (give "url"), not a local command')
     env = _string_map(cfg, "env")
     environment = _string_map(cfg, "environment")
     if env is not None and environment is not None:
@@ -150,6 +156,17 @@ def check_server(name: str, cfg: Any) -> ServerSpec:
         max_message_bytes=max_message,
         **common,
     )
+
+
+def _auth(cfg: Mapping[str, Any], headers: Mapping[str, str] | None) -> OAuthSettings | None:
+    if cfg.get("auth") is None:
+        return None
+    if any(name.lower() == "authorization" for name in headers or ()):
+        raise ServerConfigError('"auth" and an "Authorization" header cannot both be given')
+    try:
+        return parse_oauth_settings(cfg["auth"])
+    except ConfigError as exc:
+        raise ServerConfigError(str(exc)) from None
 
 
 def _command(cfg: Mapping[str, Any]) -> tuple[str, ...]:

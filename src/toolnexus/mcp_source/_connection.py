@@ -13,8 +13,13 @@ from __future__ import annotations
 import asyncio
 import math
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import (
+    AbstractAsyncContextManager,
+    AsyncExitStack,
+    asynccontextmanager,
+    contextmanager,
+)
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -23,6 +28,7 @@ import anyio.abc
 import httpx2
 import mcp_types as types
 from mcp.client._probe import negotiate_auto
+from mcp.client.auth import OAuthFlowError
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -47,6 +53,7 @@ from toolnexus.mcp_source._process import SpawnError, kill_tree_now
 from toolnexus.mcp_source._server_log import ServerLog
 from toolnexus.mcp_source._state import Transport
 from toolnexus.mcp_source._stdio import ChildState, TransportStreams, stdio_transport
+from toolnexus.oauth._authorization import Authorization, SignInFailed, SignInRequired
 from toolnexus.types import Answer, Request, Signal, error_message
 
 T = TypeVar("T")
@@ -129,9 +136,13 @@ class Connection:
         on_tools: Callable[[Connection], None] | None = None,
         on_lost: Callable[[Connection], None] | None = None,
         roots: list[dict[str, str]] | None = None,
+        oauth: Authorization | None = None,
     ) -> None:
-        """`process` is the stdio server's child, already spawned; the connection owns it."""
+        """`process` is the stdio server's child, already spawned; the connection owns it.
+        `oauth` signs the requests of a server configured with `auth`."""
         self.spec = spec
+        self.oauth = oauth
+        self.needs_sign_in = False  # it went away because a person must sign in again
         self.roots = roots or []
         self.protocol: str | None = None
         self.server_info: dict[str, Any] | None = None
@@ -262,6 +273,7 @@ class Connection:
                 failure = "cancelled" if self._stopping else self._timeout_text()
         except Exception as exc:  # includes the task groups' ExceptionGroups
             failure = self._describe(exc)
+            self.needs_sign_in = _find(exc, SignInRequired) is not None
         finally:
             self.session = None
             if not self._ready.done():
@@ -279,11 +291,16 @@ class Connection:
             self.transport = "stdio"
             await self._serve(self._open_stdio)
             return
+        oauth = self.oauth
         try:
             remember_url(spec.url)
             headers = expand_env_headers(spec.headers)
+            auth = oauth.httpx_auth if oauth is not None else None
         except (EnvVarError, HeaderValueError) as exc:
             raise LoadError(str(exc)) from None
+        if oauth is not None:
+            oauth.hold = True  # while connecting, a sign-in may wait for its answer
+            oauth.pause = self._person_pause
         tls = await _tls_context()
 
         def http_client(
@@ -297,7 +314,7 @@ class Connection:
 
         self.transport = "streamable-http"
         try:
-            await self._serve(lambda: self._open_streamable(http_client(headers)))
+            await self._serve(lambda: self._open_streamable(http_client(headers, auth=auth)))
             return
         except Exception as exc:
             rejected = _find(exc, _NotStreamable)
@@ -312,6 +329,7 @@ class Connection:
                     headers=headers,
                     timeout=spec.timeout,
                     httpx_client_factory=http_client,
+                    auth=auth,
                 )
             )
         except Exception as exc:
@@ -379,6 +397,8 @@ class Connection:
             self.session = session
             if self.child is not None:
                 self.child.graceful = True
+            if self.oauth is not None:
+                self.oauth.hold = False  # serving calls: a sign-in now fails the call at once
             self._ready.set_result(None)
             if not self._list_only:
                 async with anyio.create_task_group() as group:
@@ -453,6 +473,21 @@ class Connection:
         if self._on_tools is not None:
             self._on_tools(self)
 
+    @contextmanager
+    def _person_pause(self) -> Iterator[None]:
+        """Stop the load phase's clock while a person signs in (no deadline meanwhile)."""
+        scope, phase = self._scope, self._phase
+        if scope is None or phase is None:
+            yield
+            return
+        left = scope.deadline - anyio.current_time()
+        scope.deadline = math.inf
+        try:
+            yield
+        finally:
+            if self._phase == phase and not self._stopping:
+                scope.deadline = anyio.current_time() + left
+
     def _arm(self, phase: str | None) -> None:
         """Give the next load phase a fresh budget of the server's timeout (none once ready)."""
         self._phase = phase
@@ -479,8 +514,12 @@ class Connection:
     async def _open_streamable(self, client: httpx2.AsyncClient) -> AsyncIterator[Any]:
         async def record_status(response: httpx2.Response) -> None:
             # The first POST is `initialize`: its status tells "not streamable HTTP" (404/405)
-            # and auth failures (401/403) apart from everything else.
-            if self._post_status is None and response.request.method == "POST":
+            # and auth failures (401/403) apart from everything else. With OAuth a 401 only
+            # starts the sign-in: what follows it is what counts.
+            first = self._post_status is None or (
+                self.oauth is not None and self._post_status[0] == 401
+            )
+            if first and response.request.method == "POST":
                 self._post_status = (response.status_code, response.reason_phrase)
 
         client.event_hooks = {"response": [record_status]}
@@ -554,8 +593,12 @@ class Connection:
 
     def _reason(self, exc: BaseException) -> str:
         root = _root(exc)
-        if isinstance(root, LoadError | SpawnError | EnvVarError):
+        if isinstance(root, LoadError | SpawnError | EnvVarError | SignInFailed):
             return str(root)
+        if isinstance(root, SignInRequired):
+            return f"authorization required: {root}"
+        if isinstance(root, OAuthFlowError):
+            return f"authorization failed: {error_message(root)}"
         if self.child is not None and self.child.exited:
             return self.child.exit_text()
         status = self._post_status

@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     from anyio.abc import Process
 
     from toolnexus.mcp_source._connection import Connection
+    from toolnexus.oauth import TokenStore
+    from toolnexus.oauth._authorization import Authorization
+    from toolnexus.types import Answer
 
 D = TypeVar("D")
 WaitFor = Callable[[Request], Any]
@@ -260,9 +263,26 @@ class McpSource:
             read,
         )
 
+    def auth_request(self, server: str) -> Request | None:
+        """The sign-in `Request` (kind `authorization`) of a `needs_auth` server, else `None`."""
+        return self._named(server).auth_request()
+
+    async def authorize(self, server: str, answer: Answer | Mapping[str, Any] | None) -> bool:
+        """Finish the sign-in of a `needs_auth` server with the host's `Answer` (its `data`:
+        `{"callbackUrl"}` or `{"code", "state"}`): connect, list its tools, tell
+        `on_tools_changed`. False when the server was not waiting or the sign-in failed
+        (the status and error say why)."""
+        return await self._named(server).authorize(answer)
+
+    def _named(self, server: str) -> _Server:
+        found = self._servers.get(server)
+        if found is None:
+            raise ValueError(f'no MCP server named "{server}"')
+        return found
+
     @property
     def status(self) -> dict[str, str]:
-        """Server name → `connected`, `disabled` or `failed`."""
+        """Server name → `connected`, `disabled`, `failed` or `needs_auth`."""
         return {name: server.status for name, server in self._servers.items()}
 
     @property
@@ -323,10 +343,14 @@ class _Server:
         *,
         roots: Sequence[RootInput] | None = None,
         workspace: str | os.PathLike[str] | None = None,
+        token_store: TokenStore | Any = None,
     ) -> None:
         self.name = name
         self._roots = roots
         self._workspace = workspace
+        self._token_store = token_store
+        self.oauth: Authorization | None = None  # built on first connect (it needs the SDK)
+        self._background: asyncio.Task[None] | None = None
         self.source: McpSource | None = None
         self.spec: ServerSpec | None = None
         self.status: ServerStatus = "failed"
@@ -378,16 +402,22 @@ class _Server:
     def state(self) -> McpServerState:
         conn = self.conn
         live = conn is not None and self.status == "connected"
+        pending = self.auth_request()
         return McpServerState(
             status=self.status,
-            error=self.error if self.status == "failed" else None,
+            error=self.error if self.status in ("failed", "needs_auth") else None,
             transport=self.transport,
             tool_count=len(self.tools),
             protocol=conn.protocol if live and conn is not None else None,
             server_info=conn.server_info if live and conn is not None else None,
             capabilities=conn.capabilities if live and conn is not None else None,
             instructions=conn.instructions if live and conn is not None else None,
+            auth_url=pending.url if pending is not None else None,
         )
+
+    def auth_request(self) -> Request | None:
+        oauth = self.oauth
+        return oauth.pending if oauth is not None and self.status == "needs_auth" else None
 
     # -- connecting -----------------------------------------------------------------------------
 
@@ -403,9 +433,29 @@ class _Server:
             on_tools=self._tools_listed,
             on_lost=self._connection_lost,
             roots=server_roots(self.spec.roots, self._roots, self._workspace),
+            oauth=self._authorization(),
         )
         conn.start()
         return conn
+
+    def _authorization(self) -> Authorization | None:
+        """OAuth for a server configured with `auth` (one per server: it keeps the tokens)."""
+        spec = self.spec
+        if spec is None or spec.auth is None:
+            return None
+        if self.oauth is None:
+            from toolnexus.oauth._authorization import Authorization  # loaded with the SDK
+
+            self.oauth = Authorization(
+                spec.url,
+                spec.auth,
+                name=self.name,
+                store=self._token_store,
+                wait_for=self._wait_for,
+                prompt=f'Sign in to MCP server "{self.name}"',
+                data={"server": self.name},
+            )
+        return self.oauth
 
     async def connect(self, *, list_only: bool = False) -> bool:
         """Connect and list; on failure record `failed` and warn. Never raises (but cancel)."""
@@ -426,10 +476,74 @@ class _Server:
             raise
         conn = self.conn = self.new_connection(sdk, process, list_only=list_only)
         try:
-            await conn.wait_ready()
+            if await self._ready_or_parked(conn):
+                self._needs_auth(conn)
+                return False
         except sdk.LoadError as exc:
             self._failed(str(exc), conn.transport)
             return False
+        self._adopt(conn, list_only=list_only)
+        return True
+
+    async def _ready_or_parked(self, conn: Connection) -> bool:
+        """Wait until `conn` is ready (false) or, with no `wait_for`, its sign-in is parked
+        waiting for `authorize` (true); a failed load raises `LoadError`."""
+        oauth = conn.oauth
+        if oauth is None or self._wait_for is not None:
+            await conn.wait_ready()
+            return False
+        ready = asyncio.ensure_future(conn.wait_ready())
+        parked = asyncio.ensure_future(oauth.wait_parked())
+        try:
+            await asyncio.wait({ready, parked}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            ready.cancel()
+            raise
+        finally:
+            parked.cancel()
+        if not ready.done():
+            ready.cancel()
+            return True
+        ready.result()
+        return False
+
+    def _needs_auth(self, conn: Connection) -> None:
+        self.status = "needs_auth"
+        self.transport = conn.transport
+        self.tools = []
+        oauth = conn.oauth
+        refused = oauth.refresh_refused if oauth is not None else None
+        self.error = "authorization required" + (
+            f" (the authorization server refused the stored refresh token: {refused})"
+            if refused
+            else ""
+        )
+        warn(
+            f'MCP server "{self.name}" needs authorization: {self.error}; the sign-in URL is in '
+            f'mcp_servers()["{self.name}"].auth_url (finish with mcp_authorize)'
+        )
+
+    async def authorize(self, answer: Answer | Mapping[str, Any] | None) -> bool:
+        """See `McpSource.authorize`."""
+        oauth, conn, sdk = self.oauth, self.conn, _sdk
+        if self.status != "needs_auth" or oauth is None or conn is None or sdk is None:
+            return False
+        if not oauth.answer(dict(answer) if isinstance(answer, Mapping) else answer):
+            return False
+        try:
+            if await self._ready_or_parked(conn):
+                self._needs_auth(conn)
+                return False
+        except sdk.LoadError as exc:
+            self._failed(str(exc), conn.transport)
+            return False
+        self._adopt(conn)
+        if self.source is not None:
+            self.source._changed(self.name)
+        return True
+
+    def _adopt(self, conn: Connection, *, list_only: bool = False) -> None:
+        """`conn` is ready: the server is connected with its tools."""
         self.status = "connected"
         self.error = None
         self.transport = conn.transport
@@ -438,7 +552,6 @@ class _Server:
         self._reconnect_tried = False
         if not list_only:  # the inventory is unfiltered: no tools, no filter warnings
             self.tools = self._build_tools(conn.tools)
-        return True
 
     def _failed(self, reason: str, transport: Transport | None) -> None:
         self.status = "failed"
@@ -506,7 +619,20 @@ class _Server:
             self._mark_lost(conn, reported=False)
 
     def _mark_lost(self, conn: Connection, *, reported: bool) -> None:
-        if self._lost is not conn:
+        if self._lost is not conn and conn.needs_sign_in:
+            # A person must sign in again (the refresh token was refused, say): no tools until
+            # then, and a fresh sign-in is parked for `authorize` in the background.
+            self._lost = conn
+            self._lost_reported = reported
+            self.status = "needs_auth"
+            self.error = conn.lost_reason or "authorization required"
+            self.tools = []
+            warn(f'MCP server "{self.name}" {self.error}')
+            if self.source is not None:
+                self.source._changed(self.name)
+            if not self._closed:
+                self._background = asyncio.ensure_future(self._sign_in_again())
+        elif self._lost is not conn:
             self._lost = conn
             self._lost_reported = reported
             self._reconnect_tried = False
@@ -580,13 +706,12 @@ class _Server:
                 return ToolResult(
                     f'MCP server "{self.name}" was closed during the call', True, meta
                 )
-            if (
-                sdk.connection_went_away(exc)
-                and await conn.wait_closed(_DEATH_REPORT_WAIT)
-                and conn is self.conn
-            ):
-                self._mark_lost(conn, reported=True)
-                return ToolResult(f'MCP server "{self.name}" {self.error}', True, meta)
+            if sdk.connection_went_away(exc) and await conn.wait_closed(_DEATH_REPORT_WAIT):
+                if conn.needs_sign_in:  # a new sign-in may already be parked on a new conn
+                    return ToolResult(f'MCP server "{self.name}" {conn.lost_reason}', True, meta)
+                if conn is self.conn:
+                    self._mark_lost(conn, reported=True)
+                    return ToolResult(f'MCP server "{self.name}" {self.error}', True, meta)
             return ToolResult(sdk.readable_error(exc), True, meta)
 
     @staticmethod
@@ -599,11 +724,23 @@ class _Server:
             return None
         return request
 
+    async def _sign_in_again(self) -> None:
+        """Connect anew: the sign-in parks (status `needs_auth`) until `authorize`."""
+        async with self._lock:
+            if self._closed or self.status != "needs_auth":
+                return
+            if self.conn is not None:
+                await self.conn.close()
+            if await self.connect() and self.source is not None:
+                self.source._changed(self.name)  # signed in meanwhile (stored credentials)
+
     async def _recover(self) -> str | None:
         """After the server went away: report it once, then try one reconnect (per loss)."""
         async with self._lock:
             if self._closed:
                 return f'MCP server "{self.name}" is closed'
+            if self.status == "needs_auth" and self._lost_reported:
+                return f'MCP server "{self.name}" is waiting for authorization: {self.error}'
             conn = self.conn
             if self.status == "connected" and conn is not None and conn.alive:
                 return None
@@ -666,6 +803,9 @@ class _Server:
 
     async def close(self) -> None:
         self._closed = True
+        background = self._background
+        if background is not None and not background.done():
+            background.cancel()
         conn = self.conn
         if conn is not None:
             await conn.close()
@@ -719,6 +859,7 @@ async def load_mcp_with_context(
     cancel: asyncio.Event | None = None,
     roots: Sequence[RootInput] | None = None,
     workspace: str | os.PathLike[str] | None = None,
+    token_store: TokenStore | Any = None,
 ) -> McpSource:
     """Connect every enabled server concurrently and list its tools.
 
@@ -726,11 +867,13 @@ async def load_mcp_with_context(
     file that cannot be read or is not a JSON object raises `ValueError`. Setting `cancel` stops
     the whole load: everything opened is closed and `asyncio.CancelledError` propagates.
     `roots` (paths, `file://` URIs or `{"uri", "name"}`) and `workspace` are the roots offered
-    to servers whose config has no `roots` key.
+    to servers whose config has no `roots` key. `token_store` keeps the OAuth credentials of
+    servers configured with `auth` and no `store` of their own (default: the file store).
+    A server whose sign-in waits for the host (no `wait_for`) is `needs_auth`.
     """
     _check_cancel(cancel)
     servers = [
-        _Server(name, cfg, wait_for, roots=roots, workspace=workspace)
+        _Server(name, cfg, wait_for, roots=roots, workspace=workspace, token_store=token_store)
         for name, cfg in (await _server_map(config)).items()
     ]
     source = McpSource(servers)

@@ -15,7 +15,8 @@ Transport: TypeAlias = Literal["stdio", "streamable-http", "sse"]
 class McpServerState:
     """One configured server: its status, the readable failure reason, transport, tool count,
     and what was negotiated (all `None` until connected): the protocol version, the server's
-    `serverInfo` and capabilities (wire keys), and its instructions."""
+    `serverInfo` and capabilities (wire keys), and its instructions. `auth_url` is the sign-in
+    URL while the status is `needs_auth` (`Toolkit.mcp_auth_request` has the whole request)."""
 
     status: ServerStatus
     error: str | None = None
@@ -25,6 +26,7 @@ class McpServerState:
     server_info: dict[str, Any] | None = None
     capabilities: dict[str, Any] | None = None
     instructions: str | None = None
+    auth_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

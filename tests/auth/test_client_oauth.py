@@ -1,0 +1,429 @@
+"""OAuth 2.1 for remote MCP servers, against the MCP SDK's own authorization-server routes (an
+auto-approving in-memory provider) and a protected SDK MCP server in front of them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import stat
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.polling import wait_until
+from support.sdk_oauth import OAuthWorld, follow_authorization
+from toolnexus import Answer, FileTokenStore, Request, create_toolkit
+from toolnexus.toolkit import Toolkit
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+@pytest.fixture(autouse=True)
+def fresh(
+    oauth_world: OAuthWorld, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Each test signs in from nothing: its own `$TOOLNEXUS_HOME`, counters at zero, tokens
+    that last an hour."""
+    monkeypatch.setenv("TOOLNEXUS_HOME", str(tmp_path / "home"))
+    provider = oauth_world.provider
+    provider.reset_counts()
+    provider.access_lifetime = 3600
+    provider.accept_metadata_documents = False
+    yield
+    provider.access_lifetime = 3600
+
+
+class Browser:
+    """A host's `wait_for`: follows the authorization URL like a browser would and answers with
+    the callback URL it lands on (or declines)."""
+
+    def __init__(self, *, decline: bool = False, as_code: bool = False) -> None:
+        self.requests: list[Request] = []
+        self.decline = decline
+        self.as_code = as_code
+
+    async def __call__(self, request: Request) -> Answer:
+        self.requests.append(request)
+        if self.decline:
+            return Answer(request.id, False, reason="declined")
+        landed = await follow_authorization(request.url or "")
+        if self.as_code:
+            from urllib.parse import parse_qs, urlsplit
+
+            query = {k: v[0] for k, v in parse_qs(urlsplit(landed).query).items()}
+            fields = {"code": query["code"], "state": query["state"], "iss": query["iss"]}
+            return Answer(request.id, True, fields)
+        return Answer(request.id, True, {"callbackUrl": landed})
+
+
+def config(world: OAuthWorld, **auth: Any) -> dict[str, Any]:
+    return {"mcpServers": {"p": world.server_config(**auth)}}
+
+
+async def toolkit(world: OAuthWorld, wait_for: Any = None, **auth: Any) -> Toolkit:
+    return await create_toolkit(config(world, **auth), builtins=False, wait_for=wait_for)
+
+
+def record_path(world: OAuthWorld) -> Path:
+    return FileTokenStore().path_for(world.mcp_url)
+
+
+def secrets_in(text: str, world: OAuthWorld) -> list[str]:
+    return [s for s in world.provider.issued_secrets() if s in text]
+
+
+async def test_wait_for_gets_the_authorization_request_and_the_server_connects(
+    oauth_world: OAuthWorld, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    browser = Browser()
+    tk = await toolkit(oauth_world, browser)
+    try:
+        assert tk.mcp_status() == {"p": "connected"}
+        [request] = browser.requests
+        assert request.kind == "authorization"
+        assert request.prompt == 'Sign in to MCP server "p"'
+        assert request.data == {"server": "p", "redirectUri": "http://127.0.0.1:33418/callback"}
+        assert request.expiresAt is not None and request.expiresAt.endswith("Z")
+        assert request.url is not None and "code_challenge_method=S256" in request.url
+        assert "resource=" in request.url
+        result = await tk.execute("p_whoami", {})
+        assert (result.output, result.is_error) == ("user-1", False)
+        assert oauth_world.provider.registrations == 1  # dynamic registration
+    finally:
+        await tk.close()
+    path = record_path(oauth_world)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    record = json.loads(path.read_text())
+    assert record["url"] == oauth_world.mcp_url
+    assert {"tokens", "clientInfo", "expiresAt", "authorizationServer"} <= set(record)
+    assert record["clientInfo"]["client_name"] == "toolnexus"
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert oauth_world.provider.issued_secrets()
+    assert secrets_in(logged, oauth_world) == []
+    assert secrets_in(repr(tk.mcp_servers()), oauth_world) == []
+
+
+async def test_a_code_and_state_answer_works_too(oauth_world: OAuthWorld) -> None:
+    tk = await toolkit(oauth_world, Browser(as_code=True), store="memory")
+    try:
+        assert tk.mcp_status() == {"p": "connected"}
+    finally:
+        await tk.close()
+    assert not record_path(oauth_world).exists()  # "memory": nothing written
+
+
+async def test_without_wait_for_the_server_needs_auth_until_authorized(
+    oauth_world: OAuthWorld,
+) -> None:
+    tk = await toolkit(oauth_world)
+    try:
+        state = tk.mcp_servers()["p"]
+        assert (state.status, state.error, state.tool_count) == (
+            "needs_auth",
+            "authorization required",
+            0,
+        )
+        assert [t.name for t in tk.tools()] == []
+        request = tk.mcp_auth_request("p")
+        assert request is not None and request.kind == "authorization"
+        assert state.auth_url == request.url
+        assert await tk.mcp_authorize("p", Answer("another-id", True, {})) is False
+        landed = await follow_authorization(request.url or "")
+        assert await tk.authorize("p", Answer(request.id, True, {"callbackUrl": landed}))
+        assert tk.mcp_status() == {"p": "connected"}
+        assert tk.mcp_auth_request("p") is None
+        assert "p_whoami" in [t.name for t in tk.tools()]
+        assert (await tk.execute("p_whoami", {})).output == "user-1"
+        assert await tk.mcp_authorize("p", Answer(request.id, True, {})) is False  # done
+    finally:
+        await tk.close()
+
+
+async def test_a_declined_sign_in_fails_the_server(oauth_world: OAuthWorld) -> None:
+    tk = await toolkit(oauth_world, Browser(decline=True))
+    try:
+        state = tk.mcp_servers()["p"]
+        assert state.status == "failed"
+        assert state.error == "authorization declined (declined)"
+    finally:
+        await tk.close()
+    tk = await toolkit(oauth_world)
+    try:
+        request = tk.mcp_auth_request("p")
+        assert request is not None
+        assert await tk.mcp_authorize("p", Answer(request.id, False, reason="expired")) is False
+        assert tk.mcp_servers()["p"].error == "authorization declined (expired)"
+    finally:
+        await tk.close()
+
+
+async def test_a_second_process_reuses_the_stored_token(
+    oauth_world: OAuthWorld, tmp_path: Path
+) -> None:
+    first = await toolkit(oauth_world, Browser())
+    await first.close()
+    assert oauth_world.provider.authorizations == 1
+    script = textwrap.dedent(
+        """
+        import asyncio, json, sys
+        from toolnexus import create_toolkit
+
+        async def main():
+            tk = await create_toolkit(json.loads(sys.argv[1]), builtins=False)
+            try:
+                result = await tk.execute("p_whoami", {})
+                print(json.dumps([tk.mcp_status(), result.output]))
+            finally:
+                await tk.close()
+
+        asyncio.run(main())
+        """
+    )
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        script,
+        json.dumps(config(oauth_world)),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ},
+    )
+    out, err = await asyncio.wait_for(child.communicate(), 60)
+    assert child.returncode == 0, err.decode()
+    assert json.loads(out.decode().strip().splitlines()[-1]) == [{"p": "connected"}, "user-1"]
+    assert oauth_world.provider.authorizations == 1  # nobody was asked again
+
+
+async def test_an_expired_stored_token_is_refreshed_without_asking(
+    oauth_world: OAuthWorld,
+) -> None:
+    first = await toolkit(oauth_world, Browser())
+    await first.close()
+    path = record_path(oauth_world)
+    record = json.loads(path.read_text())
+    record["expiresAt"] = 1.0  # as if the hour had passed
+    path.write_text(json.dumps(record))
+    tk = await toolkit(oauth_world)  # no wait_for: nobody could be asked
+    try:
+        assert tk.mcp_status() == {"p": "connected"}
+        assert oauth_world.provider.refreshes == 1
+        assert oauth_world.provider.authorizations == 1
+        assert (await tk.execute("p_whoami", {})).output == "user-1"
+    finally:
+        await tk.close()
+    refreshed = json.loads(path.read_text())
+    assert refreshed["tokens"]["access_token"] != record["tokens"]["access_token"]
+    assert refreshed["expiresAt"] > 1.0
+
+
+async def signed_in(world: OAuthWorld) -> Toolkit:
+    """A toolkit signed in through `mcp_authorize`, its tokens in memory."""
+    tk = await toolkit(world, store="memory")
+    request = tk.mcp_auth_request("p")
+    assert request is not None
+    landed = await follow_authorization(request.url or "")
+    assert await tk.mcp_authorize("p", Answer(request.id, True, {"callbackUrl": landed}))
+    return tk
+
+
+async def test_a_token_about_to_expire_is_refreshed_during_the_session(
+    oauth_world: OAuthWorld,
+) -> None:
+    oauth_world.provider.access_lifetime = 1  # due for refresh half a second after issue
+    tk = await signed_in(oauth_world)
+    try:
+
+        async def refreshed() -> bool:
+            result = await tk.execute("p_whoami", {})
+            assert (result.output, result.is_error) == ("user-1", False)
+            return oauth_world.provider.refreshes > 0
+
+        await wait_until(refreshed, timeout=30, check_every=0.1)
+        assert oauth_world.provider.authorizations == 1  # nobody was asked
+    finally:
+        await tk.close()
+
+
+async def test_a_revoked_refresh_token_returns_the_server_to_needs_auth(
+    oauth_world: OAuthWorld,
+) -> None:
+    first = await toolkit(oauth_world, Browser())
+    await first.close()
+    path = record_path(oauth_world)
+    record = json.loads(path.read_text())
+    record["expiresAt"] = 1.0
+    path.write_text(json.dumps(record))
+    oauth_world.provider.revoke_everything()
+    tk = await toolkit(oauth_world)
+    try:
+        state = tk.mcp_servers()["p"]
+        assert state.status == "needs_auth"
+        assert state.error == (
+            "authorization required (the authorization server refused the stored refresh "
+            "token: HTTP 400)"
+        )
+        request = tk.mcp_auth_request("p")
+        assert request is not None
+        landed = await follow_authorization(request.url or "")
+        assert await tk.mcp_authorize("p", Answer(request.id, True, {"callbackUrl": landed}))
+        assert tk.mcp_status() == {"p": "connected"}
+    finally:
+        await tk.close()
+
+
+async def test_a_refresh_refused_mid_session_says_so_and_parks_a_new_sign_in(
+    oauth_world: OAuthWorld,
+) -> None:
+    oauth_world.provider.access_lifetime = 1
+    tk = await signed_in(oauth_world)
+    try:
+        first = tk.mcp_servers()["p"]
+        assert first.status == "connected"
+        oauth_world.provider.revoke_refresh_tokens()
+
+        async def refused() -> Any:
+            result = await tk.execute("p_whoami", {})
+            return result if result.is_error else None
+
+        result = await wait_until(refused, timeout=30, check_every=0.1)
+        assert result.output == (
+            'MCP server "p" authorization required: the authorization server refused the '
+            "stored refresh token (HTTP 400); sign in again"
+        )
+        assert tk.mcp_status() == {"p": "needs_auth"}
+        assert [t.name for t in tk.tools()] == []
+        again = await wait_until(lambda: tk.mcp_auth_request("p"), timeout=30)
+        landed = await follow_authorization(again.url or "")
+        assert await tk.mcp_authorize("p", Answer(again.id, True, {"callbackUrl": landed}))
+        assert (await tk.execute("p_whoami", {})).output == "user-1"
+    finally:
+        await tk.close()
+
+
+async def test_a_tool_needing_more_scope_steps_up(oauth_world: OAuthWorld) -> None:
+    browser = Browser()
+    tk = await toolkit(oauth_world, browser, store="memory")
+    try:
+        result = await tk.execute("p_admin_report", {})
+        assert (result.output, result.is_error) == ("admin report", False)
+        assert len(browser.requests) == 2
+        assert "scope=mcp+admin" in (browser.requests[1].url or "")
+        assert (await tk.execute("p_whoami", {})).output == "user-1"  # the union kept mcp
+    finally:
+        await tk.close()
+
+
+async def test_configured_scopes_are_always_requested(oauth_world: OAuthWorld) -> None:
+    browser = Browser()
+    tk = await toolkit(oauth_world, browser, store="memory", scopes=["admin"])
+    try:
+        assert tk.mcp_status() == {"p": "connected"}
+        assert "scope=mcp+admin" in (browser.requests[0].url or "")
+        assert (await tk.execute("p_admin_report", {})).output == "admin report"
+        assert len(browser.requests) == 1  # granted up front: no step-up
+    finally:
+        await tk.close()
+
+
+async def test_a_preregistered_client_id_skips_registration(oauth_world: OAuthWorld) -> None:
+    oauth_world.provider.add_client(
+        "pre-registered", redirect_uris=["http://127.0.0.1:33418/callback"]
+    )
+    browser = Browser()
+    tk = await toolkit(oauth_world, browser, store="memory", clientId="pre-registered")
+    try:
+        assert tk.mcp_status() == {"p": "connected"}
+        assert "client_id=pre-registered" in (browser.requests[0].url or "")
+        assert oauth_world.provider.registrations == 0
+    finally:
+        await tk.close()
+
+
+async def test_a_client_id_metadata_document_is_used_where_supported(
+    oauth_world: OAuthWorld,
+) -> None:
+    oauth_world.provider.accept_metadata_documents = True
+    document = "https://client.example/toolnexus/client.json"
+    browser = Browser()
+    tk = await toolkit(oauth_world, browser, store="memory", clientMetadataUrl=document)
+    try:
+        assert tk.mcp_status() == {"p": "connected"}
+        assert "client_id=https%3A%2F%2Fclient.example" in (browser.requests[0].url or "")
+        assert oauth_world.provider.registrations == 0
+    finally:
+        await tk.close()
+
+
+async def test_client_credentials_need_no_person(
+    oauth_world: OAuthWorld, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    secret = "m2m-secret-value-42"
+    monkeypatch.setenv("P_CLIENT_SECRET", secret)
+    oauth_world.provider.add_client("machine", secret, grant_types=["client_credentials"])
+    tk = await create_toolkit(
+        {
+            "mcpServers": {
+                "p": {
+                    "url": oauth_world.mcp_url,
+                    "auth": {
+                        "type": "client_credentials",
+                        "clientId": "machine",
+                        "clientSecret": "${P_CLIENT_SECRET}",
+                        "store": "memory",
+                    },
+                }
+            }
+        },
+        builtins=False,
+    )
+    try:
+        assert tk.mcp_status() == {"p": "connected"}
+        assert (await tk.execute("p_whoami", {})).output == "user-1"
+        assert oauth_world.provider.client_credentials_grants == 1
+        assert oauth_world.provider.authorizations == 0
+    finally:
+        await tk.close()
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert secret not in logged
+    assert secrets_in(logged, oauth_world) == []
+
+
+async def test_wrong_client_credentials_fail_the_server_readably(
+    oauth_world: OAuthWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("P_CLIENT_SECRET", "not-the-right-secret")
+    oauth_world.provider.add_client(
+        "machine2", "the-right-secret", grant_types=["client_credentials"]
+    )
+    tk = await create_toolkit(
+        {
+            "mcpServers": {
+                "p": {
+                    "url": oauth_world.mcp_url,
+                    "auth": {
+                        "type": "client_credentials",
+                        "clientId": "machine2",
+                        "clientSecret": "${P_CLIENT_SECRET}",
+                        "store": "memory",
+                    },
+                }
+            }
+        },
+        builtins=False,
+    )
+    try:
+        state = tk.mcp_servers()["p"]
+        assert state.status == "failed"
+        assert state.error is not None and state.error.startswith("authorization failed: ")
+        assert "not-the-right-secret" not in state.error
+    finally:
+        await tk.close()
