@@ -1,4 +1,4 @@
-"""The `toolnexus` command: `tools`, `run`, `serve` and `demo`.
+"""The `toolnexus` command: `tools`, `run`, `serve`, `demo` and `auth`.
 
 `main(argv)` returns the exit code: 0 on success, 2 for an error the user can fix (printed as one
 `toolnexus: error: ...` line on stderr), 130 when interrupted. Subcommands import the library's
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from toolnexus import __version__
 from toolnexus._secrets import RedactingStream
-from toolnexus.cli import _demo, _run, _serve, _tools
+from toolnexus.cli import _auth, _demo, _run, _serve, _tools
 from toolnexus.cli._common import CliError, configure_logging, error_line
 
 __all__ = ["build_parser", "main"]
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="more log output on stderr (-v info, -vv debug); warnings are always shown",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (_demo, _tools, _run, _serve):
+    for module in (_demo, _tools, _run, _serve, _auth):
         command = module.add_parser(sub)
         # `-v` also after the command name; SUPPRESS keeps a top-level `-v` from being reset.
         command.add_argument(
