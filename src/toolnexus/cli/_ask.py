@@ -32,6 +32,12 @@ class TerminalAnswers:
         self._lock = asyncio.Lock()  # concurrent tool calls must not interleave their questions
 
     async def __call__(self, request: Request) -> Answer:
+        if request.kind == "authorization" and "redirectUri" in (request.data or {}):
+            # An OAuth sign-in (an MCP server's `auth`): the browser comes back to a listener.
+            from toolnexus.cli._auth import SignIn
+
+            async with self._lock:
+                return await SignIn()(request)
         async with self._lock:
             try:
                 data = await self._ask(request)

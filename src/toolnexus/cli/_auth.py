@@ -26,7 +26,7 @@ from toolnexus.types import Answer, Request
 if TYPE_CHECKING:
     from toolnexus.mcp_source._config import ServerSpec
 
-__all__ = ["add_parser", "run_auth"]
+__all__ = ["SignIn", "add_parser", "run_auth"]
 
 DEFAULT_WAIT = 300.0  # seconds the listener waits for the browser to come back
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
@@ -92,7 +92,7 @@ async def _auth(args: argparse.Namespace) -> int:
         return 0
     from toolnexus.mcp_source import load_mcp
 
-    sign_in = _SignIn(open_browser=not args.no_browser, wait=args.wait)
+    sign_in = SignIn(open_browser=not args.no_browser, wait=args.wait)
     source = await load_mcp({"mcpServers": {name: entry}}, wait_for=sign_in)
     async with source:
         state = source.servers[name]
@@ -127,11 +127,11 @@ async def _server(path: str, name: str) -> tuple[dict[str, Any], ServerSpec]:
     return dict(entry), spec
 
 
-class _SignIn:
+class SignIn:
     """The `wait_for` of the command: listen on the redirect URI, show the URL, and answer with
     the URL the browser came back to."""
 
-    def __init__(self, *, open_browser: bool, wait: float) -> None:
+    def __init__(self, *, open_browser: bool = True, wait: float = DEFAULT_WAIT) -> None:
         self.open_browser = open_browser
         self.wait = wait
         self.asked = False

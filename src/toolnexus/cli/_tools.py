@@ -124,6 +124,8 @@ def _print_table(toolkit: Toolkit) -> None:
                 detail = f"{state.tool_count} tool{'s' if state.tool_count != 1 else ''}"
             elif state.status == "failed":
                 detail = " ".join((state.error or "failed").split())
+            elif state.status == "needs_auth":
+                detail = f"sign in with: toolnexus auth {name}"
             else:
                 detail = ""
             print(f"  {name:<{name_w}}  {state.status:<9}  {transport:<15}  {detail}".rstrip())
