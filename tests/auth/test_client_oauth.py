@@ -18,7 +18,7 @@ import pytest
 
 from support.polling import wait_until
 from support.sdk_oauth import OAuthWorld, follow_authorization
-from toolnexus import Answer, FileTokenStore, Request, create_toolkit
+from toolnexus import Answer, FileTokenStore, MemoryTokenStore, Request, create_toolkit
 from toolnexus.toolkit import Toolkit
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -147,7 +147,9 @@ async def test_without_wait_for_the_server_needs_auth_until_authorized(
         await tk.close()
 
 
-async def test_a_declined_sign_in_fails_the_server(oauth_world: OAuthWorld) -> None:
+async def test_a_declined_sign_in_fails_the_server(
+    oauth_world: OAuthWorld, caplog: pytest.LogCaptureFixture
+) -> None:
     tk = await toolkit(oauth_world, Browser(decline=True))
     try:
         state = tk.mcp_servers()["p"]
@@ -155,6 +157,7 @@ async def test_a_declined_sign_in_fails_the_server(oauth_world: OAuthWorld) -> N
         assert state.error == "authorization declined (declined)"
     finally:
         await tk.close()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
     tk = await toolkit(oauth_world)
     try:
         request = tk.mcp_auth_request("p")
@@ -427,3 +430,48 @@ async def test_wrong_client_credentials_fail_the_server_readably(
         assert "not-the-right-secret" not in state.error
     finally:
         await tk.close()
+
+
+class SdkStorage:
+    """A host's own MCP SDK `TokenStorage`."""
+
+    def __init__(self) -> None:
+        self.tokens: Any = None
+        self.client: Any = None
+
+    async def get_tokens(self) -> Any:
+        return self.tokens
+
+    async def set_tokens(self, tokens: Any) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> Any:
+        return self.client
+
+    async def set_client_info(self, client_info: Any) -> None:
+        self.client = client_info
+
+
+@pytest.mark.parametrize("kind", ["token-store", "sdk-storage"])
+async def test_the_toolkit_keeps_credentials_where_it_is_told(
+    oauth_world: OAuthWorld, kind: str
+) -> None:
+    store: Any = MemoryTokenStore() if kind == "token-store" else SdkStorage()
+    for _ in range(2):
+        tk = await create_toolkit(
+            config(oauth_world),
+            builtins=False,
+            wait_for=Browser(),
+            mcp_token_storage=store,
+        )
+        try:
+            assert tk.mcp_status() == {"p": "connected"}
+        finally:
+            await tk.close()
+        assert oauth_world.provider.authorizations == 1  # the second round asked nobody
+    assert not record_path(oauth_world).exists()
+    if kind == "token-store":
+        record = await store.load(oauth_world.mcp_url)
+        assert record is not None and record["url"] == oauth_world.mcp_url
+    else:
+        assert store.tokens is not None and store.client is not None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
 import time
 import warnings
@@ -58,6 +59,18 @@ class SignInRequired(ToolnexusError):
 
 class SignInFailed(ToolnexusError):
     """The sign-in was declined, or its answer could not be used."""
+
+
+class _ExpectedEnds(logging.Filter):
+    """Drops the SDK's "OAuth flow error" traceback when the flow ended on purpose here (a
+    declined sign-in, one nobody can answer now): the owner reports those in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, SignInRequired | SignInFailed)
+
+
+logging.getLogger("mcp.client.auth.oauth2").addFilter(_ExpectedEnds())
 
 
 class Authorization:
