@@ -66,6 +66,10 @@ async def test_auth_signs_in_stores_reuses_and_logs_out(
     home = tmp_path / "home"
     oauth_world.provider.reset_counts()
 
+    code, out, err = await command("tools", "--config", str(config), "--no-builtins", home=home)
+    assert code == 0, err
+    assert "needs_auth" in out and "sign in with: toolnexus auth hosted" in out
+
     code, out, err = await command(
         "auth", "hosted", "--config", str(config), "--no-browser", home=home, browser=True
     )
