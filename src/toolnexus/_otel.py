@@ -20,9 +20,12 @@ import os
 import sys
 import time
 from collections.abc import Mapping, MutableMapping
+from contextvars import ContextVar, Token
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+from toolnexus._current_agent import current_agent
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Counter, Histogram
@@ -171,14 +174,26 @@ def agent_span(model: str, provider: str) -> Span | None:
         return None
     from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ga
 
-    return t.tracer.start_span(
-        "invoke_agent",
-        attributes={
-            ga.GEN_AI_OPERATION_NAME: "invoke_agent",
-            ga.GEN_AI_PROVIDER_NAME: provider,
-            ga.GEN_AI_REQUEST_MODEL: model,
-        },
-    )
+    attrs: dict[str, Any] = {
+        ga.GEN_AI_OPERATION_NAME: "invoke_agent",
+        ga.GEN_AI_PROVIDER_NAME: provider,
+        ga.GEN_AI_REQUEST_MODEL: model,
+    }
+    agent = _add_agent(attrs)
+    name = "invoke_agent" if agent is None else f"invoke_agent {agent}"
+    return t.tracer.start_span(name, attributes=attrs)
+
+
+def _add_agent(attrs: dict[str, Any]) -> str | None:
+    """Add the running agent turn's `gen_ai.agent.name`/`gen_ai.agent.id`; its name, if any."""
+    agent = current_agent()
+    if agent is None:
+        return None
+    from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ga
+
+    attrs[ga.GEN_AI_AGENT_NAME] = agent.name
+    attrs[ga.GEN_AI_AGENT_ID] = agent.id
+    return agent.name
 
 
 def active(span: Span | None) -> contextlib.AbstractContextManager[Any]:
@@ -220,8 +235,10 @@ class ChatCall:
         self._span: Span | None = None
         if t.tracer is not None:
             context = set_span_in_context(parent) if parent is not None else None
+            span_attrs = dict(attrs)
+            _add_agent(span_attrs)  # on the span only: an id would explode metric cardinality
             self._span = t.tracer.start_span(
-                f"chat {model}", context=context, kind=SpanKind.CLIENT, attributes=attrs
+                f"chat {model}", context=context, kind=SpanKind.CLIENT, attributes=span_attrs
             )
         self._started = time.perf_counter()
 
@@ -304,18 +321,44 @@ def chat(provider: str, request: Any, url: str) -> ChatCall | _NoCall:
 
 _TOOL_TYPES = {"mcp": "extension", "a2a": "extension"}
 
+# The model's id for the tool call about to run, handed from the loop to `Toolkit.execute`
+# (which owns the span); consumed by that span so a nested direct execute does not reuse it.
+_CALL_ID: ContextVar[str | None] = ContextVar("toolnexus_tool_call_id", default=None)
+
+
+class _CallId:
+    __slots__ = ("_id", "_token")
+
+    def __init__(self, call_id: str | None) -> None:
+        self._id = call_id
+        self._token: Token[str | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _CALL_ID.set(self._id)
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._token is not None
+        _CALL_ID.reset(self._token)
+
+
+def model_call(call_id: str | None) -> contextlib.AbstractContextManager[Any]:
+    """A block in which a tool executed through `Toolkit.execute` answers the model's call
+    `call_id` (its span records the id); a no-op while telemetry is off."""
+    if telemetry() is None:
+        return _NULL
+    return _CallId(call_id)
+
 
 class ToolCallSpan:
     """The `execute_tool {name}` span of one tool execution (current while it runs), and the
     tool call count and duration."""
 
-    __slots__ = ("_attrs", "_ctx", "_span", "_started", "_t")
+    __slots__ = ("_attrs", "_ctx", "_span", "_started", "_t", "_token")
 
-    def __init__(self, t: Telemetry, name: str, call_id: str | None, toolkit: Any) -> None:
+    def __init__(self, t: Telemetry, name: str, tool: Any) -> None:
         from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ga
 
         self._t = t
-        tool = toolkit.get(name) if toolkit is not None else None
         source = tool.source if tool is not None else "custom"
         self._attrs: dict[str, Any] = {
             ga.GEN_AI_OPERATION_NAME: "execute_tool",
@@ -325,15 +368,19 @@ class ToolCallSpan:
         }
         self._span: Span | None = None
         self._ctx: contextlib.AbstractContextManager[Any] = _NULL
+        self._token: Token[str | None] | None = None
         if t.tracer is not None:
             attrs = dict(self._attrs)
+            call_id = _CALL_ID.get()
             if call_id:
                 attrs[ga.GEN_AI_TOOL_CALL_ID] = call_id
+            _add_agent(attrs)
             self._span = t.tracer.start_span(f"execute_tool {name}", attributes=attrs)
             self._ctx = active(self._span)
         self._started = time.perf_counter()
 
     def __enter__(self) -> ToolCallSpan:
+        self._token = _CALL_ID.set(None)
         self._ctx.__enter__()
         return self
 
@@ -352,6 +399,8 @@ class ToolCallSpan:
 
     def __exit__(self, kind: object, error: BaseException | None, tb: object) -> None:
         self._ctx.__exit__(None, None, None)
+        if self._token is not None:
+            _CALL_ID.reset(self._token)
         attrs = self._attrs if error is None else {**self._attrs, "error.type": _error_type(error)}
         if self._t.tool_calls is not None:
             self._t.tool_calls.add(1, attrs)
@@ -379,10 +428,11 @@ class _NoTool:
 _NO_TOOL = _NoTool()
 
 
-def tool_call(name: str, call_id: str | None, toolkit: Any) -> ToolCallSpan | _NoTool:
-    """The telemetry of one execution of the tool `name` of `toolkit`."""
+def tool_call(name: str, tool: Any) -> ToolCallSpan | _NoTool:
+    """The telemetry of one execution of the tool `name` (`tool`: the `Tool`, `None` when
+    unknown), whether the loop or the host asked for it."""
     t = telemetry()
-    return _NO_TOOL if t is None else ToolCallSpan(t, name, call_id, toolkit)
+    return _NO_TOOL if t is None else ToolCallSpan(t, name, tool)
 
 
 class McpCall:

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from toolnexus import adapters
+from toolnexus import _otel, adapters
 from toolnexus._aio import LoopThread
 from toolnexus._config import read_config
 from toolnexus._http import HttpClients, http_owner
@@ -329,6 +329,14 @@ class Toolkit:
     ) -> ToolResult:
         """Run the tool `name`; every failure (unknown tool, bad arguments, a raise) is a result."""
         tool = self._by_name.get(name)
+        with _otel.tool_call(name, tool) as traced:
+            result = await self._execute(tool, name, args, ctx)
+            traced.result(result)
+        return result
+
+    async def _execute(
+        self, tool: Tool | None, name: str, args: dict[str, Any] | None, ctx: ToolContext | None
+    ) -> ToolResult:
         if tool is None:
             available = ", ".join(self._by_name) or "none"
             return ToolResult(f"Unknown tool: {name}. Available tools: {available}", True)

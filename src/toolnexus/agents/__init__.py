@@ -13,6 +13,7 @@ This package is not imported by `import toolnexus`; `toolnexus.Agent` stays the 
 agent descriptor.
 """
 
+from toolnexus._current_agent import AgentIdentity, current_agent
 from toolnexus.agents._agent import Agent, agent
 from toolnexus.agents._clock import AsyncioClock, Clock
 from toolnexus.agents._compaction import compactor, estimate_tokens
@@ -83,6 +84,7 @@ __all__ = [
     "TASK_STATUS_TIMEOUT",
     "Agent",
     "AgentDef",
+    "AgentIdentity",
     "AgentRuntime",
     "AsyncioClock",
     "Budget",
@@ -103,6 +105,7 @@ __all__ = [
     "all_todos_done",
     "compactor",
     "compose_soul",
+    "current_agent",
     "estimate_tokens",
     "guarded_hooks",
     "harness",

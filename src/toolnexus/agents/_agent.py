@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from toolnexus._aio import Signalled, until_signalled
+from toolnexus._aio import Expired, Signalled, bounded
 from toolnexus.agents._constants import (
     TASK_STATUS_ERROR,
     TASK_STATUS_INTERRUPTED,
@@ -265,10 +265,10 @@ class _Cut:
 async def _bounded(work: Awaitable[T], ctx: ToolContext) -> T | _Cut:
     """Await `work` within the call's signal and timeout; a cut cancels it (closing its tree)."""
     try:
-        return await asyncio.wait_for(until_signalled(work, ctx.signal), ctx.timeout)
+        return await bounded(work, signal=ctx.signal, timeout=ctx.timeout)
     except Signalled:
         return _Cut(TASK_STATUS_INTERRUPTED, "interrupted")
-    except TimeoutError:
+    except Expired:
         return _Cut(TASK_STATUS_TIMEOUT, f"agent run exceeded {ctx.timeout:g}s")
 
 

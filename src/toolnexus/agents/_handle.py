@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
 from collections import deque
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from toolnexus.agents._results import InboxItem, TaskResult
 from toolnexus.types import Answer, Request
 
 if TYPE_CHECKING:
+    from toolnexus.agents._sources import TurnLedger
     from toolnexus.toolkit import Toolkit
 
 __all__ = ["Handle", "HandleState", "Pool", "Turn", "Wake"]
@@ -39,6 +41,9 @@ class Wake:
     replay: str | None = None  # a durable turn's preserved input, replayed as is
     answers: list[Answer] = field(default_factory=list)
     wait_for: Callable[..., Any] | None = None  # an interpreter for this turn only
+    # The waker's context: the turn runs in it, so its spans are children of the span that
+    # woke it (the delegating `task` call), even when admission comes later from a queue.
+    context: contextvars.Context = field(default_factory=contextvars.copy_context)
 
 
 @dataclass(slots=True, eq=False)
@@ -52,6 +57,7 @@ class Turn:
     abort: str | None = None  # "interrupted", "close" or "wall" once an abort was asked for
     task: asyncio.Task[None] | None = None
     timer: Any = None
+    ledger: TurnLedger | None = None  # what the turn's LLM and tool calls spent so far
     spawns: list[tuple[str, Handle]] = field(default_factory=list)
     reattach: list[tuple[str, Handle]] | None = None  # the suspended turn's, while replaying
     answers: list[Answer] = field(default_factory=list)

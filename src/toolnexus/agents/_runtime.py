@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from toolnexus._aio import call_in_thread_maybe_async, call_maybe_async
+from toolnexus._current_agent import agent_scope
 from toolnexus._log import warn
 from toolnexus.agents._clock import AsyncioClock, Clock
 from toolnexus.agents._constants import (
@@ -44,7 +45,7 @@ from toolnexus.agents._defs import (
 from toolnexus.agents._handle import Handle, Pool, Turn, Wake
 from toolnexus.agents._harness import guarded_hooks, run_gated
 from toolnexus.agents._results import HandleView, InboxItem, PostResult, SpawnError, TaskResult
-from toolnexus.agents._sources import TurnGate, derive_client, resolve_model_source
+from toolnexus.agents._sources import TurnGate, TurnLedger, derive_client, resolve_model_source
 from toolnexus.agents._task import make_task_tool
 from toolnexus.client import Client
 from toolnexus.client._hooks import resolve_hooks
@@ -467,7 +468,9 @@ class AgentRuntime:
             h._turn = turn
             self._move(h, "running", "wake")
             turn.timer = self._wall_timer(h, turn)
-            task = asyncio.get_running_loop().create_task(self._run_turn(h, turn))
+            task = asyncio.get_running_loop().create_task(
+                self._run_turn(h, turn), context=wake.context
+            )
             turn.task = task
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -539,6 +542,7 @@ class AgentRuntime:
 
     def _derived(self, h: Handle, turn: Turn) -> Client:
         defn = h.defn
+        turn.ledger = TurnLedger(self._client._metrics)
         base = self._client
         hooks = defn.hooks if defn.hooks is not None else self._hooks
         if hooks is None:
@@ -558,12 +562,14 @@ class AgentRuntime:
             on_metric=on_metric,
             store=self._store,
             locks=self._locks,
+            ledger=turn.ledger,
         )
 
     async def _run_turn(self, h: Handle, turn: Turn) -> None:
         outcome: Any
         try:
-            outcome = await self._ask_turn(h, turn)
+            with agent_scope(h.defn.name, h.id):
+                outcome = await self._ask_turn(h, turn)
         except _Park as park:
             outcome = park  # a replayed turn met a second suspension nobody above can answer
         except asyncio.CancelledError:
@@ -604,6 +610,10 @@ class AgentRuntime:
         h._turn = None
         wake = turn.wake
         record = True
+        if isinstance(outcome, BaseException) and turn.ledger is not None:
+            # No result to read: charge what the turn's calls spent before it ended.
+            self._roll_up(h, turn.ledger.tokens, turn.ledger.tool_calls)
+            h.turns_total += turn.ledger.llm_calls
         if isinstance(outcome, BaseException) and not isinstance(outcome, _Park):
             h.inbox[:0] = turn.drained  # not consumed: back at the front
             n = len(h.inbox)

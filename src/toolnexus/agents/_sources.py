@@ -13,10 +13,11 @@ import asyncio
 import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from toolnexus.client import Client, create_client, create_in_process_client
 from toolnexus.client._hooks import resolve_hooks
+from toolnexus.client._metrics import Metrics
 from toolnexus.client._sync_transport import ThreadedTransport
 from toolnexus.client._transport import StreamBody, Transport
 from toolnexus.client.memory import ConversationStore, KeyedLock
@@ -26,6 +27,7 @@ __all__ = [
     "MODEL_OPTIONS",
     "ModelSource",
     "TurnGate",
+    "TurnLedger",
     "client_over_transport",
     "derive_client",
     "resolve_model_source",
@@ -140,6 +142,33 @@ class _GatedTransport:
         return None  # the shared transport belongs to the base client
 
 
+class TurnLedger:
+    """The metric registry of one turn's derived client: every event goes on to the shared
+    registry unchanged, and the turn's spend is tallied, so a turn that is aborted or fails
+    (no `RunResult` to read) is still charged to the budgets for the calls it made."""
+
+    __slots__ = ("_registry", "llm_calls", "tokens", "tool_calls")
+
+    def __init__(self, registry: Metrics) -> None:
+        self._registry = registry
+        self.llm_calls = 0
+        self.tokens = 0
+        self.tool_calls = 0
+
+    def record(self, event: dict[str, Any]) -> None:
+        self._registry.record(event)
+        kind = event.get("event")
+        if kind == "llm" and event.get("status") == "ok":
+            self.llm_calls += 1
+            self.tokens += int(event.get("prompt_tokens") or 0)
+            self.tokens += int(event.get("completion_tokens") or 0)
+        elif kind == "tool" and not event.get("pending"):
+            self.tool_calls += 1
+
+    def render(self) -> str:
+        return self._registry.render()
+
+
 def derive_client(
     base: Client,
     *,
@@ -152,6 +181,7 @@ def derive_client(
     on_metric: Callable[[dict[str, Any]], Any] | None,
     store: ConversationStore,
     locks: KeyedLock,
+    ledger: TurnLedger,
 ) -> Client:
     """A copy of `base` for one handle turn: shared pool, policy and metric registry; the
     agent's own model (unless `"inherit"`), soul, turn limit, escalator, hooks and store."""
@@ -166,4 +196,5 @@ def derive_client(
     derived._store = store
     derived._locks = locks
     derived._endpoint = base._endpoint.with_transport(transport)
+    derived._metrics = cast("Metrics", ledger)  # the same registry, seen through the ledger
     return derived

@@ -413,10 +413,11 @@ class RunLoop:
 
         return await scope.race(all_calls())
 
-    async def _run_tool(self, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def _run_tool(self, call: ToolCall, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if self.toolkit is None:
-            return ToolResult(f"Unknown tool: {name}. Available tools: none", True)
-        return await self.toolkit.execute(name, args, ctx)
+            return ToolResult(f"Unknown tool: {call.name}. Available tools: none", True)
+        with _otel.model_call(call.id):
+            return await self.toolkit.execute(call.name, args, ctx)
 
     def _tool_event(self, name: str, result: ToolResult, started: float) -> None:
         if self.finished:
@@ -451,9 +452,7 @@ class RunLoop:
                     return _Outcome(call, args, result, pending_of(result) is not None)
                 if reply.get("args") is not None:
                     args = reply["args"]
-        with _otel.tool_call(call.name, call.id, self.toolkit) as traced:
-            result = await self._run_tool(call.name, args, scope.tool_context(deps=self.c.deps))
-            traced.result(result)
+        result = await self._run_tool(call, args, scope.tool_context(deps=self.c.deps))
         self._tool_event(call.name, result, started)
         if pending_of(result) is not None:
             return _Outcome(call, args, result, True)  # after_tool never sees a suspension
@@ -490,7 +489,7 @@ class RunLoop:
         started = time.perf_counter()
         name, args = outcome.call.name, outcome.args
         result = await scope.race(
-            self._run_tool(name, args, scope.tool_context(answer, self.c.deps))
+            self._run_tool(outcome.call, args, scope.tool_context(answer, self.c.deps))
         )
         self._tool_event(name, result, started)
         if pending_of(result) is not None:
