@@ -32,6 +32,19 @@ class ToolError(ToolnexusError):
 
 Run = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]]
 
+# What each built-in may do to the world, as MCP tool annotations (a guard can read them, the
+# gateway lists them): these only look, those change files or run commands.
+_READ_ONLY = frozenset({"read", "grep", "glob", "webfetch", "question", "todowrite"})
+_DESTRUCTIVE = frozenset({"bash", "write", "edit", "apply_patch"})
+
+
+def _annotations(name: str) -> dict[str, Any] | None:
+    if name in _READ_ONLY:
+        return {"annotations": {"readOnlyHint": True}}
+    if name in _DESTRUCTIVE:
+        return {"annotations": {"destructiveHint": True}}
+    return None
+
 
 def builtin_tool(name: str, description: str, schema: dict[str, Any], run: Run) -> Tool:
     """A `source="builtin"` tool whose failures all become `<name>: <message>` error results."""
@@ -44,7 +57,7 @@ def builtin_tool(name: str, description: str, schema: dict[str, Any], run: Run) 
         except Exception as exc:  # an unexpected failure is still data for the model
             return ToolResult(f"{name}: {error_message(exc)}", True)
 
-    return Tool(name, description, schema, "builtin", execute)
+    return Tool(name, description, schema, "builtin", execute, metadata=_annotations(name))
 
 
 def required_str(args: dict[str, Any], key: str) -> str:

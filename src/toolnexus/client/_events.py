@@ -36,6 +36,7 @@ __all__ = [
     "OutputEvent",
     "PendingEvent",
     "ProgressEvent",
+    "ProgressInfo",
     "RefusalEvent",
     "RunEvent",
     "StreamEvent",
@@ -201,6 +202,18 @@ class AfterToolReply(TypedDict, total=False):
     """What `after_tool` may return: a result that replaces the tool's."""
 
     result: ToolResult
+
+
+class ProgressInfo(TypedDict):
+    """What `on_progress` is given for each progress report of a running tool (observe only)."""
+
+    name: str
+    id: str
+    turn: int
+    progress: float
+    total: float | None
+    message: str | None
+    deps: NotRequired[Any]
 
 
 # -- metric events ------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Lifecycle hooks: `before_llm`, `after_llm`, `before_tool`, `after_tool` (each sync or async)."""
+"""Lifecycle hooks: `before_llm`, `after_llm`, `before_tool`, `after_tool` and the observe-only
+`on_progress` (each sync or async)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from toolnexus._aio import call_maybe_async
-from toolnexus.client._events import AfterLlmInfo, AfterToolInfo, BeforeLlmInfo, BeforeToolInfo
+from toolnexus.client._events import (
+    AfterLlmInfo,
+    AfterToolInfo,
+    BeforeLlmInfo,
+    BeforeToolInfo,
+    ProgressInfo,
+)
 
 __all__ = [
     "HOOK_NAMES",
@@ -16,12 +23,13 @@ __all__ = [
     "BeforeLlmHook",
     "BeforeToolHook",
     "Hooks",
+    "OnProgressHook",
     "before_llm",
     "call_hook",
     "resolve_hooks",
 ]
 
-HOOK_NAMES = ("before_llm", "after_llm", "before_tool", "after_tool")
+HOOK_NAMES = ("before_llm", "after_llm", "before_tool", "after_tool", "on_progress")
 
 # Each hook takes its typed argument (or, as before these were typed, any `dict`) and returns
 # its reply dict or `None`, directly or through an awaitable.
@@ -29,16 +37,21 @@ BeforeLlmHook: TypeAlias = Callable[[BeforeLlmInfo], Any] | Callable[[dict[str, 
 AfterLlmHook: TypeAlias = Callable[[AfterLlmInfo], Any] | Callable[[dict[str, Any]], Any]
 BeforeToolHook: TypeAlias = Callable[[BeforeToolInfo], Any] | Callable[[dict[str, Any]], Any]
 AfterToolHook: TypeAlias = Callable[[AfterToolInfo], Any] | Callable[[dict[str, Any]], Any]
+OnProgressHook: TypeAlias = Callable[[ProgressInfo], Any] | Callable[[dict[str, Any]], Any]
 
 
 @dataclass(slots=True, kw_only=True)
 class Hooks:
-    """The four optional hooks. A plain mapping or any object with these attributes also works."""
+    """The optional hooks. A plain mapping or any object with these attributes also works.
+
+    `on_progress` observes a running tool's progress reports: `{"name", "id", "turn",
+    "progress", "total", "message"}`; what it returns is ignored."""
 
     before_llm: BeforeLlmHook | None = None
     after_llm: AfterLlmHook | None = None
     before_tool: BeforeToolHook | None = None
     after_tool: AfterToolHook | None = None
+    on_progress: OnProgressHook | None = None
 
     @property
     def empty(self) -> bool:
@@ -47,6 +60,7 @@ class Hooks:
             and self.after_llm is None
             and self.before_tool is None
             and self.after_tool is None
+            and self.on_progress is None
         )
 
 

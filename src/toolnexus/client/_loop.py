@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import time
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus import _otel
 from toolnexus._aio import call_in_thread_maybe_async
-from toolnexus._log import warn
+from toolnexus._log import logger, warn
 from toolnexus._secrets import redact
 from toolnexus.adapters import ToolCall
 from toolnexus.client._endpoint import ModelRequest
@@ -25,6 +26,8 @@ from toolnexus.client._events import (
     AfterLlmInfo,
     AfterToolInfo,
     BeforeToolInfo,
+    ProgressEvent,
+    ProgressInfo,
     RunEvent,
     StreamEvent,
     ToolEvent,
@@ -58,7 +61,7 @@ if TYPE_CHECKING:
 __all__ = ["RunLoop", "compose_system"]
 
 # The hook arguments that carry the run's `deps` when it has some.
-_HookInfo = TypeVar("_HookInfo", AfterLlmInfo, BeforeToolInfo, AfterToolInfo)
+_HookInfo = TypeVar("_HookInfo", AfterLlmInfo, BeforeToolInfo, AfterToolInfo, ProgressInfo)
 
 
 def compose_system(system_prompt: str | None, toolkit: Toolkit | None) -> str:
@@ -110,6 +113,9 @@ class RunLoop:
         self.turns = 0
         self.records: list[dict[str, Any]] = []
         self.finished = False  # the `run` event is out: nothing may be reported after it
+        # Streaming: the `progress` events of the running tools, yielded while they run.
+        self.progress: asyncio.Queue[ProgressEvent] | None = None
+        self.observers: set[asyncio.Future[None]] = set()  # async `on_progress` hooks running
 
     async def result(self) -> RunResult:
         """Run to the end without streaming and return the `RunResult`."""
@@ -129,6 +135,8 @@ class RunLoop:
         started = time.perf_counter()
         scope = RunScope(c.timeout_ms, self.cancel)
         run = _otel.agent_span(c.model, wire.style)
+        if self.streaming:
+            self.progress = asyncio.Queue()
         try:
             async with contextlib.AsyncExitStack() as memory:
                 history = self.history
@@ -248,10 +256,20 @@ class RunLoop:
                                 "name": call.name,
                                 "args": call.args,
                             }
+                    running: asyncio.Future[list[_Outcome]] | None = None
                     with _otel.active(run):
-                        outcomes = (
-                            await self._execute_all(calls, turn_index, scope) if calls else []
-                        )
+                        if not calls:
+                            outcomes = []
+                        elif self.progress is None:
+                            outcomes = await self._execute_all(calls, turn_index, scope)
+                        else:  # a task, so progress can be yielded while the calls run
+                            running = asyncio.ensure_future(
+                                self._execute_all(calls, turn_index, scope)
+                            )
+                    if running is not None:
+                        async for note in self._reporting(running):
+                            yield note
+                        outcomes = running.result()
                     for outcome in outcomes:  # in call order
                         result = outcome.result
                         asked = pending_of(result) if outcome.suspended else None
@@ -265,7 +283,15 @@ class RunLoop:
                                 self._record(outcome, result)
                                 answered.append((outcome.call, result))
                                 break
-                            result = await self._resolve(outcome, asked, turn_index, scope)
+                            if self.progress is None:
+                                result = await self._resolve(outcome, asked, turn_index, scope)
+                            else:
+                                resolving = asyncio.ensure_future(
+                                    self._resolve(outcome, asked, turn_index, scope)
+                                )
+                                async for note in self._reporting(resolving):
+                                    yield note
+                                result = resolving.result()
                         self._record(outcome, result)
                         answered.append((outcome.call, result))
                         if self.streaming:
@@ -321,6 +347,73 @@ class RunLoop:
         if self.streaming and self.usage_seen:
             yield {"type": "usage", "usage": dict(self.usage)}
         yield {"type": "done", "result": final}
+
+    async def _reporting(self, work: asyncio.Future[Any]) -> AsyncGenerator[ProgressEvent, None]:
+        """Yield the `progress` events of the tools `work` runs until it is done (streaming).
+
+        Stopping early (the consumer closed the stream, the run was cancelled) cancels `work`."""
+        queue = self.progress
+        assert queue is not None
+        try:
+            while not work.done():
+                getter = asyncio.ensure_future(queue.get())
+                try:
+                    await asyncio.wait((work, getter), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    if not getter.done():
+                        getter.cancel()  # an item it never took stays in the queue
+                if getter.done() and not getter.cancelled():
+                    yield getter.result()
+            while not queue.empty():
+                yield queue.get_nowait()
+        finally:
+            if not work.done():
+                work.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait((work,))
+
+    def _progressed(
+        self, reporter: _Reporter, event: Mapping[str, Any]
+    ) -> asyncio.Future[None] | None:
+        """One progress report of a running call, to the stream and the `on_progress` hook;
+        an async hook's awaitable is returned (awaiting the report awaits the hook)."""
+        call = reporter.call
+        progress = event.get("progress", 0.0)
+        total, message = event.get("total"), event.get("message")
+        if self.progress is not None:
+            self.progress.put_nowait(
+                {
+                    "type": "progress",
+                    "id": call.id,
+                    "name": call.name,
+                    "progress": progress,
+                    "total": total,
+                    "message": message,
+                }
+            )
+        hooks = self.c.hooks
+        if hooks is None or hooks.on_progress is None:
+            return None
+        info: ProgressInfo = {
+            "name": call.name,
+            "id": call.id,
+            "turn": reporter.turn,
+            "progress": progress,
+            "total": total,
+            "message": message,
+        }
+        observer: Callable[..., Any] = hooks.on_progress
+        try:
+            reply = observer(self._with_deps(info))
+        except Exception as exc:  # observe-only: a failing observer never fails the call
+            logger.debug("[toolnexus] on_progress hook raised; ignored: %s", error_message(exc))
+            return None
+        if not inspect.isawaitable(reply):
+            return None
+        observed = asyncio.ensure_future(_observed(reply))
+        self.observers.add(observed)
+        observed.add_done_callback(self.observers.discard)
+        return observed
 
     def _finish(self, started: float, error: str | None) -> None:
         """Emit the run's `run` event: always its last one, with `error` when it raised."""
@@ -419,6 +512,20 @@ class RunLoop:
         with _otel.model_call(call.id):
             return await self.toolkit.execute(call.name, args, ctx)
 
+    async def _run_reported(
+        self, call: ToolCall, args: dict[str, Any], ctx: ToolContext, turn: int
+    ) -> ToolResult:
+        """Run the call with `ctx.on_progress` reporting to the run; later reports are dropped."""
+        reporter = _Reporter(self, call, turn)
+        ctx.on_progress = reporter
+        try:
+            return await self._run_tool(call, args, ctx)
+        finally:
+            reporter.open = False
+
+    def _tool(self, name: str) -> Tool | None:
+        return self.toolkit.get(name) if self.toolkit is not None else None
+
     def _tool_event(self, name: str, result: ToolResult, started: float) -> None:
         if self.finished:
             return  # a tool that outlived its aborted run: the `run` event stays last
@@ -443,7 +550,13 @@ class RunLoop:
         args = call.args
         started = time.perf_counter()
         if hooks is not None and hooks.before_tool is not None:
-            info: BeforeToolInfo = {"name": call.name, "args": args, "id": call.id, "turn": turn}
+            info: BeforeToolInfo = {
+                "name": call.name,
+                "args": args,
+                "id": call.id,
+                "turn": turn,
+                "tool": self._tool(call.name),
+            }
             reply = await call_hook(hooks.before_tool, self._with_deps(info))
             if reply:
                 if reply.get("result") is not None:
@@ -452,7 +565,7 @@ class RunLoop:
                     return _Outcome(call, args, result, pending_of(result) is not None)
                 if reply.get("args") is not None:
                     args = reply["args"]
-        result = await self._run_tool(call, args, scope.tool_context(deps=self.c.deps))
+        result = await self._run_reported(call, args, scope.tool_context(deps=self.c.deps), turn)
         self._tool_event(call.name, result, started)
         if pending_of(result) is not None:
             return _Outcome(call, args, result, True)  # after_tool never sees a suspension
@@ -471,6 +584,7 @@ class RunLoop:
             "result": result,
             "id": call.id,
             "turn": turn,
+            "tool": self._tool(call.name),
         }
         reply = await call_hook(hooks.after_tool, self._with_deps(info))
         if reply and reply.get("result") is not None:
@@ -489,12 +603,53 @@ class RunLoop:
         started = time.perf_counter()
         name, args = outcome.call.name, outcome.args
         result = await scope.race(
-            self._run_tool(outcome.call, args, scope.tool_context(answer, self.c.deps))
+            self._run_reported(outcome.call, args, scope.tool_context(answer, self.c.deps), turn)
         )
         self._tool_event(name, result, started)
         if pending_of(result) is not None:
             return ToolResult("unresolved: " + request.prompt, True)  # never a second wait
         return await self._after_tool(outcome.call, args, result, turn)
+
+
+class _Reporter:
+    """`ctx.on_progress` of one call, for its tool to call with `{"progress", "total",
+    "message"}`: from the tool's task (awaiting the result or not) or from a sync tool's worker
+    thread. Reports after the call ended are dropped."""
+
+    __slots__ = ("call", "loop", "open", "run", "turn")
+
+    def __init__(self, run: RunLoop, call: ToolCall, turn: int) -> None:
+        self.run = run
+        self.call = call
+        self.turn = turn
+        self.open = True
+        self.loop = asyncio.get_running_loop()
+
+    def __call__(self, event: Mapping[str, Any]) -> Awaitable[None] | None:
+        try:
+            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        if current is not self.loop:  # a worker thread: nothing there would await the report
+            self.loop.call_soon_threadsafe(self._report, event)
+            return None
+        observed = self._report(event)
+        if observed is None:  # still awaitable, and no warning when it is not awaited
+            observed = self.loop.create_future()
+            observed.set_result(None)
+        return observed
+
+    def _report(self, event: Mapping[str, Any]) -> asyncio.Future[None] | None:
+        if not self.open or self.run.finished or not isinstance(event, Mapping):
+            return None
+        return self.run._progressed(self, event)
+
+
+async def _observed(reply: Awaitable[Any]) -> None:
+    try:
+        await reply
+    except Exception as exc:
+        logger.debug("[toolnexus] on_progress hook raised; ignored: %s", error_message(exc))
 
 
 _NO_VALUE: Any = object()
