@@ -53,10 +53,11 @@ async def test_before_tool_rewrites_args(llm, make_client):
         return {"args": {"a": 40, "b": 2}}
 
     llm.push(tools(call("add", {"a": 1, "b": 1}, id="c9")), text("ok"))
-    result = await make_client("openai", hooks={"before_tool": before_tool}).run(
-        "x", kit(add_tool())
-    )
-    assert seen == [{"name": "add", "args": {"a": 1, "b": 1}, "id": "c9", "turn": 0}]
+    toolkit = kit(add_tool())
+    result = await make_client("openai", hooks={"before_tool": before_tool}).run("x", toolkit)
+    assert seen == [
+        {"name": "add", "args": {"a": 1, "b": 1}, "id": "c9", "turn": 0, "tool": toolkit.get("add")}
+    ]
     assert result.tool_calls[0] == {
         "name": "add",
         "args": {"a": 40, "b": 2},

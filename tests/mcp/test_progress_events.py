@@ -65,8 +65,12 @@ async def test_native_progress_streams_between_call_and_result(llm: Any, make_cl
     last_progress = max(i for i, e in enumerate(events) if e["type"] == "progress")
     assert last_progress < first_result
     # the hook saw the same reports, with the turn
-    assert {"name": "steps", "id": "c1", "turn": 0, "progress": 1.0, "total": 2.0} == {
-        k: v for k, v in seen[0].items() if k != "message"
+    assert {k: v for k, v in seen[0].items() if k != "message"} == {
+        "name": "steps",
+        "id": "c1",
+        "turn": 0,
+        "progress": 1.0,
+        "total": 2.0,
     }
     assert sorted(e["message"] or "" for e in seen) == ["", "from a thread", "half"]
     # a report after the call ended reaches nobody
