@@ -243,6 +243,11 @@ class Toolkit:
         return self._skills
 
     @property
+    def mcp_source(self) -> McpSource | None:
+        """The loaded MCP servers, when the toolkit has an MCP config."""
+        return self._mcp
+
+    @property
     def config(self) -> dict[str, Any]:
         """The top-level config the toolkit was built from (`{}` without one)."""
         return self._config

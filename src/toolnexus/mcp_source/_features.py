@@ -46,8 +46,47 @@ async def _pages(
     raise LoadError(f"MCP list returned more than {MAX_PAGES} pages")
 
 
+async def wire_resources(session: Any, timeout: float) -> list[types.Resource]:
+    """Every resource the server lists (all pages), as the SDK read them."""
+    return await _pages(lambda p: session.list_resources(params=p), "resources", timeout)
+
+
+async def wire_templates(session: Any, timeout: float) -> list[types.ResourceTemplate]:
+    """Every resource template the server lists (all pages), as the SDK read them."""
+    return await _pages(
+        lambda p: session.list_resource_templates(params=p), "resource_templates", timeout
+    )
+
+
+async def wire_read(session: Any, uri: str, timeout: float) -> types.ReadResourceResult:
+    return await _bounded(session.read_resource(uri), timeout)
+
+
+async def wire_prompts(session: Any, timeout: float) -> list[types.Prompt]:
+    """Every prompt the server lists (all pages), as the SDK read them."""
+    return await _pages(lambda p: session.list_prompts(params=p), "prompts", timeout)
+
+
+async def wire_get_prompt(
+    session: Any, name: str, arguments: dict[str, str] | None, timeout: float
+) -> types.GetPromptResult:
+    return await _bounded(session.get_prompt(name, arguments), timeout)
+
+
+async def wire_complete(
+    session: Any,
+    ref: types.PromptReference | types.ResourceTemplateReference,
+    argument: dict[str, str],
+    context: dict[str, str] | None,
+    timeout: float,
+) -> types.CompleteResult:
+    return await _bounded(
+        session.complete(ref=ref, argument=argument, context_arguments=context), timeout
+    )
+
+
 async def list_resources(session: Any, server: str, timeout: float) -> list[McpResource]:
-    listed = await _pages(lambda p: session.list_resources(params=p), "resources", timeout)
+    listed = await wire_resources(session, timeout)
     return [
         McpResource(
             server,
@@ -63,9 +102,7 @@ async def list_resources(session: Any, server: str, timeout: float) -> list[McpR
 
 
 async def list_templates(session: Any, server: str, timeout: float) -> list[McpResourceTemplate]:
-    listed = await _pages(
-        lambda p: session.list_resource_templates(params=p), "resource_templates", timeout
-    )
+    listed = await wire_templates(session, timeout)
     return [
         McpResourceTemplate(server, t.uri_template, t.name, t.title, t.description, t.mime_type)
         for t in listed
@@ -74,7 +111,7 @@ async def list_templates(session: Any, server: str, timeout: float) -> list[McpR
 
 async def read_resource(session: Any, server: str, uri: str, timeout: float) -> ToolResult:
     """`resources/read` as a result: texts joined, each blob a content part and a line."""
-    result = await _bounded(session.read_resource(uri), timeout)
+    result = await wire_read(session, uri, timeout)
     texts: list[str] = []
     parts: list[ContentPart] = []
     for item in result.contents:
@@ -92,7 +129,7 @@ async def read_resource(session: Any, server: str, uri: str, timeout: float) -> 
 
 
 async def list_prompts(session: Any, server: str, timeout: float) -> list[McpPrompt]:
-    listed = await _pages(lambda p: session.list_prompts(params=p), "prompts", timeout)
+    listed = await wire_prompts(session, timeout)
     return [
         McpPrompt(
             server,
@@ -111,11 +148,11 @@ async def list_prompts(session: Any, server: str, timeout: float) -> list[McpPro
 async def get_prompt(
     session: Any, name: str, arguments: dict[str, str] | None, timeout: float
 ) -> McpPromptResult:
-    result = await _bounded(session.get_prompt(name, arguments), timeout)
+    result = await wire_get_prompt(session, name, arguments, timeout)
     messages: list[dict[str, Any]] = []
     for message in result.messages:
         content = message.content
-        if getattr(content, "type", None) == "text":
+        if isinstance(content, types.TextContent):
             messages.append({"role": message.role, "content": content.text})
             continue
         data = getattr(content, "data", None)
@@ -138,10 +175,7 @@ async def complete(
         reference = types.ResourceTemplateReference(uri=ref["uri"])
     else:
         reference = types.PromptReference(name=ref["name"])
-    result = await _bounded(
-        session.complete(
-            ref=reference, argument={"name": argument, "value": value}, context_arguments=context
-        ),
-        timeout,
+    result = await wire_complete(
+        session, reference, {"name": argument, "value": value}, context, timeout
     )
     return list(result.completion.values)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -35,10 +36,11 @@ class ServerLog:
     def emit(self, level: str, data: Any, logger_name: str | None) -> None:
         now = time.monotonic()
         if now - self._window >= 1.0:
-            if self._dropped:
-                warn(f'MCP server "{self._server}" logs too fast; dropped {self._dropped} messages')
-            self._window, self._count, self._dropped = now, 0, 0
+            self._tell_dropped()
+            self._window, self._count = now, 0
         if self._count >= _PER_SECOND:
+            if not self._dropped:  # the first one dropped: tell how many when the second ends
+                asyncio.get_running_loop().call_later(self._window + 1.0 - now, self._tell_dropped)
             self._dropped += 1
             return
         self._count += 1
@@ -54,3 +56,8 @@ class ServerLog:
             text,
             extra={"mcp_server": self._server, "mcp_logger": logger_name, "mcp_level": level},
         )
+
+    def _tell_dropped(self) -> None:
+        if self._dropped:
+            warn(f'MCP server "{self._server}" logs too fast; dropped {self._dropped} messages')
+            self._dropped = 0

@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -243,6 +243,77 @@ class McpSource:
             s.session(), ref, argument, value, context, s.timeout
         )
         return values
+
+    # -- what a gateway re-serves: the servers' own (SDK) models, unchanged ---------------------
+
+    def offers_any(self, capability: str, among: Collection[str] | None = None) -> bool:
+        """Whether a connected server (of `among`, when given) offers `capability`."""
+        return bool(self._among(among, capability))
+
+    def _among(self, among: Collection[str] | None, capability: str) -> list[_Server]:
+        offering = self._offering(None, capability)
+        return offering if among is None else [s for s in offering if s.name in among]
+
+    async def wire_resources(self, among: Collection[str] | None = None) -> list[tuple[str, Any]]:
+        """`(server, Resource)` for every resource of the servers offering resources (config
+        order, all pages); each URI is remembered as that server's."""
+        features = sdk_features()
+        found: list[tuple[str, Any]] = []
+        for s in self._among(among, "resources"):
+            for resource in await features.wire_resources(s.session(), s.timeout):
+                self.remember(str(resource.uri), s.name)
+                found.append((s.name, resource))
+        return found
+
+    async def wire_resource_templates(
+        self, among: Collection[str] | None = None
+    ) -> list[tuple[str, Any]]:
+        """`(server, ResourceTemplate)` for every template of the servers offering resources."""
+        features = sdk_features()
+        found: list[tuple[str, Any]] = []
+        for s in self._among(among, "resources"):
+            found.extend((s.name, t) for t in await features.wire_templates(s.session(), s.timeout))
+        return found
+
+    async def wire_read_resource(self, uri: str, among: Collection[str] | None = None) -> Any:
+        """The `ReadResourceResult` of `uri` from its owner: the server that last named it, else
+        each server offering resources in config order until one has it."""
+        features = sdk_features()
+        candidates = self._among(among, "resources")
+        if not candidates:
+            raise ValueError("no connected MCP server offers resources")
+        remembered = self._owners.get(uri)
+        candidates.sort(key=lambda s: s.name != remembered)  # stable: config order otherwise
+        failure: Exception | None = None
+        for s in candidates:
+            try:
+                return await features.wire_read(s.session(), uri, s.timeout)
+            except Exception as exc:  # not this one's, perhaps: ask the next
+                failure = exc
+        assert failure is not None
+        raise failure
+
+    async def wire_prompts(self, among: Collection[str] | None = None) -> list[tuple[str, Any]]:
+        """`(server, Prompt)` for every prompt of the servers offering prompts (config order)."""
+        features = sdk_features()
+        found: list[tuple[str, Any]] = []
+        for s in self._among(among, "prompts"):
+            found.extend((s.name, p) for p in await features.wire_prompts(s.session(), s.timeout))
+        return found
+
+    async def wire_get_prompt(
+        self, server: str, name: str, arguments: dict[str, str] | None = None
+    ) -> Any:
+        """`server`'s `GetPromptResult` for its prompt `name`."""
+        [s] = self._offering(server, "prompts")
+        return await sdk_features().wire_get_prompt(s.session(), name, arguments, s.timeout)
+
+    async def wire_complete(
+        self, server: str, ref: Any, argument: dict[str, str], context: dict[str, str] | None
+    ) -> Any:
+        """`server`'s `CompleteResult` for `argument` of the prompt or template `ref`."""
+        [s] = self._offering(server, "completions")
+        return await sdk_features().wire_complete(s.session(), ref, argument, context, s.timeout)
 
     def _read_tool(self) -> Tool:
         async def read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:

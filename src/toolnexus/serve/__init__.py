@@ -209,6 +209,7 @@ async def serve_toolkit(
                 on_call,
                 execute_through(toolkit),
                 tool_scopes=auth.tool_scopes if auth is not None else None,
+                upstream=toolkit.mcp_source,
             )
             if mcp_cfg is not None
             else None
@@ -261,7 +262,11 @@ async def serve_toolkit_stdio(
 
     cfg = _profile(mcp, toolkit.config, "mcpServer", "mcp") or {}
     server = make_mcp_server(
-        exposed_mcp_tools(toolkit.tools(), cfg), cfg, on_call, execute_through(toolkit)
+        exposed_mcp_tools(toolkit.tools(), cfg),
+        cfg,
+        on_call,
+        execute_through(toolkit),
+        upstream=toolkit.mcp_source,
     )
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

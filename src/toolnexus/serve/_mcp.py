@@ -26,6 +26,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolnexus._aio import call_maybe_async
 from toolnexus._env import expand_env
 from toolnexus._log import logger
+from toolnexus.serve._mcp_relay import relay_handlers
 from toolnexus.types import (
     Answer,
     Request,
@@ -37,6 +38,7 @@ from toolnexus.types import (
 )
 
 if TYPE_CHECKING:
+    from toolnexus.mcp_source import McpSource
     from toolnexus.toolkit import Toolkit
 
 __all__ = [
@@ -61,7 +63,8 @@ _MIN_KEY_BYTES = 32
 class MCPServeConfig(TypedDict, total=False):
     """The MCP profile: `serverInfo` name/version, the exposed tool names, the gateway's
     `instructions`, and the request-state keys (`${ENV}` expanded; the first seals, all unseal)
-    with their lifetime in milliseconds. Replicas must share `requestStateKeys` and `name`."""
+    with their lifetime in milliseconds. Replicas must share `requestStateKeys` and `name`.
+    `resources: false` / `prompts: false` stop re-serving the upstream MCP servers' ones."""
 
     name: str
     version: str
@@ -69,6 +72,8 @@ class MCPServeConfig(TypedDict, total=False):
     instructions: str
     requestStateKeys: list[str]
     requestStateTtl: int
+    resources: bool
+    prompts: bool
 
 
 OnCall: TypeAlias = Callable[[dict[str, Any]], "Awaitable[None] | None"]
@@ -279,10 +284,14 @@ def make_mcp_server(
     execute: Execute,
     *,
     tool_scopes: Mapping[str, Sequence[str]] | None = None,
+    upstream: McpSource | None = None,
 ) -> Server[Any]:
     """An SDK server exposing `tools` (already filtered); `execute` runs one validated call.
     With `tool_scopes`, a caller holding an OAuth access token sees only the tools its scopes
-    allow (`serve/_auth.py` refuses the calls of the others)."""
+    allow (`serve/_auth.py` refuses the calls of the others). With `upstream`, the toolkit's
+    MCP servers, their resources and prompts are served too (unless the profile says
+    `resources: false` / `prompts: false`): those of every server when the profile exposes all
+    tools, else of the servers whose tools it exposes."""
     cfg = cfg or {}
     by_name = {t.name: t for t in tools}
     # The exposed set is fixed, so the listing is built once (once per set of scopes).
@@ -366,9 +375,22 @@ def make_mcp_server(
         get_tool_input_schema=input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        **relay_handlers(upstream, cfg, _upstream_servers(tools, cfg)),
     )
     server.middleware.append(_security(cfg, name))
     return server
+
+
+def _upstream_servers(tools: Sequence[Tool], cfg: Mapping[str, Any]) -> set[str] | None:
+    """The MCP servers whose resources and prompts are re-served: all (`None`) unless the
+    profile names the tools it exposes, then those of the exposed tools' servers."""
+    if cfg.get("tools") is None:
+        return None
+    return {
+        str(t.metadata["server"])
+        for t in tools
+        if t.source == "mcp" and t.metadata is not None and "server" in t.metadata
+    }
 
 
 async def _relay(

@@ -183,6 +183,12 @@ def build(name: str = "eras", state_key: str | None = None) -> MCPServer:
         await ctx.info("all good")
         return "logged"
 
+    @mcp.tool(description="Log `count` warnings as fast as possible, then answer.")
+    async def flood(ctx: Context, count: int = 250) -> str:
+        for i in range(count):
+            await ctx.warning(f"flood {i}")
+        return f"flooded {count}"
+
     @mcp.tool(structured_output=False, description="Text and structured content.")
     def both() -> CallToolResult:
         return CallToolResult(
@@ -297,6 +303,35 @@ def tasks_server() -> Any:
         return CallToolResult(content=[TextContent(text=f"ran {params.name}")])
 
     return Server("tasks", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def logging_server() -> Any:
+    """A lowlevel `Server` that declares `logging` and tells which level `logging/setLevel`
+    set (`level` tool: `unset` until one arrives)."""
+    from mcp.server.lowlevel import Server
+    from mcp_types import EmptyResult, ListToolsResult, Tool
+
+    levels: list[str] = []
+    listing = ListToolsResult(
+        tools=[Tool(name="level", input_schema={"type": "object", "properties": {}})]
+    )
+
+    async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
+        return listing
+
+    async def call_tool(ctx: Any, params: Any) -> CallToolResult:
+        return CallToolResult(content=[TextContent(text=",".join(levels) or "unset")])
+
+    async def set_level(ctx: Any, params: Any) -> EmptyResult:
+        levels.append(str(params.level))
+        return EmptyResult()
+
+    return Server(
+        "logs",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_set_logging_level=set_level,
+    )
 
 
 # -- era filters ------------------------------------------------------------------------------

@@ -1,0 +1,165 @@
+"""The gateway's upstream resources and prompts: what the toolkit's MCP servers offer, served on.
+
+Without this a gateway client could never follow a `resource_link` an upstream tool returned.
+Resource and template lists merge the servers' lists in config order with URIs unchanged (a URI
+two servers list is the first one's); `resources/read` goes to the URI's owner. Prompts are
+renamed like tools (`sanitize(server) + "_" + sanitize(prompt)`) and `prompts/get` goes to their
+server; completions follow the prompt or the template they complete. Everything is asked of the
+servers when the gateway's client asks: nothing is cached, so upstream changes show at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from toolnexus._log import warn
+from toolnexus.types import sanitize
+
+if TYPE_CHECKING:
+    from toolnexus.mcp_source import McpSource
+
+__all__ = ["relay_handlers"]
+
+
+def relay_handlers(
+    source: McpSource | None, cfg: Mapping[str, Any], among: Collection[str] | None
+) -> dict[str, Any]:
+    """The lowlevel `Server` handlers (keyword arguments) that re-serve the upstream resources
+    and prompts of the servers in `among` (every server when `None`), each unless the profile
+    turns it off (`resources: false`, `prompts: false`) or no connected server offers it. A
+    capability is declared only when its handlers are there."""
+    if source is None:
+        return {}
+    resources = cfg.get("resources", True) is not False and source.offers_any("resources", among)
+    prompts = cfg.get("prompts", True) is not False and source.offers_any("prompts", among)
+    relay = _Relay(source, among)
+    handlers: dict[str, Any] = {}
+    if resources:
+        handlers["on_list_resources"] = relay.list_resources
+        handlers["on_list_resource_templates"] = relay.list_templates
+        handlers["on_read_resource"] = relay.read_resource
+    if prompts:
+        handlers["on_list_prompts"] = relay.list_prompts
+        handlers["on_get_prompt"] = relay.get_prompt
+    if (resources or prompts) and source.offers_any("completions", among):
+        relay.completes_prompts, relay.completes_templates = prompts, resources
+        handlers["on_completion"] = relay.complete
+    return handlers
+
+
+class _Relay:
+    def __init__(self, source: McpSource, among: Collection[str] | None) -> None:
+        self.source = source
+        self.among = among
+        self.completes_prompts = False
+        self.completes_templates = False
+        self._prompts: dict[str, tuple[str, str]] = {}  # served name ⇒ (server, prompt name)
+        self._warned: set[str] = set()
+
+    async def list_resources(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        listed = await self.source.wire_resources(self.among)
+        return types.ListResourcesResult(resources=self._first_of_each(listed, "uri"))
+
+    async def list_templates(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        listed = await self.source.wire_resource_templates(self.among)
+        return types.ListResourceTemplatesResult(
+            resource_templates=self._first_of_each(listed, "uri_template")
+        )
+
+    def _first_of_each(self, listed: list[tuple[str, Any]], key: str) -> list[Any]:
+        """The listed items, the first server's where two list the same URI (warned once)."""
+        owners: dict[str, str] = {}
+        kept: list[Any] = []
+        for server, item in listed:
+            uri = str(getattr(item, key))
+            first = owners.setdefault(uri, server)
+            if first == server:
+                kept.append(item)
+            elif uri not in self._warned:
+                self._warned.add(uri)
+                warn(
+                    f'MCP servers "{first}" and "{server}" both list {uri}; '
+                    f'the gateway serves "{first}"\'s'
+                )
+        return kept
+
+    async def read_resource(
+        self, ctx: Any, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        try:
+            result: types.ReadResourceResult = await self.source.wire_read_resource(
+                str(params.uri), self.among
+            )
+        except ValueError as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+        return result
+
+    async def list_prompts(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=await self._served_prompts())
+
+    async def _served_prompts(self) -> list[types.Prompt]:
+        served: list[types.Prompt] = []
+        names: dict[str, tuple[str, str]] = {}
+        for server, prompt in await self.source.wire_prompts(self.among):
+            name = f"{sanitize(server)}_{sanitize(prompt.name)}"
+            if name in names:
+                continue
+            names[name] = (server, prompt.name)
+            served.append(prompt.model_copy(update={"name": name}))
+        self._prompts = names
+        return served
+
+    async def _prompt(self, name: str) -> tuple[str, str]:
+        found = self._prompts.get(name)
+        if found is None:  # not listed yet, or new upstream: list again
+            await self._served_prompts()
+            found = self._prompts.get(name)
+        if found is None:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {name}")
+        return found
+
+    async def get_prompt(
+        self, ctx: Any, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        server, name = await self._prompt(params.name)
+        result: types.GetPromptResult = await self.source.wire_get_prompt(
+            server, name, params.arguments
+        )
+        return result
+
+    async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+        ref = params.ref
+        argument = {"name": params.argument.name, "value": params.argument.value}
+        context = params.context.arguments if params.context is not None else None
+        if isinstance(ref, types.PromptReference):
+            if not self.completes_prompts:
+                raise MCPError(code=types.INVALID_PARAMS, message="prompts are not served")
+            server, name = await self._prompt(ref.name)
+            upstream: Any = types.PromptReference(name=name)
+        else:
+            if not self.completes_templates:
+                raise MCPError(code=types.INVALID_PARAMS, message="resources are not served")
+            templates = await self.source.wire_resource_templates(self.among)
+            owner = next((s for s, t in templates if t.uri_template == ref.uri), None)
+            if owner is None:
+                raise MCPError(
+                    code=types.INVALID_PARAMS, message=f"Unknown resource template: {ref.uri}"
+                )
+            server, upstream = owner, ref
+        try:
+            result: types.CompleteResult = await self.source.wire_complete(
+                server, upstream, argument, context
+            )
+        except ValueError as exc:  # that server does not complete
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+        return result

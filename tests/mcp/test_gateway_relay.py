@@ -1,0 +1,176 @@
+"""The gateway re-serves its upstream MCP servers' resources and prompts (prefixed prompt names,
+URIs unchanged, the first server's where two list one), so a client can follow a passed-through
+`resource_link`; `resources: false` / `prompts: false` turn that off; a native tool with an
+output schema that returns no structured content is an error. Driven by the official SDK client
+in both eras."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import mcp_types as types
+import pytest
+import pytest_asyncio
+
+from mcp import Client, MCPError
+from support.mcp_servers import ThreadedHttpServer
+from support.mcp_servers.sdk_eras import IMAGE_BYTES
+from support.mcp_servers.sdk_eras import app as eras_app
+from toolnexus import create_toolkit
+from toolnexus.toolkit import Toolkit
+from toolnexus.types import Tool
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+MODES = ["auto", "legacy"]
+
+
+def _unstructured() -> Tool:
+    return Tool(
+        "count",
+        "Claims structure, returns text.",
+        None,
+        "native",
+        lambda args, ctx: "seven",
+        metadata={"outputSchema": SCHEMA},
+    )
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[ThreadedHttpServer]:
+    server = ThreadedHttpServer(eras_app())
+    yield server
+    server.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def toolkit(upstream: ThreadedHttpServer) -> AsyncIterator[Toolkit]:
+    # two servers on one upstream: every URI is listed twice, every prompt once per server
+    kit = await create_toolkit(
+        mcp_config={"up": {"url": upstream.url()}, "up2": {"url": upstream.url()}},
+        extra_tools=[_unstructured()],
+        builtins=False,
+    )
+    yield kit
+    await kit.close()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def gateway_url(toolkit: Toolkit) -> AsyncIterator[str]:
+    handle = await toolkit.serve("127.0.0.1:0", mcp={"name": "gw"})
+    yield handle.url + "/mcp"
+    await handle.stop()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_upstream_resources_are_served(gateway_url: str, mode: str) -> None:
+    async with Client(gateway_url, mode=mode) as client:
+        assert client.server_capabilities.resources is not None
+        listed = (await client.list_resources(cache_mode="bypass")).resources
+        assert sorted(str(r.uri) for r in listed) == ["eras://logo", "eras://notes"]
+        notes = next(r for r in listed if str(r.uri) == "eras://notes")
+        assert (notes.name, notes.title, notes.mime_type) == ("notes", "Notes", "text/plain")
+        templates = (await client.list_resource_templates()).resource_templates
+        assert [t.uri_template for t in templates] == ["eras://users/{user}"]
+        text = (await client.read_resource("eras://notes")).contents[0]
+        assert isinstance(text, types.TextResourceContents) and text.text == "the notes"
+        blob = (await client.read_resource("eras://logo")).contents[0]
+        assert isinstance(blob, types.BlobResourceContents)
+        assert base64.b64decode(blob.blob) == IMAGE_BYTES
+        assert blob.mime_type == "image/png"
+        user = (await client.read_resource("eras://users/ada")).contents[0]
+        assert isinstance(user, types.TextResourceContents) and user.text == "user ada"
+
+
+async def test_a_uri_two_servers_list_is_served_once_with_a_warning(
+    toolkit: Toolkit, caplog: pytest.LogCaptureFixture
+) -> None:
+    handle = await toolkit.serve("127.0.0.1:0", mcp={"name": "fresh"})
+    try:
+        with caplog.at_level(logging.WARNING, logger="toolnexus"):
+            async with Client(handle.url + "/mcp") as client:
+                for _ in range(2):
+                    listed = (await client.list_resources(cache_mode="bypass")).resources
+                    assert [str(r.uri) for r in listed].count("eras://notes") == 1
+    finally:
+        await handle.stop()
+    duplicates = [m for m in caplog.messages if "both list eras://notes" in m]
+    assert duplicates == [  # once, however often it is listed
+        '[toolnexus] MCP servers "up" and "up2" both list eras://notes; the gateway serves "up"\'s'
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_passed_through_resource_link_can_be_followed(gateway_url: str, mode: str) -> None:
+    async with Client(gateway_url, mode=mode) as client:
+        media = await client.call_tool("up_media", {})
+        [link] = [block for block in media.content if block.type == "resource_link"]
+        read = await client.read_resource(str(link.uri))  # type: ignore[union-attr]
+        assert read.contents[0].text == "the notes"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_upstream_prompts_are_served_under_prefixed_names(
+    gateway_url: str, mode: str
+) -> None:
+    async with Client(gateway_url, mode=mode) as client:
+        assert client.server_capabilities.prompts is not None
+        prompts = (await client.list_prompts(cache_mode="bypass")).prompts
+        assert [p.name for p in prompts] == ["up_review", "up2_review"]
+        assert (prompts[0].title, prompts[0].description) == ("Code review", "Review some code.")
+        assert [(a.name, a.required) for a in prompts[0].arguments or ()] == [
+            ("code", True),
+            ("style", False),
+        ]
+        got = await client.get_prompt("up2_review", {"code": "x = 1", "style": "thorough"})
+        assert got.messages[0].content.text == "Review this (thorough): x = 1"  # type: ignore[union-attr]
+        done = await client.complete(
+            types.PromptReference(name="up_review"), {"name": "style", "value": "t"}
+        )
+        assert done.completion.values == ["terse", "thorough", "tender"]
+        with pytest.raises(MCPError, match="Unknown prompt: nope"):
+            await client.get_prompt("nope")
+
+
+async def test_profile_keys_turn_the_relay_off(toolkit: Toolkit) -> None:
+    handle = await toolkit.serve("127.0.0.1:0", mcp={"resources": False, "prompts": False})
+    only_native = await toolkit.serve("127.0.0.1:0", mcp={"tools": ["count"]})
+    try:
+        for url in (handle.url, only_native.url):
+            async with Client(url + "/mcp") as client:
+                capabilities = client.server_capabilities
+                assert (capabilities.resources, capabilities.prompts) == (None, None)
+                with pytest.raises(MCPError):
+                    await client.list_resources()
+                with pytest.raises(MCPError):
+                    await client.list_prompts()
+    finally:
+        await handle.stop()
+        await only_native.stop()
+
+
+async def test_prompts_alone_stay_served(toolkit: Toolkit) -> None:
+    handle = await toolkit.serve("127.0.0.1:0", mcp={"resources": False})
+    try:
+        async with Client(handle.url + "/mcp") as client:
+            assert client.server_capabilities.resources is None
+            assert [p.name for p in (await client.list_prompts()).prompts][:1] == ["up_review"]
+    finally:
+        await handle.stop()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_output_schema_without_structured_content_is_an_error(
+    gateway_url: str, mode: str
+) -> None:
+    async with Client(gateway_url, mode=mode) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert listed["count"].output_schema == SCHEMA
+        result: Any = await client.call_tool("count", {})
+        assert result.is_error is True
+        assert result.content[0].text == (
+            "Tool count has an output schema but returned no structured content"
+        )
+        assert result.structured_content is None
