@@ -18,12 +18,18 @@ import asyncio
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from toolnexus._env import expand_env
 from toolnexus._secrets import remember
 from toolnexus.errors import A2AError, ConfigError
+from toolnexus.oauth import OAuthSettings, parse_oauth_settings
+
+if TYPE_CHECKING:
+    import httpx2
+
+    from toolnexus.oauth import Authorization
 
 __all__ = [
     "AUTH_TYPES",
@@ -35,7 +41,7 @@ __all__ = [
     "unanswered",
 ]
 
-AUTH_TYPES = ("bearer", "apiKey", "client_credentials")
+AUTH_TYPES = ("bearer", "apiKey", "client_credentials", "oauth")
 # A token this close to its expiry is renewed before it is sent.
 EXPIRY_MARGIN_S = 30.0
 _API_KEY_PLACES = ("header", "query", "cookie")
@@ -55,6 +61,7 @@ class AgentAuth:
     scopes: tuple[str, ...] | None = None
     token_url: str | None = None
     scheme: str | None = None
+    oauth: OAuthSettings | None = None
 
 
 def _text(entry: Mapping[str, Any], key: str, what: str, *, required: bool = False) -> str | None:
@@ -91,17 +98,26 @@ def parse_auth(value: Any, where: str) -> AgentAuth | None:
     """The `auth` of an agent entry (`where` names the agent in messages); `None` for none.
 
     Forms: `{"type": "bearer", "token"}`, `{"type": "apiKey", "key", "name"?, "in"?}`,
-    `{"type": "client_credentials", "clientId", "clientSecret", "scopes"?, "tokenUrl"?}`; each
-    may name the card's `scheme` to use. Secrets may be `${VAR}`."""
+    `{"type": "client_credentials", "clientId", "clientSecret", "scopes"?, "tokenUrl"?}`, and
+    `"oauth"` or `{"type": "oauth", ...}` (a person signs in: the keys of an MCP server's
+    OAuth entry); each may name the card's `scheme` to use. Secrets may be `${VAR}`."""
     if value is None:
         return None
     what = f"{where}: auth"
+    if value == "oauth":
+        return AgentAuth("oauth", oauth=parse_oauth_settings("oauth"))
     if not isinstance(value, Mapping):
         raise ConfigError(f"{what} must be an object with a type ({', '.join(AUTH_TYPES)})")
     kind = value.get("type")
     if kind not in AUTH_TYPES:
         raise ConfigError(f'{what}: "type" must be one of {", ".join(AUTH_TYPES)}, not {kind!r}')
     scheme = _text(value, "scheme", what)
+    if kind == "oauth":
+        try:
+            settings = parse_oauth_settings({k: v for k, v in value.items() if k != "scheme"})
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        return AgentAuth("oauth", oauth=settings, scheme=scheme)
     if kind == "bearer":
         return AgentAuth("bearer", token=_secret(value, "token", what), scheme=scheme)
     if kind == "apiKey":
@@ -228,11 +244,18 @@ class Credentials:
     tokens are fetched, kept until shortly before they expire, and renewed after a `401`."""
 
     def __init__(
-        self, auth: AgentAuth, *, card: Mapping[str, Any], card_url: str, endpoint: str
+        self,
+        auth: AgentAuth,
+        *,
+        card: Mapping[str, Any],
+        card_url: str,
+        endpoint: str,
+        name: str = "",
     ) -> None:
         self.auth = auth
         self.endpoint = endpoint
         self.card_url = card_url
+        self.name = name or card_url
         schemes = card_schemes(card)
         self.scheme = self._choose(schemes)
         self._token: str | None = None
@@ -240,6 +263,8 @@ class Credentials:
         self._lock = asyncio.Lock()
         self._token_url = auth.token_url
         self._scopes = auth.scopes
+        self._authorization: Authorization | None = None
+        self.signed_in = False  # whether a sign-in (type oauth) has completed here
         if auth.type == "apiKey":
             self.key_name = auth.name or (self.scheme.key_name if self.scheme else "")
             self.key_location = (
@@ -285,6 +310,8 @@ class Credentials:
                 return scheme
             if self.auth.type == "client_credentials" and "clientCredentials" in scheme.flows:
                 return scheme
+            if self.auth.type == "oauth" and "authorizationCode" in scheme.flows:
+                return scheme
         return None
 
     def _flow(self, name: str) -> Mapping[str, Any]:
@@ -295,9 +322,32 @@ class Credentials:
     def renewable(self) -> bool:
         return self.auth.type == "client_credentials"
 
+    @property
+    def authorization(self) -> Authorization | None:
+        """The OAuth sign-in of a `type: oauth` agent (the MCP SDK's client, through
+        `toolnexus.oauth`): discovery from the agent's `401`, PKCE, `resource`, refresh."""
+        if self.auth.type != "oauth":
+            return None
+        if self._authorization is None:
+            from toolnexus.oauth import Authorization
+
+            assert self.auth.oauth is not None
+            self._authorization = Authorization(
+                self.endpoint, self.auth.oauth, name=self.name, data={"agent": self.name}
+            )
+            self._authorization.hold = False  # a call never waits inline for a person
+        return self._authorization
+
+    @property
+    def httpx_auth(self) -> httpx2.Auth | None:
+        authorization = self.authorization
+        return authorization.httpx_auth if authorization is not None else None
+
     async def place(self) -> Placed:
         """The headers (and query parameters) one request carries."""
         auth = self.auth
+        if auth.type == "oauth":
+            return Placed()  # `httpx_auth` signs each request
         if auth.type == "bearer":
             assert auth.token is not None
             return Placed(headers={"Authorization": f"Bearer {expand_env(auth.token)}"})

@@ -40,6 +40,8 @@ DEFAULT_TIMEOUT_MS = 300_000
 DEFAULT_POLL_EVERY_MS = 1_000
 # How long a best-effort CancelTask may take before we stop waiting for the peer.
 CANCEL_TIMEOUT_S = 2.0
+# How long the token exchange after a person's sign-in answer may take (HTTP backstop).
+SIGN_IN_TIMEOUT_S = 60.0
 CARD_PATH = "/.well-known/agent-card.json"
 METHOD_NOT_FOUND = -32601
 _OWN_HEADERS = frozenset({"content-type", "accept", "a2a-version"})
@@ -307,7 +309,9 @@ async def agent_tools(agent: Agent) -> list[Tool]:
     card_name = card.get("name") if isinstance(card.get("name"), str) else ""
     credentials = None
     if auth is not None:
-        credentials = Credentials(auth, card=card, card_url=url, endpoint=endpoint.url)
+        credentials = Credentials(
+            auth, card=card, card_url=url, endpoint=endpoint.url, name=card_name or agent.card
+        )
     elif wanted := unanswered(card, given):
         warn(
             f'A2A agent "{agent.card}" asks for credentials ({", ".join(wanted)}) and none are '
@@ -377,6 +381,8 @@ class _RemoteAgent:
     dialect: Dialect = "1.0"
     # Request.id of a suspension -> (taskId, contextId, the status it stopped at).
     waiting: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    # Request.id of a sign-in -> the request whose OAuth flow waits for the person's answer.
+    signing_in: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.dialect = self.endpoint.dialect
@@ -475,6 +481,7 @@ class _Call:
         # On a resume, the status the task was suspended at: seeing it again (a peer that
         # answers before it has read the reply) does not settle the call.
         self.stale = ""
+        self.signed_with: set[str] = set()  # the answer ids that completed a sign-in
 
     # -- time and cancellation ------------------------------------------------------------------
 
@@ -541,6 +548,10 @@ class _Call:
             self.headers.update(placed.headers)
             self.query = placed.params
 
+    def httpx_auth(self) -> Any:
+        credentials = self.remote.credentials
+        return credentials.httpx_auth if credentials is not None else None
+
     async def renewed(self, status: int) -> bool:
         """After a `401`, whether fresh credentials are in place for one more try."""
         credentials = self.remote.credentials
@@ -560,6 +571,7 @@ class _Call:
                 headers=self.request_headers("application/json"),
                 params=self.query or None,
                 timeout=timeout_s,
+                auth=self.httpx_auth(),
             )
             if attempt == 1 and await self.renewed(response.status_code):
                 continue
@@ -603,6 +615,11 @@ class _Call:
         try:
             await self.place_credentials()
             answer = self.ctx.answer
+            signing = await self.sign_in()
+            if signing is not None:
+                return signing
+            if answer is not None and answer.id in self.signed_with:
+                answer = None  # it was the sign-in's: the task is sent as asked
             resume: tuple[str, str, str] | None = None
             if answer is not None and answer.ok:
                 resume = self.remote.waiting.pop(answer.id, None)
@@ -634,7 +651,73 @@ class _Call:
             self.cancel_remote_later()
             raise
         except Exception as exc:
+            credentials = self.remote.credentials
+            if credentials is not None and credentials.signed_in and _needs_sign_in(exc):
+                # The stored sign-in ran out (a refused refresh): ask the person again.
+                credentials.signed_in = False
+                if not self.task_id:
+                    with contextlib.suppress(Exception):
+                        again = await self.sign_in()
+                        if again is not None:
+                            return again
             return self.result(error_message(exc), True)
+
+    # -- OAuth sign-in (type oauth) --------------------------------------------------------------
+
+    async def sign_in(self) -> ToolResult | None:
+        """For an agent that needs a person's OAuth sign-in: `None` once signed in, else the
+        suspension asking for it (an `authorization` Request with the URL to open).
+
+        The first call probes the agent; its `401` starts the SDK's flow, whose authorization
+        URL is parked for the host. The answer (`ctx.answer`: the callback URL, or code and
+        state) resumes that flow, and the task is then sent as asked."""
+        credentials = self.remote.credentials
+        authorization = credentials.authorization if credentials is not None else None
+        if credentials is None or authorization is None:
+            return None
+        answer = self.ctx.answer
+        probe = self.remote.signing_in.pop(answer.id, None) if answer is not None else None
+        if probe is not None:
+            assert answer is not None
+            self.signed_with.add(answer.id)
+            if not authorization.answer(answer):
+                probe.cancel()
+                return self.result(f"A2A answer {answer.id} matches no pending sign-in", True)
+        elif credentials.signed_in:
+            return None
+        else:
+            authorization.hold = True
+            probe = asyncio.ensure_future(self.probe())
+        parked = asyncio.ensure_future(authorization.wait_parked())
+        try:
+            done, _ = await asyncio.wait(
+                {probe, parked}, timeout=max(self.remaining_s(), 0), return_when="FIRST_COMPLETED"
+            )
+        except asyncio.CancelledError:
+            probe.cancel()
+            raise
+        finally:
+            parked.cancel()
+        if probe in done:
+            authorization.hold = False
+            probe.result()  # a declined or failed sign-in raises here
+            credentials.signed_in = True
+            return None
+        if not done:
+            probe.cancel()
+            authorization.cancel()
+            authorization.hold = False
+            raise _Stop("timeout")
+        request = parked.result()
+        self.remote.signing_in[request.id] = probe
+        metadata = {**self.metadata(), "pending": request}
+        output = request.prompt if request.url is None else f"{request.prompt}\n{request.url}"
+        return ToolResult(output, True, metadata)
+
+    async def probe(self) -> None:
+        """A request that only has to get through (any JSON-RPC answer will do)."""
+        body = self.envelope("get", self.params(id="toolnexus-sign-in"))
+        await self.post(body, SIGN_IN_TIMEOUT_S)
 
     async def submit(self, text: str) -> None:
         """Send the message (streaming when offered) and take in the first answer."""
@@ -739,6 +822,7 @@ class _Call:
             headers=headers,
             params=self.query or None,
             timeout=None,
+            auth=self.httpx_auth(),
         ) as response:
             if not 200 <= response.status_code < 300:
                 text = (await response.aread()).decode("utf-8", "replace")
@@ -895,6 +979,12 @@ class _Call:
             job = asyncio.get_running_loop().create_task(self.send_cancel())
             _background.add(job)
             job.add_done_callback(_background.discard)
+
+
+def _needs_sign_in(exc: BaseException) -> bool:
+    from toolnexus.oauth import SignInRequired
+
+    return isinstance(exc, SignInRequired)
 
 
 def _status_mark(status: Mapping[str, Any]) -> str:
