@@ -29,3 +29,21 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture(scope="session", params=["postgres", "redis"])
+def fragile(request: pytest.FixtureRequest) -> Iterator[tuple[str, PostgresServer | RedisServer]]:
+    """A server of its own, which a test stops and starts again (and leaves running)."""
+    server: PostgresServer | RedisServer
+    if request.param == "postgres":
+        if postgres_bin() is None:
+            pytest.skip("PostgreSQL binaries missing")
+        server = PostgresServer()
+    else:
+        if redis_bin() is None:
+            pytest.skip("redis-server missing")
+        server = RedisServer()
+    try:
+        yield request.param, server
+    finally:
+        server.close()

@@ -9,20 +9,82 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+from toolnexus._log import logger, warn
 from toolnexus.errors import StoreError
 
 __all__ = [
     "SCHEMA_VERSION",
+    "RenewalWatch",
+    "backend_of",
     "decode_json_row",
+    "guarded",
     "redact_url",
 ]
+
+T = TypeVar("T")
+
+_SCHEMES: dict[str, Literal["postgres", "redis"]] = {
+    "postgres://": "postgres",
+    "postgresql://": "postgres",
+    "redis://": "redis",
+    "rediss://": "redis",
+    "unix://": "redis",
+}
 
 # The layout version every shared store writes beside its data. A store that finds a newer
 # version refuses to run (an older library must not write over a layout it does not know).
 SCHEMA_VERSION = 1
+
+
+def backend_of(url: str) -> Literal["postgres", "redis"] | None:
+    """Which shared server a store URL names (by its scheme), or `None` for anything else."""
+    lowered = url.lower()
+    for scheme, backend in _SCHEMES.items():
+        if lowered.startswith(scheme):
+            return backend
+    return None
+
+
+async def guarded(store: str, action: str, what: str, work: Awaitable[T]) -> T:
+    """`await work`, its failures as a `StoreError` naming `store` (URL without password), the
+    `action` and `what` it concerned (e.g. `"saving"`, `"task 'abc'"`)."""
+    try:
+        return await work
+    except StoreError:
+        raise
+    except Exception as exc:
+        detail = str(exc).strip() or type(exc).__name__
+        raise StoreError(f"{store}: {action} {what} failed: {detail}") from exc
+
+
+class RenewalWatch:
+    """Logs a store's failing lease renewals: one WARNING when renewals start failing (the
+    claims lapse unless the store answers again within the lease), one INFO when they work
+    again, nothing in between."""
+
+    def __init__(self, store: str, lease_ms: float) -> None:
+        self.store = store
+        self.lease_ms = lease_ms
+        self.failing = False
+
+    def failed(self, what: str, exc: BaseException) -> None:
+        if self.failing:
+            return
+        self.failing = True
+        detail = str(exc).strip() or type(exc).__name__
+        warn(
+            f"{self.store}: renewing the claim on {what} failed ({detail}); the claim lapses "
+            f"after {self.lease_ms:g} ms unless the store answers again"
+        )
+
+    def renewed(self) -> None:
+        if self.failing:
+            self.failing = False
+            logger.info("[toolnexus] %s: claims renewed again", self.store)
 
 
 _PASSWORD_PARAM = re.compile(r"(?i)\b(password|passwd|pwd)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus._backends import SCHEMA_VERSION, redact_url
+from toolnexus._secrets import remember_url
 from toolnexus.errors import StoreConfigError
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ class PostgresPool:
         if not isinstance(dsn, str) or not dsn:
             raise StoreConfigError(f"{label}: the PostgreSQL URL must be a non-empty string")
         self.dsn = dsn
+        remember_url(dsn)  # its password never reaches a log line or an error
         self.label = f"{label} {redact_url(dsn)}"
         self.component = component
         self.schema = tuple(schema)

@@ -6,6 +6,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from toolnexus._backends import SCHEMA_VERSION, redact_url
+from toolnexus._secrets import remember_url
 from toolnexus.errors import StoreConfigError
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ class RedisPool:
         if not isinstance(url, str) or not url:
             raise StoreConfigError(f"{label}: the Redis URL must be a non-empty string")
         self.url = url
+        remember_url(url)  # its password never reaches a log line or an error
         self.label = f"{label} {redact_url(url)}"
         self.component = component
         self.prefix = prefix

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolnexus._log import logger
+from toolnexus._secrets import remember
 from toolnexus.cli._common import (
     CliError,
     add_model_flags,
@@ -29,6 +30,8 @@ __all__ = ["add_parser", "run_serve"]
 
 AUTH_ENV = "TOOLNEXUS_AUTH_TOKEN"
 CLIENT_SECRET_ENV = "TOOLNEXUS_AUTH_CLIENT_SECRET"
+# Comma-separated request-state keys for MCP replicas (the first seals, all unseal).
+STATE_KEYS_ENV = "TOOLNEXUS_REQUEST_STATE_KEYS"
 
 DESCRIPTION = f"""\
 Serve the toolkit (MCP servers from --config, skills, and with --builtins the built-ins) to
@@ -60,9 +63,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--a2a", action="store_true", help="the A2A agent profile (needs the model flags)"
     )
     profiles.add_argument(
+        "--store",
         "--task-store",
+        dest="task_store",
         metavar="STORE",
-        help='where A2A tasks live: "memory" (default), "file:DIR", postgres://… or redis://…',
+        help='where A2A tasks live: "memory" (default), "file:DIR", postgres://… or redis://… '
+        "(replicas sharing a PostgreSQL or Redis store answer for each other's tasks)",
     )
     where = parser.add_argument_group("where")
     where.add_argument(
@@ -231,6 +237,11 @@ def _profiles(
         mcp = _block(config, "mcpServer")
         if args.tools:
             mcp["tools"] = list(args.tools)
+        keys = os.environ.get(STATE_KEYS_ENV, "")
+        if "requestStateKeys" not in mcp and keys.strip():
+            mcp["requestStateKeys"] = [k.strip() for k in keys.split(",") if k.strip()]
+            for key in mcp["requestStateKeys"]:
+                remember(key)
     a2a: dict[str, Any] | None = None
     if not args.stdio and (args.a2a or args.task_store or config.get("a2a") is not None):
         a2a = _block(config, "a2a")
@@ -350,6 +361,7 @@ async def _serve_http(
     token: str | None,
 ) -> None:
     address = _address(args.host, args.port)
+    shared = await _open_shared_store(a2a)
     try:
         handle = await toolkit.serve(
             address,
@@ -361,10 +373,14 @@ async def _serve_http(
             on_call=_log_call,
             on_task=_log_task,
         )
-    except OSError as exc:  # the address is taken or unknown, the task store folder failed, ...
-        raise CliError(_os_error_text(exc)) from None
-    except (TypeError, ValueError) as exc:  # a malformed profile, e.g. "tools" not a list
-        raise CliError(str(exc)) from None
+    except BaseException as exc:
+        if shared is not None:
+            await shared.aclose()
+        if isinstance(exc, OSError):  # the address is taken or unknown, the store folder failed
+            raise CliError(_os_error_text(exc)) from None
+        if isinstance(exc, TypeError | ValueError):  # a malformed profile, e.g. "tools" not a list
+            raise CliError(str(exc)) from None
+        raise
     try:
         if mcp is not None:
             exposed = _exposed_count(toolkit, mcp)
@@ -381,7 +397,32 @@ async def _serve_http(
         await _until_signal()
     finally:
         await handle.stop()
+        if shared is not None:
+            await shared.aclose()
     print("toolnexus: stopped", file=sys.stderr, flush=True)
+
+
+async def _open_shared_store(a2a: dict[str, Any] | None) -> Any:
+    """The PostgreSQL or Redis task store the A2A profile names, connected now so that an
+    unreachable server stops the command at once (naming the URL without its password);
+    `None` for the other stores, which `serve` opens itself."""
+    from toolnexus._backends import backend_of
+    from toolnexus.errors import StoreConfigError
+
+    url = a2a.get("store") if a2a is not None else None
+    if not isinstance(url, str) or backend_of(url) is None:
+        return None
+    from toolnexus.serve import resolve_store
+
+    assert a2a is not None
+    store: Any = resolve_store(url)
+    try:
+        await store.open()
+    except StoreConfigError as exc:
+        await store.aclose()
+        raise CliError(str(exc)) from None
+    a2a["store"] = store
+    return store
 
 
 def _os_error_text(exc: OSError) -> str:

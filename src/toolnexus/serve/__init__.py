@@ -183,6 +183,7 @@ async def serve_toolkit(
                 store,
                 on_task,
                 max_in_flight=a2a_cfg.get("maxInFlight", DEFAULT_MAX_IN_FLIGHT),
+                owns_store=isinstance(a2a_cfg.get("store"), str),
             )
             skills: Any = card_skills
             if skills is None:

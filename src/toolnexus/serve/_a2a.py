@@ -352,6 +352,7 @@ class A2AEndpoint:
         on_task: Callable[[dict[str, Any]], Any] | None = None,
         *,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        owns_store: bool = False,
     ) -> None:
         if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int):
             raise ValueError(f"maxInFlight must be a positive integer, not {max_in_flight!r}")
@@ -362,6 +363,7 @@ class A2AEndpoint:
         self.store = store
         self.on_task = on_task
         self.max_in_flight = max_in_flight
+        self.owns_store = owns_store  # opened from a config string: closed with the endpoint
         self._runs: dict[str, _Run] = {}
         # Streams subscribed to an interrupted task, waiting for the reply that resumes it.
         self._watchers: dict[str, list[asyncio.Queue[dict[str, Any] | None]]] = {}
@@ -936,3 +938,9 @@ class A2AEndpoint:
                 jobs.append(run.job)
         if jobs:
             await asyncio.gather(*jobs, return_exceptions=True)
+        closer = getattr(self.store, "aclose", None)
+        if self.owns_store and callable(closer):
+            try:
+                await closer()
+            except Exception as exc:
+                warn(f"A2A task store failed to close: {error_message(exc)}")

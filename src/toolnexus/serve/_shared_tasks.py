@@ -9,8 +9,9 @@ import uuid
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
+from toolnexus._backends import RenewalWatch, guarded
 from toolnexus._backends._postgres import PostgresPool
-from toolnexus._backends._redis import RedisPool
+from toolnexus._backends._redis import RedisPool, as_text
 from toolnexus.a2a._wire import dumps, state_name
 from toolnexus.serve._tasks import (
     DEFAULT_PAGE_SIZE,
@@ -56,11 +57,22 @@ class _Heartbeats(ABC):
         else:
             self._running.discard(id)
 
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """How errors and logs name this store (its URL without the password)."""
+
     async def _beat_forever(self) -> None:
+        renewals = RenewalWatch(self.name, self.lease_ms)
         while self._running:
             await asyncio.sleep(self.lease_ms / 3000)
-            with contextlib.suppress(Exception):  # unreachable now: the claims lapse, as they must
-                await self._beat(sorted(self._running))
+            running = sorted(self._running)
+            try:
+                await self._beat(running)
+            except Exception as exc:  # the claims lapse, as they must, unless the store is back
+                renewals.failed(f"{len(running)} running task(s)", exc)
+            else:
+                renewals.renewed()
 
     async def _stop_beating(self) -> None:
         beater, self._beater = self._beater, None
@@ -157,7 +169,7 @@ class PostgresTaskStore(_Heartbeats):
         async def ping(conn: AsyncConnection[Any]) -> None:
             await conn.execute("SELECT 1")
 
-        await self._db.run(ping)
+        await guarded(self.name, "pinging", "the server", self._db.run(ping))
 
     async def get(self, id: str) -> dict[str, Any] | None:
         async def get(conn: AsyncConnection[Any]) -> str | None:
@@ -165,7 +177,7 @@ class PostgresTaskStore(_Heartbeats):
             row = await cursor.fetchone()
             return None if row is None else str(row[0])
 
-        return _decode(await self._db.run(get))
+        return _decode(await guarded(self.name, "reading", f"task {id!r}", self._db.run(get)))
 
     async def save(self, task: dict[str, Any]) -> None:
         """Store `task`; a task already finished keeps its final state (a cancel from another
@@ -196,7 +208,7 @@ class PostgresTaskStore(_Heartbeats):
                 else:
                     await conn.execute("DELETE FROM toolnexus_task_runners WHERE id = %s", (id,))
 
-        await self._db.run(save)
+        await guarded(self.name, "saving", f"task {id!r}", self._db.run(save))
         self._track(id, state)
 
     async def _beat(self, ids: list[str]) -> None:
@@ -221,7 +233,9 @@ class PostgresTaskStore(_Heartbeats):
             )
             return await cursor.fetchone() is not None
 
-        return await self._db.run(check)
+        return await guarded(
+            self.name, "checking the runner of", f"task {id!r}", self._db.run(check)
+        )
 
     async def list(
         self,
@@ -268,7 +282,7 @@ class PostgresTaskStore(_Heartbeats):
             total = await counted.fetchone()
             return rows, int(total[0]) if total is not None else 0
 
-        rows, total = await self._db.run(query)
+        rows, total = await guarded(self.name, "listing", "tasks", self._db.run(query))
         tasks = [t for t in (_decode(row[0]) for row in rows[:limit]) if t is not None]
         more = len(rows) > limit
         token = encode_page_token(task_order_key(tasks[-1])) if more and tasks else ""
@@ -349,19 +363,26 @@ class RedisTaskStore(_Heartbeats):
 
     async def ping(self) -> None:
         """Raise unless the server answers (what `/readyz` asks)."""
-        client = await self._db.client()
-        await client.ping()
+
+        async def ping() -> None:
+            client = await self._db.client()
+            await client.ping()
+
+        await guarded(self.name, "pinging", "the server", ping())
 
     async def get(self, id: str) -> dict[str, Any] | None:
-        client = await self._db.client()
-        raw: bytes | str | None = await client.get(self._db.key("task", id))
-        return _decode(raw)
+
+        async def get() -> bytes | str | None:
+            client = await self._db.client()
+            raw: bytes | str | None = await client.get(self._db.key("task", id))
+            return raw
+
+        return _decode(await guarded(self.name, "reading", f"task {id!r}", get()))
 
     async def save(self, task: dict[str, Any]) -> None:
         """Store `task`; a task already finished keeps its final state (a cancel from another
         replica is not undone by the run that was still going there)."""
         id, _, state, _ = _fields(task)
-        client = await self._db.client()
         keys = [
             self._db.key("task", id),
             self._db.key("task-state", id),
@@ -371,7 +392,12 @@ class RedisTaskStore(_Heartbeats):
         running = "1" if state in _RUNNING else "0"
         args: list[bytes | str | int] = [dumps(task), state, id, self.owner, int(self.lease_ms)]
         args += [running, *sorted(FINISHED_STATES)]
-        await client.eval(_REDIS_SAVE, len(keys), *keys, *args)  # type: ignore[misc]
+
+        async def save() -> None:
+            client = await self._db.client()
+            await client.eval(_REDIS_SAVE, len(keys), *keys, *args)  # type: ignore[misc]
+
+        await guarded(self.name, "saving", f"task {id!r}", save())
         self._track(id, state)
 
     async def _beat(self, ids: list[str]) -> None:
@@ -383,9 +409,13 @@ class RedisTaskStore(_Heartbeats):
 
     async def running_elsewhere(self, id: str) -> bool:
         """Whether another live replica is running task `id` (its claim has not expired)."""
-        client = await self._db.client()
-        owner = await client.get(self._db.key("task-runner", id))
-        return owner is not None and _text(owner) != self.owner
+
+        async def check() -> bool:
+            client = await self._db.client()
+            owner = await client.get(self._db.key("task-runner", id))
+            return owner is not None and as_text(owner) != self.owner
+
+        return await guarded(self.name, "checking the runner of", f"task {id!r}", check())
 
     async def list(
         self,
@@ -396,15 +426,20 @@ class RedisTaskStore(_Heartbeats):
         page_size: int = DEFAULT_PAGE_SIZE,
         page_token: str | None = None,
     ) -> TaskPage:
-        client = await self._db.client()
-        ids = sorted(await client.smembers(self._db.key("tasks")))  # type: ignore[misc]
-        tasks: list[dict[str, Any]] = []
-        for start in range(0, len(ids), 500):
-            keys = [self._db.key("task", _text(i)) for i in ids[start : start + 500]]
-            for raw in await client.mget(keys):
-                task = _decode(raw)
-                if task is not None:
-                    tasks.append(task)
+
+        async def read_all() -> list[dict[str, Any]]:
+            client = await self._db.client()
+            ids = sorted(await client.smembers(self._db.key("tasks")))  # type: ignore[misc]
+            tasks: list[dict[str, Any]] = []
+            for start in range(0, len(ids), 500):
+                keys = [self._db.key("task", str(as_text(i))) for i in ids[start : start + 500]]
+                for raw in await client.mget(keys):
+                    task = _decode(raw)
+                    if task is not None:
+                        tasks.append(task)
+            return tasks
+
+        tasks = await guarded(self.name, "listing", "tasks", read_all())
         return page_of(
             tasks,
             context_id=context_id,
@@ -418,7 +453,3 @@ class RedisTaskStore(_Heartbeats):
         """Stop renewing claims and close the connections. Idempotent."""
         await self._stop_beating()
         await self._db.aclose()
-
-
-def _text(value: Any) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)

@@ -4,25 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolnexus._backends import backend_of
 from toolnexus.serve._shared_tasks import PostgresTaskStore, RedisTaskStore
 from toolnexus.serve._tasks import TaskStore
 from toolnexus.serve._tasks import resolve_store as resolve_local_store
 
 __all__ = ["resolve_store"]
 
-_POSTGRES = ("postgres://", "postgresql://")
-_REDIS = ("redis://", "rediss://", "unix://")
-
 
 def resolve_store(store: Any = None) -> TaskStore:
-    """The task store an `a2a["store"]` value (or `toolnexus serve --task-store`) names:
+    """The task store an `a2a["store"]` value (or `toolnexus serve --store`) names:
     `None`/`"memory"`, `"file:<dir>"`, a `postgres://…`/`postgresql://…` URL, a
     `redis://…`/`rediss://…` URL, or any object with async `get`/`save` (optionally `list`)."""
     if isinstance(store, str):
-        lowered = store.lower()
-        if lowered.startswith(_POSTGRES):
+        backend = backend_of(store)
+        if backend == "postgres":
             return PostgresTaskStore(store)
-        if lowered.startswith(_REDIS):
+        if backend == "redis":
             return RedisTaskStore(store)
         try:
             return resolve_local_store(store)

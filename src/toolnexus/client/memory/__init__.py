@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from toolnexus._backends import redact_url
+from toolnexus._backends import backend_of, redact_url
 from toolnexus.client.memory._lease import KeyedLock, LeasedStore, claim_conversation
 from toolnexus.client.memory._memory import InMemoryConversationStore
 from toolnexus.client.memory._postgres import PostgresConversationStore
@@ -43,9 +43,6 @@ __all__ = [
     "open_conversation_store",
 ]
 
-_POSTGRES = ("postgres://", "postgresql://")
-_REDIS = ("redis://", "rediss://", "unix://")
-
 
 def open_conversation_store(store: Any) -> ConversationStore:
     """The store a `store=` value names: a store object as is, or a config string.
@@ -62,12 +59,12 @@ def open_conversation_store(store: Any) -> ConversationStore:
         return store  # type: ignore[no-any-return]
     if store == "memory":
         return InMemoryConversationStore()
-    lowered = store.lower()
-    if lowered.startswith(_POSTGRES):
+    backend = backend_of(store)
+    if backend == "postgres":
         return PostgresConversationStore(store)
-    if lowered.startswith(_REDIS):
+    if backend == "redis":
         return RedisConversationStore(store)
-    if lowered.startswith("sqlite:"):
+    if store.lower().startswith("sqlite:"):
         store = store[len("sqlite:") :]
     if not store or "://" in store:
         raise StoreConfigError(

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Hashable
 from typing import Any
 
-from toolnexus._backends import decode_json_row
+from toolnexus._backends import RenewalWatch, decode_json_row, guarded
 from toolnexus._json import to_compact_json
 from toolnexus.client.memory._protocol import ConversationLease, ConversationStore, Messages
 from toolnexus.errors import StoreError
@@ -118,6 +118,14 @@ class LeasedStore(abc.ABC):
         self.lease_ms = float(lease_ms)
         self._local = KeyedLock()
         self._background: set[asyncio.Task[Any]] = set()
+        self._renewals: RenewalWatch | None = None
+
+    @property
+    def renewals(self) -> RenewalWatch:
+        """Where failing lease renewals are reported (one WARNING per outage)."""
+        if self._renewals is None:
+            self._renewals = RenewalWatch(self.name, self.lease_ms)
+        return self._renewals
 
     # -- what a backend provides ----------------------------------------------------------------
 
@@ -153,12 +161,7 @@ class LeasedStore(abc.ABC):
     # -- the store ------------------------------------------------------------------------------
 
     async def _io(self, action: str, id: str, work: Awaitable[Any]) -> Any:
-        try:
-            return await work
-        except StoreError:
-            raise
-        except Exception as exc:
-            raise StoreError(f"{self.name}: {action} conversation {id!r} failed: {exc}") from exc
+        return await guarded(self.name, action, f"conversation {id!r}", work)
 
     async def get(self, id: str) -> Messages | None:
         """The saved transcript of `id`, or `None`; `StoreError` when the row is corrupt."""
@@ -250,10 +253,12 @@ class _Lease:
             await asyncio.sleep(period / 3)
             try:
                 held: bool | None = await self.store._renew(self.id, self.owner)
-            except Exception:
+            except Exception as exc:
                 held = None  # unknown: the store is unreachable; retry until the lease is over
+                self.store.renewals.failed(f"conversation {self.id!r}", exc)
             if held:
                 renewed = loop.time()
+                self.store.renewals.renewed()
             elif held is False or loop.time() - renewed >= period:
                 self.lost = True
                 return

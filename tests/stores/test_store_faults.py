@@ -1,0 +1,120 @@
+"""Shared task stores when the server goes away: a served agent answers store errors (naming
+the store, never its password) and loses no acknowledged task; failing heartbeats are logged
+once; `toolnexus serve --store` refuses to start on an unreachable server."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import httpx2
+import pytest
+
+from support.a2a_agent import message, rpc
+from support.cli_runner import one_line_error, run_main
+from support.db_servers import free_port
+from support.polling import wait_until
+from toolnexus.client import create_in_process_client
+from toolnexus.serve import PostgresTaskStore, RedisTaskStore
+from toolnexus.toolkit import create_toolkit
+
+
+def task_store(kind: str, url: str, **options: Any) -> Any:
+    return (
+        PostgresTaskStore(url, **options) if kind == "postgres" else RedisTaskStore(url, **options)
+    )
+
+
+async def answer(request: dict[str, Any]) -> dict[str, Any]:
+    return {"content": "re:" + str(request["messages"][-1]["content"])}
+
+
+def result_state(reply: dict[str, Any]) -> str:
+    return str(reply["result"]["task"]["status"]["state"])
+
+
+async def test_a_task_store_lost_mid_run_is_an_error_answer_and_loses_no_acknowledged_task(
+    fragile: Any,
+) -> None:
+    kind, server = fragile
+    store = task_store(kind, server.url, lease_ms=600)
+    toolkit = await create_toolkit(builtins=False)
+    client = create_in_process_client(model="m", generate=answer)
+    handle = await toolkit.serve("127.0.0.1:0", client=client, a2a={"store": store})
+    try:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            first = await rpc(http, handle.url, "SendMessage", {"message": message("one")})
+            assert result_state(first) == "TASK_STATE_COMPLETED"
+            await asyncio.to_thread(server.stop)
+            lost = await rpc(http, handle.url, "SendMessage", {"message": message("two")})
+            error = lost["error"]["message"]
+            assert error.startswith("Internal error: ") and store.name in error
+            assert "saving task" in error and "Secret" not in error
+            ready = await http.get(handle.url + "/readyz")
+            assert ready.status_code == 503 and "Secret" not in ready.text
+            await asyncio.to_thread(server.start)
+            again = await rpc(http, handle.url, "SendMessage", {"message": message("three")})
+            assert result_state(again) == "TASK_STATE_COMPLETED"
+            kept = await rpc(http, handle.url, "GetTask", {"id": first["result"]["task"]["id"]})
+            assert kept["result"] == first["result"]["task"]
+            assert (await http.get(handle.url + "/readyz")).status_code == 200
+    finally:
+        if server.proc is None:
+            server.start()
+        await handle.stop()
+        await store.aclose()
+
+
+async def test_failing_heartbeats_are_one_warning_without_the_password(
+    fragile: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    kind, server = fragile
+    store = task_store(kind, server.url, lease_ms=300)
+    caplog.set_level(logging.INFO, logger="toolnexus")
+
+    def said(text: str) -> list[logging.LogRecord]:
+        return [r for r in caplog.records if text in r.getMessage()]
+
+    try:
+        working = {"id": "beating", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}
+        await store.save(working)
+        await asyncio.to_thread(server.stop)
+        await wait_until(lambda: said("renewing the claim"), timeout=15)
+        await asyncio.to_thread(server.start)
+        await wait_until(lambda: said("claims renewed again"), timeout=30)
+        [warning] = said("renewing the claim")
+        assert warning.levelno == logging.WARNING
+        text = warning.getMessage()
+        assert text.startswith(f"[toolnexus] {store.name}: renewing the claim on 1 running task")
+        assert "***" in store.name and "Secret" not in text
+        await store.save({**working, "status": {"state": "TASK_STATE_COMPLETED"}})
+    finally:
+        if server.proc is None:
+            server.start()
+        await store.aclose()
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            "postgresql://me:hush-58@127.0.0.1:{port}/db",
+            "PostgreSQL task store postgresql://me:***@",
+        ),
+        ("redis://me:hush-58@127.0.0.1:{port}/0", "Redis task store redis://me:***@"),
+    ],
+)
+def test_serve_refuses_to_start_on_an_unreachable_shared_store(
+    capsys: pytest.CaptureFixture[str], url: str, shown: str
+) -> None:
+    port = free_port()
+    done = run_main(
+        capsys,
+        "serve", "--a2a", "--store", url.format(port=port), "--port", "0",
+        "--base-url", "http://127.0.0.1:9/v1", "--style", "openai", "--model", "m",
+        "--api-key", "k-unused",
+    )  # fmt: skip
+    line = one_line_error(done)
+    assert line.startswith(f"toolnexus: error: cannot reach {shown}127.0.0.1:{port}")
+    assert "hush-58" not in done.stderr + done.stdout
