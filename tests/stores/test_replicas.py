@@ -1,9 +1,12 @@
-"""Two `serve` replicas sharing a PostgreSQL or Redis task store answer for each other's tasks,
-and a task whose replica dies becomes final (failed) within a bounded time."""
+"""Two `serve` replicas sharing a PostgreSQL or Redis task store answer for each other's tasks:
+GetTask, CancelTask (which stops the run on the other replica) and SubscribeToTask (which
+streams the other replica's progress), and a task whose replica dies becomes final (failed)
+within a bounded time, for pollers and subscribers alike."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sys
 import uuid
@@ -22,7 +25,9 @@ REPLICA = Path(__file__).parent.parent / "support" / "store_replica.py"
 
 
 @pytest.fixture(params=["postgres", "redis"])
-async def replicas(request: pytest.FixtureRequest) -> AsyncIterator[list[Any]]:
+async def replicas(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[list[tuple[Any, str]]]:
     if request.param == "postgres":
         url = request.getfixturevalue("postgres").database(f"rep_{uuid.uuid4().hex[:8]}")
     else:
@@ -31,7 +36,12 @@ async def replicas(request: pytest.FixtureRequest) -> AsyncIterator[list[Any]]:
     try:
         for _ in range(2):
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, str(REPLICA), request.param, url, stdout=asyncio.subprocess.PIPE
+                sys.executable,
+                str(REPLICA),
+                request.param,
+                url,
+                str(tmp_path),
+                stdout=asyncio.subprocess.PIPE,
             )
             procs.append(proc)
         urls = [(await asyncio.wait_for(p.stdout.readline(), 30)).decode().strip() for p in procs]
@@ -47,41 +57,98 @@ def state(answer: dict[str, Any]) -> str:
     return str(answer["result"]["status"]["state"])
 
 
-async def test_any_replica_answers_for_any_task_and_a_dead_replicas_task_ends(replicas):
-    (a, url_a), (_, url_b) = replicas
-    async with httpx2.AsyncClient(timeout=10) as http:
+async def send_held(http: httpx2.AsyncClient, url: str, text: str) -> str:
+    config = {"returnImmediately": True}
+    sent = await rpc(http, url, "SendMessage", {"message": message(text), "configuration": config})
+    return str(sent["result"]["task"]["id"])
+
+
+class Subscription:
+    """A `SubscribeToTask` stream read event by event."""
+
+    def __init__(self, http: httpx2.AsyncClient, url: str, task_id: str) -> None:
+        body = {"jsonrpc": "2.0", "id": 7, "method": "SubscribeToTask", "params": {"id": task_id}}
+        self._context = http.stream("POST", url + "/", json=body, headers={"A2A-Version": "1.0"})
+        self._lines: Any = None
+
+    async def __aenter__(self) -> Subscription:
+        reply = await self._context.__aenter__()
+        assert reply.headers["content-type"].startswith("text/event-stream")
+        self._lines = reply.aiter_lines()
+        return self
+
+    async def next(self) -> dict[str, Any] | None:
+        """The next event's result, or `None` once the stream has ended."""
+        async for line in self._lines:
+            if line.startswith("data: "):
+                event: dict[str, Any] = json.loads(line[len("data: ") :])["result"]
+                return event
+        return None
+
+    async def rest(self) -> list[dict[str, Any]]:
+        events = []
+        while (event := await self.next()) is not None:
+            events.append(event)
+        return events
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self._context.__aexit__(*exc_info)
+
+
+async def test_any_replica_answers_gets_and_stops_the_runs_of_another(replicas, tmp_path):
+    (_, url_a), (_, url_b) = replicas
+    async with httpx2.AsyncClient(timeout=20) as http:
         sent = await rpc(http, url_a, "SendMessage", {"message": message("hello")})
         done_id = sent["result"]["task"]["id"]
         got = await rpc(http, url_b, "GetTask", {"id": done_id})
         assert state(got) == "TASK_STATE_COMPLETED"
 
-        held = await rpc(
-            http,
-            url_a,
-            "SendMessage",
-            {"message": message("hold one"), "configuration": {"returnImmediately": True}},
-        )
-        held_id = held["result"]["task"]["id"]
-        # Running on A: B sees it working (not failed), and can cancel it for good.
+        held_id = await send_held(http, url_a, "hold one")
+        # Running on A: B sees it working (not failed), and cancels it for good...
         assert state(await rpc(http, url_b, "GetTask", {"id": held_id})) in RUNNING
         canceled = await rpc(http, url_b, "CancelTask", {"id": held_id})
         assert state(canceled) == "TASK_STATE_CANCELED"
-        assert state(await rpc(http, url_b, "GetTask", {"id": held_id})) == "TASK_STATE_CANCELED"
+        # ...which reaches the run on A: its model call is stopped.
+        await wait_until((tmp_path / "hold one.stopped").exists, timeout=15)
+        for url in (url_a, url_b):
+            assert state(await rpc(http, url, "GetTask", {"id": held_id})) == "TASK_STATE_CANCELED"
+        again = await rpc(http, url_a, "CancelTask", {"id": held_id})
+        assert again["error"]["code"] == -32002  # not cancelable twice, on either replica
 
-        doomed = await rpc(
-            http,
-            url_a,
-            "SendMessage",
-            {"message": message("hold two"), "configuration": {"returnImmediately": True}},
-        )
-        doomed_id = doomed["result"]["task"]["id"]
+
+async def test_a_subscriber_on_one_replica_follows_a_run_on_another(replicas, tmp_path):
+    (_, url_a), (_, url_b) = replicas
+    async with httpx2.AsyncClient(timeout=20) as http:
+        task_id = await send_held(http, url_a, "gate one")
+        async with Subscription(http, url_b, task_id) as stream:
+            first = await stream.next()
+            assert first is not None and first["task"]["status"]["state"] in RUNNING
+            (tmp_path / "gate one").touch()  # let A finish the run
+            events = await asyncio.wait_for(stream.rest(), 20)
+        *updates, last = events
+        artifacts = [e["artifactUpdate"]["artifact"] for e in updates if "artifactUpdate" in e]
+        assert [a["parts"][0]["text"] for a in artifacts] == ["done:gate one"]
+        assert last["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        final = await rpc(http, url_b, "GetTask", {"id": task_id})
+        assert final["result"]["artifacts"] == artifacts
+
+
+async def test_a_dead_replicas_task_ends_failed_for_pollers_and_subscribers(replicas):
+    (a, url_a), (_, url_b) = replicas
+    async with httpx2.AsyncClient(timeout=20) as http:
+        doomed_id = await send_held(http, url_a, "hold two")
         assert state(await rpc(http, url_b, "GetTask", {"id": doomed_id})) in RUNNING
-        a.send_signal(signal.SIGKILL)
-        await a.wait()
-
-        async def failed() -> bool:
-            return (
-                state(await rpc(http, url_b, "GetTask", {"id": doomed_id})) == "TASK_STATE_FAILED"
-            )
-
-        await wait_until(failed, timeout=15, check_every=0.1)  # one lease (0.6 s) in practice
+        async with Subscription(http, url_b, doomed_id) as stream:
+            first = await stream.next()
+            assert first is not None and first["task"]["status"]["state"] in RUNNING
+            a.send_signal(signal.SIGKILL)
+            await a.wait()
+            # one lease (0.6 s) in practice; the bound is generous for a loaded machine
+            events = await asyncio.wait_for(stream.rest(), 20)
+        status = events[-1]["statusUpdate"]["status"]
+        assert status["state"] == "TASK_STATE_FAILED"
+        assert (
+            status["message"]["parts"][0]["text"] == "the server restarted before the task finished"
+        )
+        got = await rpc(http, url_b, "GetTask", {"id": doomed_id})
+        assert state(got) == "TASK_STATE_FAILED"

@@ -1,25 +1,38 @@
 """One `serve` replica on a shared A2A task store, printing its URL; for the replica tests.
 
-Run as `python store_replica.py <postgres|redis> <url>`. Its model answers `done:<prompt>`,
-except for prompts starting with `hold`, which it never finishes (a task to kill mid-run).
+Run as `python store_replica.py <postgres|redis> <url> <dir>`. Its model answers
+`done:<prompt>`, except for prompts starting with `hold`, which it never finishes (a task to
+kill or cancel mid-run: when the run is stopped, the model call sees it and leaves
+`<dir>/<prompt>.stopped`), and prompts starting with `gate`, answered once `<dir>/<prompt>`
+exists (a task that runs until the test lets it finish).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 from typing import Any
 
 
-async def main(kind: str, url: str) -> None:
+async def main(kind: str, url: str, folder: str) -> None:
     from toolnexus.client import create_in_process_client
     from toolnexus.serve import PostgresTaskStore, RedisTaskStore
     from toolnexus.toolkit import create_toolkit
 
+    marks = Path(folder)
+
     async def model(request: dict[str, Any]) -> dict[str, Any]:
         prompt = str(request["messages"][-1]["content"])
         if prompt.startswith("hold"):
-            await asyncio.Event().wait()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                (marks / f"{prompt}.stopped").touch()
+                raise
+        if prompt.startswith("gate"):
+            while not (marks / prompt).exists():
+                await asyncio.sleep(0.01)
         return {"content": f"done:{prompt}"}
 
     store: Any = (
@@ -35,4 +48,4 @@ async def main(kind: str, url: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus._backends import SCHEMA_VERSION, redact_url
@@ -161,6 +162,28 @@ class PostgresPool:
                 if attempt or self._closed or isinstance(exc, psycopg_pool.PoolTimeout):
                     raise type(exc)(self._scrub(str(exc))) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def listen(self, channel: str, on_ready: Callable[[], None]) -> AsyncIterator[str]:
+        """The payloads of `NOTIFY channel`, on a connection of its own (not the pool's):
+        `on_ready()` once the connection listens. Raises when the connection is lost."""
+        psycopg, _ = _import_drivers()
+        await self.pool()  # the schema exists and the server was reachable once
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self.dsn, autocommit=True, connect_timeout=max(1, round(self.timeout_s))
+            )
+        except psycopg.OperationalError as exc:
+            raise ConnectionError(self._scrub(str(exc)).strip()) from None
+        try:
+            await conn.execute(f'LISTEN "{channel}"')  # type: ignore[arg-type]  # ours, constant
+            on_ready()
+            async for notice in conn.notifies():
+                yield notice.payload
+        except psycopg.OperationalError as exc:
+            raise ConnectionError(self._scrub(str(exc)).strip()) from None
+        finally:
+            with contextlib.suppress(Exception):
+                await conn.close()
 
     def _discard(self, pool: AsyncConnectionPool[Any]) -> None:
         if self._pool is pool:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from toolnexus._backends import SCHEMA_VERSION, redact_url
@@ -101,6 +103,26 @@ class RedisPool:
             if self._client is None:
                 self._client = await self._open()
             return self._client
+
+    async def listen(self, channel: str, on_ready: Callable[[], None]) -> AsyncIterator[str]:
+        """The messages published on `channel` (under the prefix), on a connection of its own:
+        `on_ready()` each time the subscription is (re-)established, since messages published
+        while it was down are lost. Raises when the server stays unreachable."""
+        client = await self.client()
+        pubsub = client.pubsub()
+        try:
+            await pubsub.subscribe(self.key(channel))
+            while True:
+                message = await pubsub.get_message(timeout=None)
+                if message is None:
+                    continue
+                if message["type"] == "subscribe":
+                    on_ready()
+                elif message["type"] == "message":
+                    yield as_text(message["data"]) or ""
+        finally:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     def key(self, *parts: str) -> str:
         return self.prefix + ":".join(parts)

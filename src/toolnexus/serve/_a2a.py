@@ -335,6 +335,9 @@ class _Run:
     listeners: list[asyncio.Queue[dict[str, Any] | None]] = field(default_factory=list)
     canceled: bool = False
     job: asyncio.Task[None] | None = None
+    # Follows the store for a cancel saved by another replica (shared stores only).
+    watcher: asyncio.Task[None] | None = None
+    changes: Any = None
 
     def publish(self, event: dict[str, Any] | None) -> None:
         for queue in self.listeners:
@@ -588,6 +591,9 @@ class A2AEndpoint:
     def _release(self, run: _Run) -> None:
         if self._runs.get(run.task["id"]) is run:
             del self._runs[run.task["id"]]
+        if run.watcher is not None:
+            run.watcher.cancel()
+            run.changes.close()
         run.settled.set()
         run.publish(None)
         self._forget_lock(run.task["id"])
@@ -704,7 +710,35 @@ class A2AEndpoint:
             warn(f"A2A task {task['id']}: could not restore its conversation: {error_message(exc)}")
 
     def _start(self, run: _Run, prompt: str | list[dict[str, Any]], *, resumed: bool) -> None:
-        run.job = asyncio.get_running_loop().create_task(self._fulfil(run, prompt, resumed))
+        loop = asyncio.get_running_loop()
+        run.job = loop.create_task(self._fulfil(run, prompt, resumed))
+        watch = getattr(self.store, "watch", None)
+        if callable(watch):
+            # Watching from now on (not from when the watcher first runs): nothing is missed.
+            run.changes = watch(run.task["id"])
+            run.watcher = loop.create_task(self._heed_cancel_elsewhere(run, run.changes))
+
+    async def _heed_cancel_elsewhere(self, run: _Run, changes: Any) -> None:
+        """Stop `run` when another replica saves its task canceled (a shared store's
+        announcements; the store keeps a finished state, so that save is the last word)."""
+        task_id = run.task["id"]
+        try:
+            async with changes:
+                look = changes.missed
+                while not run.settled.is_set():
+                    if look:
+                        stored = await self.store.get(task_id)
+                        state = wire.state_name((stored or {}).get("status", {}).get("state"))
+                        if stored is not None and state == "canceled":
+                            async with self._lock(task_id):
+                                if not run.canceled and not run.settled.is_set():
+                                    self._stop_run(run, wire.read_task(stored))
+                            return
+                    look = await changes.wait()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the run goes on; a cancel elsewhere then only shows in the store
+            warn(f"A2A task {task_id}: cannot follow the task store: {error_message(exc)}")
 
     # -- fulfilment -----------------------------------------------------------------------------
 
@@ -812,12 +846,7 @@ class A2AEndpoint:
             if run is not None:
                 canceled = self._with_status(run.task, "canceled")
                 await self.store.save(canceled)
-                run.canceled = True
-                run.task = canceled
-                run.cancel.set()
-                run.publish(self._status_event(canceled))
-                run.publish(None)
-                run.settled.set()
+                self._stop_run(run, canceled)
                 return canceled
             task = await self._load_locked(task_id)
             state = wire.state_name(task["status"]["state"])
@@ -830,6 +859,16 @@ class A2AEndpoint:
         self._wake_watchers(task_id, self._status_event(canceled))
         self._forget_lock(task_id)
         return canceled
+
+    def _stop_run(self, run: _Run, canceled: dict[str, Any]) -> None:
+        """Mark `run` canceled (its task now `canceled`, already saved) and stop it; the caller
+        holds the task's lock."""
+        run.canceled = True
+        run.task = canceled
+        run.cancel.set()
+        run.publish(self._status_event(canceled))
+        run.publish(None)
+        run.settled.set()
 
     # -- streams --------------------------------------------------------------------------------
 
@@ -848,10 +887,12 @@ class A2AEndpoint:
                     UNSUPPORTED_OPERATION, f"Task {task_id} is in terminal state: {state}"
                 )
             found = self._runs.get(task_id)
-            if found is None:  # interrupted: its updates start with the reply that resumes it
+            if found is None:
+                # Interrupted here (its updates start with the reply that resumes it), or run
+                # by another replica sharing the store (its saves are the updates).
                 queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
                 self._watchers.setdefault(task_id, []).append(queue)
-                return self._follow(task_id, queue, {"task": task})
+                return self._follow(task_id, queue, {"task": task}, known=task)
             run = found
         queue = asyncio.Queue()
         run.listeners.append(queue)
@@ -867,8 +908,20 @@ class A2AEndpoint:
             queue.put_nowait(None)
 
     async def _follow(
-        self, task_id: str, queue: asyncio.Queue[dict[str, Any] | None], first: dict[str, Any]
+        self,
+        task_id: str,
+        queue: asyncio.Queue[dict[str, Any] | None],
+        first: dict[str, Any],
+        *,
+        known: dict[str, Any] | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
+        """`first`, then what arrives on `queue`; with `known` (a task not run here) and a
+        shared store, also the updates other replicas save."""
+        watch = getattr(self.store, "watch", None)
+        pump = None
+        if known is not None and callable(watch):
+            feed = self._updates_from_store(task_id, known, watch(task_id), queue)
+            pump = asyncio.get_running_loop().create_task(feed)
         try:
             yield first
             while True:
@@ -877,6 +930,8 @@ class A2AEndpoint:
                     return
                 yield event
         finally:
+            if pump is not None:
+                pump.cancel()
             run = self._runs.get(task_id)
             if run is not None and queue in run.listeners:
                 run.listeners.remove(queue)
@@ -885,6 +940,58 @@ class A2AEndpoint:
                 waiting.remove(queue)
                 if not waiting:
                     del self._watchers[task_id]
+
+    async def _updates_from_store(
+        self,
+        task_id: str,
+        known: dict[str, Any],
+        changes: Any,
+        queue: asyncio.Queue[dict[str, Any] | None],
+    ) -> None:
+        """Put on `queue` the updates of a task that another replica saves, until one is final;
+        a task whose replica died reads failed (`_load`) within a lease."""
+        lease_s = float(getattr(self.store, "lease_ms", 15_000)) / 1000
+        try:
+            async with changes:
+                look = True  # what changed before the watch began is seen by a first read
+                while task_id not in self._runs:  # resumed here: the run's listeners carry it
+                    running = wire.state_name(known["status"]["state"]) in ("submitted", "working")
+                    if look or running:
+                        current = await self._load(task_id)
+                        if task_id in self._runs:
+                            return
+                        events = self._events_between(known, current)
+                        for event in events:
+                            queue.put_nowait(event)
+                        known = current
+                        state = current["status"]["state"]
+                        if events and (wire.is_terminal(state) or wire.is_interrupted(state)):
+                            return  # the stream ends with that event
+                    look = await changes.wait(lease_s if running else None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the stream ends with the error event; the task goes on
+            queue.put_nowait(None)
+            warn(f"A2A task {task_id}: cannot follow the task store: {error_message(exc)}")
+
+    def _events_between(self, old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
+        """The stream events that take a subscriber from version `old` of a task to `new`."""
+        seen = {a.get("artifactId") for a in old.get("artifacts") or []}
+        events: list[dict[str, Any]] = [
+            {
+                "artifactUpdate": {
+                    "taskId": new["id"],
+                    "contextId": new["contextId"],
+                    "artifact": artifact,
+                    "lastChunk": True,
+                }
+            }
+            for artifact in new.get("artifacts") or []
+            if artifact.get("artifactId") not in seen
+        ]
+        if new["status"] != old["status"]:
+            events.append(self._status_event(new))
+        return events
 
     async def _sse_stream(
         self, rid: Any, events: AsyncIterator[dict[str, Any]], dialect: Dialect

@@ -7,6 +7,7 @@ import contextlib
 import json
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from toolnexus._backends import RenewalWatch, guarded
@@ -26,16 +27,26 @@ from toolnexus.serve._tasks import (
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["PostgresTaskStore", "RedisTaskStore"]
+__all__ = ["PostgresTaskStore", "RedisTaskStore", "TaskChanges"]
+
+# Where saves are announced: a PostgreSQL NOTIFY channel, a Redis pub/sub channel.
+_CHANNEL = "toolnexus_task_changes"
 
 # Tasks in these states are being run by the replica that saved them last.
 _RUNNING = ("submitted", "working")
 
 
-class _Heartbeats(ABC):
-    """Which replica runs which task: each store instance claims the tasks it saves running and
+class _SharedTasks(ABC):
+    """What the shared task stores add to `TaskStore` so that replicas cooperate.
+
+    Which replica runs which task: each store instance claims the tasks it saves running and
     renews the claims every third of `lease_ms`, so another replica can tell a task that is
-    being run (`running_elsewhere`) from one whose replica died (its claim expired)."""
+    being run (`running_elsewhere`) from one whose replica died (its claim expired).
+
+    Which task changed: every save is announced to the other store instances (PostgreSQL
+    `NOTIFY`, Redis pub/sub), so a replica learns at once that another one canceled the task it
+    runs, or that a task it streams to a subscriber moved on (`watch`).
+    """
 
     def __init__(self, lease_ms: float) -> None:
         if isinstance(lease_ms, bool) or not lease_ms > 0:
@@ -44,10 +55,23 @@ class _Heartbeats(ABC):
         self.owner = uuid.uuid4().hex
         self._running: set[str] = set()
         self._beater: asyncio.Task[None] | None = None
+        self._watchers: dict[str, set[TaskChanges]] = {}
+        self._listener: asyncio.Task[None] | None = None
+        self._listening = False
+        self._listening_event: asyncio.Event | None = None
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """How errors and logs name this store (its URL without the password)."""
 
     @abstractmethod
     async def _beat(self, ids: list[str]) -> None:
         """Renew this replica's claims on `ids` in the store."""
+
+    @abstractmethod
+    def _changes(self, on_ready: Callable[[], None]) -> AsyncIterator[str]:
+        """The announcements of saves (`"<owner> <task id>"`) until the connection is lost."""
 
     def _track(self, id: str, state: str) -> None:
         if state in _RUNNING:
@@ -56,11 +80,6 @@ class _Heartbeats(ABC):
                 self._beater = asyncio.get_running_loop().create_task(self._beat_forever())
         else:
             self._running.discard(id)
-
-    @property
-    @abstractmethod
-    def name(self) -> str:
-        """How errors and logs name this store (its URL without the password)."""
 
     async def _beat_forever(self) -> None:
         renewals = RenewalWatch(self.name, self.lease_ms)
@@ -74,12 +93,118 @@ class _Heartbeats(ABC):
             else:
                 renewals.renewed()
 
-    async def _stop_beating(self) -> None:
-        beater, self._beater = self._beater, None
-        if beater is not None:
-            beater.cancel()
-            with contextlib.suppress(BaseException):
-                await beater
+    # -- change announcements -------------------------------------------------------------------
+
+    def watch(self, id: str) -> TaskChanges:
+        """Announcements of the saves of task `id` made by other store instances (replicas),
+        from this call on: `async with store.watch(id) as changes:` then
+        `await changes.wait(timeout)`. Saves that follow each other closely may be announced
+        once: read the task to see where it is. Entering waits (up to `lease_ms`) until the
+        announcements flow; `changes.missed` then says whether some may have been lost before
+        (read the task once more)."""
+        return TaskChanges(self, id)
+
+    @property
+    def listening(self) -> bool:
+        """Whether announcements flow right now (none can have been missed since)."""
+        return self._listening
+
+    def _ready_event(self) -> asyncio.Event:
+        if self._listening_event is None:
+            self._listening_event = asyncio.Event()
+        return self._listening_event
+
+    def _start_listening(self) -> None:
+        if self._listener is None or self._listener.done():
+            self._listener = asyncio.get_running_loop().create_task(self._listen_forever())
+
+    def _on_ready(self) -> None:
+        self._listening = True
+        self._ready_event().set()
+        # Saves announced while no connection listened are lost: every watcher looks again.
+        for watchers in self._watchers.values():
+            for changes in watchers:
+                changes.notify()
+
+    def _announced(self, payload: str) -> None:
+        owner, _, id = payload.partition(" ")
+        if owner == self.owner:
+            return
+        for changes in self._watchers.get(id, ()):
+            changes.notify()
+
+    async def _listen_forever(self) -> None:
+        renewals = RenewalWatch(self.name, self.lease_ms)
+        delay = 0.05
+        while True:
+            try:
+                async for payload in self._changes(self._on_ready):
+                    delay = 0.05
+                    renewals.renewed()
+                    self._announced(payload)
+            except Exception as exc:  # reconnect; the watchers look again once it listens
+                renewals.failed("task change announcements", exc)
+            self._listening = False
+            self._ready_event().clear()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    async def _stop_background(self) -> None:
+        for name in ("_beater", "_listener"):
+            job: asyncio.Task[None] | None = getattr(self, name)
+            setattr(self, name, None)
+            if job is not None:
+                job.cancel()
+                with contextlib.suppress(BaseException):
+                    await job
+        self._listening = False
+
+
+class TaskChanges:
+    """One watcher's view of the announcements of one task (see `watch`)."""
+
+    def __init__(self, store: _SharedTasks, id: str) -> None:
+        self.store = store
+        self.id = id
+        self._event = asyncio.Event()
+        # Registered at once, so that nothing announced from now on is missed.
+        store._watchers.setdefault(id, set()).add(self)
+        self.missed = not store.listening  # announcements may have been lost before entry
+
+    def notify(self) -> None:
+        self._event.set()
+
+    async def __aenter__(self) -> TaskChanges:
+        self.store._start_listening()
+        if not self.store.listening:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.store.lease_ms / 1000):
+                    await self.store._ready_event().wait()
+        return self
+
+    async def wait(self, timeout: float | None = None) -> bool:
+        """Whether a save was announced (or may have been missed) since the last call, waiting
+        up to `timeout` seconds (`None`: until one is)."""
+        if timeout is None:
+            await self._event.wait()
+        else:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self._event.wait()
+        announced = self._event.is_set()
+        self._event.clear()
+        return announced
+
+    def close(self) -> None:
+        """Stop watching (idempotent; leaving the `async with` block does it too)."""
+        watchers = self.store._watchers.get(self.id)
+        if watchers is not None:
+            watchers.discard(self)
+            if not watchers:
+                del self.store._watchers[self.id]
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def _decode(raw: str | bytes | None) -> dict[str, Any] | None:
@@ -126,7 +251,7 @@ _PG_SCHEMA = (
 _TERMINAL_SQL = ", ".join(f"'{state}'" for state in sorted(FINISHED_STATES))
 
 
-class PostgresTaskStore(_Heartbeats):
+class PostgresTaskStore(_SharedTasks):
     """A2A tasks in the PostgreSQL table `toolnexus_tasks`, one row of compact JSON per task.
 
     The filters and order of `ListTasks` (context, state, updated-after, newest first) run in
@@ -185,17 +310,21 @@ class PostgresTaskStore(_Heartbeats):
         id, context, state, stamp = _fields(task)
         payload = dumps(task).decode("utf-8")
         running = state in _RUNNING
+        announce = f"{self.owner} {id}"
 
         async def save(conn: AsyncConnection[Any]) -> None:
             async with conn.transaction():
+                # The save and its announcement (delivered on commit) in one statement.
                 await conn.execute(
-                    "INSERT INTO toolnexus_tasks AS t (id, context_id, state, stamp, updated, task)"
+                    "WITH saved AS (INSERT INTO toolnexus_tasks AS t"
+                    " (id, context_id, state, stamp, updated, task)"
                     " VALUES (%s, %s, %s, %s, %s::timestamptz, %s)"
                     " ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id,"
                     " state = excluded.state, stamp = excluded.stamp,"
                     " updated = excluded.updated, task = excluded.task"
-                    f" WHERE t.state NOT IN ({_TERMINAL_SQL}) OR t.state = excluded.state",
-                    (id, context, state, stamp, _timestamptz(stamp), payload),
+                    f" WHERE t.state NOT IN ({_TERMINAL_SQL}) OR t.state = excluded.state"
+                    " RETURNING t.id) SELECT pg_notify(%s, %s) FROM saved",
+                    (id, context, state, stamp, _timestamptz(stamp), payload, _CHANNEL, announce),
                 )
                 if running:
                     await conn.execute(
@@ -236,6 +365,9 @@ class PostgresTaskStore(_Heartbeats):
         return await guarded(
             self.name, "checking the runner of", f"task {id!r}", self._db.run(check)
         )
+
+    def _changes(self, on_ready: Callable[[], None]) -> AsyncIterator[str]:
+        return self._db.listen(_CHANNEL, on_ready)
 
     async def list(
         self,
@@ -290,7 +422,7 @@ class PostgresTaskStore(_Heartbeats):
 
     async def aclose(self) -> None:
         """Stop renewing claims and close the connection pool. Idempotent."""
-        await self._stop_beating()
+        await self._stop_background()
         await self._db.aclose()
 
 
@@ -305,8 +437,9 @@ def _timestamptz(stamp: str) -> str | None:
     return moment.isoformat() if moment.tzinfo is not None else None
 
 
-# KEYS: task, state, ids, runner. ARGV: payload, state, id, owner, lease ms, running (1/0),
-# then the finished states. A finished task keeps its final state.
+# KEYS: task, state, ids, runner, announcement channel. ARGV: payload, state, id, owner,
+# lease ms, running (1/0), then the finished states. A finished task keeps its final state;
+# a save is announced as "<owner> <id>".
 _REDIS_SAVE = """
 local stored = redis.call('GET', KEYS[2])
 if stored and stored ~= ARGV[2] then
@@ -317,6 +450,7 @@ end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('SET', KEYS[2], ARGV[2])
 redis.call('SADD', KEYS[3], ARGV[3])
+redis.call('PUBLISH', KEYS[5], ARGV[4] .. ' ' .. ARGV[3])
 if ARGV[6] == '1' then
   redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[5])
 else
@@ -326,7 +460,7 @@ return 1
 """
 
 
-class RedisTaskStore(_Heartbeats):
+class RedisTaskStore(_SharedTasks):
     """A2A tasks in Redis: `<prefix>task:<id>` holds each task's compact JSON, `<prefix>tasks`
     the set of ids. A save writes both in one transaction. `ListTasks` reads every task and
     filters here (fine for the thousands of tasks a Redis store usually keeps; use PostgreSQL
@@ -388,6 +522,7 @@ class RedisTaskStore(_Heartbeats):
             self._db.key("task-state", id),
             self._db.key("tasks"),
             self._db.key("task-runner", id),
+            self._db.key(_CHANNEL),
         ]
         running = "1" if state in _RUNNING else "0"
         args: list[bytes | str | int] = [dumps(task), state, id, self.owner, int(self.lease_ms)]
@@ -416,6 +551,9 @@ class RedisTaskStore(_Heartbeats):
             return owner is not None and as_text(owner) != self.owner
 
         return await guarded(self.name, "checking the runner of", f"task {id!r}", check())
+
+    def _changes(self, on_ready: Callable[[], None]) -> AsyncIterator[str]:
+        return self._db.listen(_CHANNEL, on_ready)
 
     async def list(
         self,
@@ -451,5 +589,5 @@ class RedisTaskStore(_Heartbeats):
 
     async def aclose(self) -> None:
         """Stop renewing claims and close the connections. Idempotent."""
-        await self._stop_beating()
+        await self._stop_background()
         await self._db.aclose()
