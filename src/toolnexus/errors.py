@@ -59,6 +59,21 @@ class ToolnexusError(Exception):
 
         super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Pickled as its class, args and attributes, never re-run through an `__init__` whose
+        # signature differs per class: an error a durable engine recorded, or one sent to
+        # another process, reads back as the same error.
+        return (_rebuild_error, (type(self), self.args, self.__dict__))
+
+
+def _rebuild_error(
+    cls: type[ToolnexusError], args: tuple[object, ...], state: dict[str, object]
+) -> ToolnexusError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 # --- configuration ---------------------------------------------------------------------------
 

@@ -39,6 +39,7 @@ from toolnexus.client._output import FINAL_RESULT
 from toolnexus.client._parts import Prompt, prompt_content
 from toolnexus.client._results import RunResult, add_usage, empty_usage
 from toolnexus.client._scope import RunScope
+from toolnexus.client._steps import ToolStep, current_steps
 from toolnexus.client._wire import Turn
 from toolnexus.client.memory import ConversationLease, claim_conversation
 from toolnexus.errors import UsageLimitExceeded
@@ -116,6 +117,9 @@ class RunLoop:
         # Streaming: the `progress` events of the running tools, yielded while they run.
         self.progress: asyncio.Queue[ProgressEvent] | None = None
         self.observers: set[asyncio.Future[None]] = set()  # async `on_progress` hooks running
+        self.steps = current_steps()  # a durable engine journaling the run's calls, if any
+        steps_wait = self.steps.wait_for if self.steps is not None else None
+        self.wait_for = steps_wait if steps_wait is not None else settings.wait_for
 
     async def result(self) -> RunResult:
         """Run to the end without streaming and return the `RunResult`."""
@@ -173,8 +177,12 @@ class RunLoop:
                     if out is not None and out.mode == "native":
                         body.update(wire.output_keys(out))
                     request = ModelRequest(model, body, seen, run)
-                    if self.streaming:
-                        turn: Turn | None = None
+                    turn: Turn | None = None
+                    if self.steps is not None:
+                        turn = await self.steps.model_call(self._model_call(request, scope))
+                        if self.streaming and turn.text:
+                            yield {"type": "text", "delta": turn.text}  # a step answers whole
+                    elif self.streaming:
                         deltas = c.endpoint.stream(request, scope, c.emit)
                         try:
                             async for item in deltas:
@@ -276,7 +284,7 @@ class RunLoop:
                         if asked is not None:
                             if self.streaming:
                                 yield {"type": "pending", "request": asked}
-                            if c.wait_for is None:
+                            if self.wait_for is None:
                                 # Surface the first suspension; later calls are not recorded.
                                 pending = asked
                                 result = ToolResult(asked.prompt, True)
@@ -466,6 +474,24 @@ class RunLoop:
 
     # -- the LLM call ---------------------------------------------------------------------------
 
+    def _model_call(self, request: ModelRequest, scope: RunScope) -> Callable[[], Awaitable[Turn]]:
+        """One model call as a function a step can run (a stream is read whole)."""
+        endpoint, emit = self.c.endpoint, self.c.emit
+        if not self.streaming:
+            return lambda: endpoint.complete(request, scope, emit)
+
+        async def streamed() -> Turn:
+            deltas = endpoint.stream(request, scope, emit)
+            try:
+                async for item in deltas:
+                    if not isinstance(item, str):
+                        return item
+            finally:
+                await deltas.aclose()
+            raise RuntimeError("the stream ended without a turn")  # pragma: no cover
+
+        return streamed
+
     def _add_usage(self, usage: dict[str, int] | None) -> None:
         if usage is not None:
             add_usage(self.usage, usage)
@@ -485,41 +511,57 @@ class RunLoop:
         self, calls: list[ToolCall], turn: int, scope: RunScope
     ) -> list[_Outcome]:
         """Run every call of a turn at once (at most `tool_concurrency`); results in call order."""
+        # Journal steps are drawn here, in call order, however the calls then interleave.
+        steps = self.steps
+        drawn = [steps.tool_call(call.name) if steps else None for call in calls]
         if len(calls) == 1:
-            return [await scope.race(self._execute_one(calls[0], turn, scope))]
+            return [await scope.race(self._execute_one(calls[0], turn, scope, drawn[0]))]
         limit = self.c.tool_concurrency
         semaphore = asyncio.Semaphore(limit) if len(calls) > limit else None
 
-        async def bounded(call: ToolCall) -> _Outcome:
+        async def bounded(call: ToolCall, step: ToolStep | None) -> _Outcome:
             if semaphore is None:
-                return await self._execute_one(call, turn, scope)
+                return await self._execute_one(call, turn, scope, step)
             async with semaphore:
-                return await self._execute_one(call, turn, scope)
+                return await self._execute_one(call, turn, scope, step)
 
         async def all_calls() -> list[_Outcome]:
             try:
                 async with asyncio.TaskGroup() as group:
-                    tasks = [group.create_task(bounded(call)) for call in calls]
+                    tasks = [
+                        group.create_task(bounded(call, step))
+                        for call, step in zip(calls, drawn, strict=True)
+                    ]
             except BaseExceptionGroup as group_error:
                 raise group_error.exceptions[0] from None  # a hook raised: the run aborts
             return [t.result() for t in tasks]
 
         return await scope.race(all_calls())
 
-    async def _run_tool(self, call: ToolCall, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        if self.toolkit is None:
+    async def _run_tool(
+        self, call: ToolCall, args: dict[str, Any], ctx: ToolContext, step: ToolStep | None = None
+    ) -> ToolResult:
+        toolkit = self.toolkit
+        if toolkit is None:
             return ToolResult(f"Unknown tool: {call.name}. Available tools: none", True)
         with _otel.model_call(call.id):
-            return await self.toolkit.execute(call.name, args, ctx)
+            if step is None:
+                return await toolkit.execute(call.name, args, ctx)
+            return await step(lambda: toolkit.execute(call.name, args, ctx))
 
     async def _run_reported(
-        self, call: ToolCall, args: dict[str, Any], ctx: ToolContext, turn: int
+        self,
+        call: ToolCall,
+        args: dict[str, Any],
+        ctx: ToolContext,
+        turn: int,
+        step: ToolStep | None = None,
     ) -> ToolResult:
         """Run the call with `ctx.on_progress` reporting to the run; later reports are dropped."""
         reporter = _Reporter(self, call, turn)
         ctx.on_progress = reporter
         try:
-            return await self._run_tool(call, args, ctx)
+            return await self._run_tool(call, args, ctx, step)
         finally:
             reporter.open = False
 
@@ -542,7 +584,9 @@ class RunLoop:
             event["pending"] = True
         self.c.emit(event)
 
-    async def _execute_one(self, call: ToolCall, turn: int, scope: RunScope) -> _Outcome:
+    async def _execute_one(
+        self, call: ToolCall, turn: int, scope: RunScope, step: ToolStep | None = None
+    ) -> _Outcome:
         if call.error is not None:  # the model sent unusable arguments: nothing runs
             message = f"Invalid arguments for tool {call.name}: {call.error}"
             return _Outcome(call, call.args, ToolResult(message, True), False)
@@ -565,7 +609,8 @@ class RunLoop:
                     return _Outcome(call, args, result, pending_of(result) is not None)
                 if reply.get("args") is not None:
                     args = reply["args"]
-        result = await self._run_reported(call, args, scope.tool_context(deps=self.c.deps), turn)
+        ctx = scope.tool_context(deps=self.c.deps)
+        result = await self._run_reported(call, args, ctx, turn, step)
         self._tool_event(call.name, result, started)
         if pending_of(result) is not None:
             return _Outcome(call, args, result, True)  # after_tool never sees a suspension
@@ -595,15 +640,18 @@ class RunLoop:
         self, outcome: _Outcome, request: Request, turn: int, scope: RunScope
     ) -> ToolResult:
         """Settle one suspension through `wait_for`."""
-        wait_for = self.c.wait_for
+        wait_for = self.wait_for
         assert wait_for is not None
         answer = Answer.coerce(await scope.race(call_in_thread_maybe_async(wait_for, request)))
         if answer is None or not answer.ok:
             return ToolResult("declined/expired: " + request.prompt, True)
         started = time.perf_counter()
         name, args = outcome.call.name, outcome.args
+        step = self.steps.tool_call(name) if self.steps is not None else None
         result = await scope.race(
-            self._run_reported(outcome.call, args, scope.tool_context(answer, self.c.deps), turn)
+            self._run_reported(
+                outcome.call, args, scope.tool_context(answer, self.c.deps), turn, step
+            )
         )
         self._tool_event(name, result, started)
         if pending_of(result) is not None:

@@ -1,0 +1,35 @@
+"""Durable runs on DBOS: a run that survives the process it started in (`toolnexus[dbos]`).
+
+```python
+from dbos import DBOS
+from toolnexus.durable import DurableClient
+
+DBOS(config={"name": "agents", "system_database_url": "sqlite:///agents.sqlite"})
+durable = DurableClient(client, toolkit)
+DBOS.launch()  # inside the running event loop: resumes the runs a crash interrupted
+result = await durable.run("Summarise the report", workflow_id="report-42")
+```
+
+Every model call and every tool call of the run is a DBOS step: after a crash, completed calls
+are read back from the system database, never sent or executed again. The call in flight at
+the crash runs again (at least once); a tool makes that safe with `step_key()` as an
+idempotency key.
+"""
+
+from toolnexus.durable._client import (
+    DurableClient,
+    DurableRun,
+    WorkflowNotFound,
+    pending_request,
+    send_answer,
+)
+from toolnexus.durable._steps import step_key
+
+__all__ = [
+    "DurableClient",
+    "DurableRun",
+    "WorkflowNotFound",
+    "pending_request",
+    "send_answer",
+    "step_key",
+]

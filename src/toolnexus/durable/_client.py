@@ -1,0 +1,296 @@
+"""`DurableClient`: `run`/`ask` as DBOS workflows that survive the process they started in."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from dbos import DBOS, DBOSClient, DBOSConfig, SetWorkflowID, WorkflowHandleAsync
+from dbos._error import DBOSNonExistentWorkflowError
+
+from toolnexus.client import Client, ConversationStore, RunResult
+from toolnexus.client._parts import Prompt
+from toolnexus.client._steps import journal
+from toolnexus.client.memory import KeyedLock, claim_conversation
+from toolnexus.durable._steps import PENDING_EVENT, DbosSteps, answer_topic
+from toolnexus.errors import ConfigError, ToolnexusError
+from toolnexus.toolkit import Toolkit
+from toolnexus.types import Answer, Request, Tool
+
+__all__ = ["DurableClient", "DurableRun", "WorkflowNotFound", "pending_request", "send_answer"]
+
+FOREVER_S = 100 * 365 * 24 * 3600.0
+"""How long a suspended run waits for its answer when no `answer_timeout_s` is given."""
+
+# How often a host waiting on a run that executes elsewhere (recovered, queued, another process)
+# checks whether it finished; a run started in this process is awaited directly.
+_POLL_S = 0.05
+
+_LOAD_STEP = "toolnexus.conversation.load"
+_SAVE_STEP = "toolnexus.conversation.save"
+
+_names: set[str] = set()  # the workflow names registered by this process
+
+
+class WorkflowNotFound(ToolnexusError, LookupError):
+    """No durable run has this workflow id in the system database."""
+
+    def __init__(self, workflow_id: str) -> None:
+        super().__init__(f"no durable run with workflow id {workflow_id!r}")
+        self.workflow_id = workflow_id
+
+
+class DurableRun:
+    """A durable run started in the background: its `workflow_id` reaches it from anywhere."""
+
+    __slots__ = ("_handle", "workflow_id")
+
+    def __init__(
+        self, workflow_id: str, handle: WorkflowHandleAsync[RunResult[Any]] | None = None
+    ) -> None:
+        self.workflow_id = workflow_id
+        self._handle = handle
+
+    async def result(self) -> RunResult[Any]:
+        """Wait for the run to finish (through any suspension) and return its result."""
+        if self._handle is None:
+            self._handle = await _handle(self.workflow_id)
+        result: RunResult[Any] = await self._handle.get_result(polling_interval_sec=_POLL_S)
+        return result
+
+    async def pending(self) -> Request | None:
+        """The request the run is suspended on, or `None` when it is not waiting."""
+        return await pending_request(self.workflow_id)
+
+    async def answer(self, answer: Answer | Mapping[str, Any]) -> None:
+        """Send the answer to the request the run is (or will be) suspended on."""
+        await send_answer(self.workflow_id, answer)
+
+    def __repr__(self) -> str:
+        return f"<DurableRun {self.workflow_id!r}>"
+
+
+class DurableClient:
+    """Runs a client's `run` and `ask` as DBOS workflows: every model call and every tool call is
+    a step, so a run killed mid-way resumes from its last completed step when a process with the
+    same DBOS system database launches (`DBOS.launch()`).
+
+    Create it before `DBOS.launch()` (DBOS recovers only the workflows registered by then), in
+    every process that may run or resume its runs, with the same `name`. `dbos` is the DBOS
+    configuration to create the instance with, or `None` for the one the host already made.
+    A suspension (a tool answering `pending`, an MCP input request, an A2A `input-required`)
+    waits durably for `answer(workflow_id, answer)`, sent from any process, for up to
+    `answer_timeout_s` (default: no limit), then counts as declined. With `queue`, runs are
+    enqueued on that DBOS queue (see `DBOS.register_queue`), which bounds how many run at once.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        toolkit: Toolkit | Tool | Iterable[Tool] | None = None,
+        *,
+        dbos: DBOS | DBOSConfig | None = None,
+        name: str = "toolnexus",
+        store: ConversationStore | None = None,
+        queue: str | None = None,
+        answer_timeout_s: float | None = None,
+        deps: Any = None,
+    ) -> None:
+        if not isinstance(client, Client):
+            raise TypeError(f"DurableClient needs a toolnexus Client, not {type(client).__name__}")
+        if not isinstance(name, str) or not name:
+            raise ConfigError("name must be a non-empty string (it names the DBOS workflow)")
+        if answer_timeout_s is not None and answer_timeout_s <= 0:
+            raise ConfigError(f"answer_timeout_s must be > 0 or None, not {answer_timeout_s!r}")
+        workflow_name = f"toolnexus.run:{name}"
+        if workflow_name in _names:
+            raise ConfigError(
+                f"a DurableClient named {name!r} already exists in this process: give each "
+                "one its own name= (the name must be the same in every process of a run)"
+            )
+        if isinstance(dbos, Mapping):
+            DBOS(config=dbos)
+        self.client = client
+        self.toolkit = toolkit
+        self.name = name
+        self.store = store if store is not None else client.conversation_store
+        self.queue = queue
+        self.deps = deps
+        self._locks = KeyedLock()
+        self._answer_timeout_s = answer_timeout_s if answer_timeout_s is not None else FOREVER_S
+
+        async def workflow(
+            prompt: Prompt,
+            history: list[dict[str, Any]] | None,
+            conversation_id: str | None,
+            output_type: Any,
+        ) -> RunResult[Any]:
+            return await self._execute(prompt, history, conversation_id, output_type)
+
+        self._workflow = DBOS.workflow(name=workflow_name)(workflow)
+        _names.add(workflow_name)
+
+    async def start(
+        self,
+        prompt: Prompt,
+        *,
+        workflow_id: str | None = None,
+        history: list[dict[str, Any]] | None = None,
+        id: str | None = None,
+        output_type: Any = None,
+    ) -> DurableRun:
+        """Start a run in the background and return its handle at once.
+
+        With `id`, the run continues and saves that conversation (as `ask` does). Starting a
+        `workflow_id` that exists attaches to that run: it is never run twice.
+        """
+        if history is not None and id is not None:
+            raise ConfigError("pass history or id, not both")
+        started = SetWorkflowID(workflow_id) if workflow_id is not None else None
+        with started or contextlib.nullcontext():
+            if self.queue is not None:
+                handle = await DBOS.enqueue_workflow_async(
+                    self.queue, self._workflow, prompt, history, id, output_type
+                )
+            else:
+                handle = await DBOS.start_workflow_async(
+                    self._workflow, prompt, history, id, output_type
+                )
+        return DurableRun(handle.get_workflow_id(), handle)
+
+    async def run(
+        self,
+        prompt: Prompt,
+        *,
+        workflow_id: str | None = None,
+        history: list[dict[str, Any]] | None = None,
+        output_type: Any = None,
+    ) -> RunResult[Any]:
+        """`Client.run` as a durable workflow; returns when the run ends.
+
+        Running a `workflow_id` that already finished returns its recorded result.
+        """
+        run = await self.start(
+            prompt, workflow_id=workflow_id, history=history, output_type=output_type
+        )
+        return await run.result()
+
+    async def ask(
+        self,
+        prompt: Prompt,
+        *,
+        id: str | None = None,
+        workflow_id: str | None = None,
+        output_type: Any = None,
+    ) -> RunResult[Any]:
+        """`Client.ask` as a durable workflow: with `id`, continue and save that conversation."""
+        run = await self.start(prompt, workflow_id=workflow_id, id=id, output_type=output_type)
+        return await run.result()
+
+    def run_of(self, workflow_id: str) -> DurableRun:
+        """The handle of a run by its workflow id (one started earlier, here or elsewhere)."""
+        return DurableRun(workflow_id)
+
+    async def result(self, workflow_id: str) -> RunResult[Any]:
+        """Wait for the run `workflow_id` to finish and return its result."""
+        return await DurableRun(workflow_id).result()
+
+    async def pending(self, workflow_id: str) -> Request | None:
+        """The request the run `workflow_id` is suspended on, or `None`."""
+        return await pending_request(workflow_id)
+
+    async def answer(self, workflow_id: str, answer: Answer | Mapping[str, Any]) -> None:
+        """Send `answer` to the run `workflow_id` (see `send_answer`)."""
+        await send_answer(workflow_id, answer)
+
+    async def _execute(
+        self,
+        prompt: Prompt,
+        history: list[dict[str, Any]] | None,
+        conversation_id: str | None,
+        output_type: Any,
+    ) -> RunResult[Any]:
+        """The workflow's body: the client's loop, with its calls journaled as steps."""
+        if conversation_id is not None:
+            history = await DBOS.run_step_async({"name": _LOAD_STEP}, self._load, conversation_id)
+        typed: dict[str, Any] = {} if output_type is None else {"output_type": output_type}
+        with journal(DbosSteps(self._answer_timeout_s)):
+            result = await self.client.run(prompt, self.toolkit, history, deps=self.deps, **typed)
+        if conversation_id is not None:
+            await DBOS.run_step_async(
+                {"name": _SAVE_STEP}, self._save, conversation_id, history or [], result.messages
+            )
+        return result
+
+    async def _load(self, conversation_id: str) -> list[dict[str, Any]]:
+        return await self.store.get(conversation_id) or []
+
+    async def _save(
+        self, conversation_id: str, loaded: list[dict[str, Any]], messages: list[dict[str, Any]]
+    ) -> None:
+        """Save the run's transcript; if the conversation moved on meanwhile (another run on the
+        id finished while this one ran or waited), append this run's turn after it instead."""
+        new = messages[len(loaded) :]
+        async with claim_conversation(self.store, self._locks, conversation_id) as lease:
+            current = await lease.get() or []
+            if current == loaded:
+                await lease.save(messages)
+            elif not new or current[-len(new) :] != new:
+                await lease.save(current + new)
+            # else: saved already, by the attempt a crash interrupted
+
+    def __repr__(self) -> str:
+        return f"<DurableClient {self.name!r} over {self.client!r}>"
+
+
+async def _handle(workflow_id: str) -> WorkflowHandleAsync[RunResult[Any]]:
+    try:
+        return await DBOS.retrieve_workflow_async(workflow_id)
+    except DBOSNonExistentWorkflowError:
+        raise WorkflowNotFound(workflow_id) from None
+
+
+async def pending_request(workflow_id: str, *, client: DBOSClient | None = None) -> Request | None:
+    """The request the durable run `workflow_id` is suspended on, or `None` when it is not.
+
+    From a process without a launched DBOS, pass a `DBOSClient` on the same system database.
+    """
+    if client is not None:
+        data = await client.get_event_async(workflow_id, PENDING_EVENT, timeout_seconds=0)
+    else:
+        data = await DBOS.get_event_async(workflow_id, PENDING_EVENT, timeout_seconds=0)
+    return Request.from_dict(data) if data else None
+
+
+async def send_answer(
+    workflow_id: str, answer: Answer | Mapping[str, Any], *, client: DBOSClient | None = None
+) -> None:
+    """Send `answer` to the durable run `workflow_id`, from any process, at any time.
+
+    The answer goes to the request with the same id: sent before the run suspends, it waits for
+    it; sent twice, it is delivered once. From a process without a launched DBOS, pass a
+    `DBOSClient` on the same system database. An unknown workflow raises `WorkflowNotFound`; an
+    answer whose id is not the pending request's raises `ConfigError`.
+    """
+    given = Answer.coerce(answer)
+    if given is None:
+        raise TypeError(f"answer must be an Answer or its dict form, not {type(answer).__name__}")
+    try:
+        if client is not None:
+            await client.retrieve_workflow_async(workflow_id)
+        else:
+            await DBOS.retrieve_workflow_async(workflow_id)
+    except DBOSNonExistentWorkflowError:
+        raise WorkflowNotFound(workflow_id) from None
+    waiting = await pending_request(workflow_id, client=client)
+    if waiting is not None and waiting.id != given.id:
+        raise ConfigError(
+            f"answer id {given.id!r} does not match the request workflow {workflow_id!r} "
+            f"waits on ({waiting.id!r})"
+        )
+    topic, key = answer_topic(given.id), f"{workflow_id}/{given.id}"
+    if client is not None:
+        await client.send_async(workflow_id, given.to_dict(), topic, key)
+    else:
+        await DBOS.send_async(workflow_id, given.to_dict(), topic, idempotency_key=key)

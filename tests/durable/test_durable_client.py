@@ -1,0 +1,189 @@
+"""`DurableClient` in one process: runs as workflows, steps, replays, conversations, answers.
+
+DBOS is launched once for the module on a SQLite system database, on the module's own event
+loop (DBOS makes its thread pool that loop's default executor and shuts it down on destroy). The
+kill -9 tests, in `test_kill_resume.py`, use processes of their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from dbos import DBOS
+
+from support.client_helpers import base_url
+from support.fake_llm import FakeLLM, call, error, text, tools
+from support.polling import wait_until
+from toolnexus import Answer, Toolkit, ToolResult, define_tool, pending
+from toolnexus.client import Client, ProviderError, create_client
+from toolnexus.durable import DurableClient, WorkflowNotFound, step_key
+from toolnexus.errors import ConfigError
+from toolnexus.types import ToolContext
+
+_names = itertools.count()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def launched(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+    db_url = f"sqlite:///{tmp_path_factory.mktemp('dbos') / 'system.sqlite'}"
+    DBOS(config={"name": "toolnexus-durable-inprocess", "system_database_url": db_url})
+    DBOS.launch()
+    try:
+        yield db_url
+    finally:
+        DBOS.destroy(destroy_registry=True)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def client(llm: FakeLLM) -> AsyncIterator[Client]:
+    made = create_client(
+        base_url=base_url(llm, "openai"), style="openai", model="m", api_key="k", retries=0
+    )
+    yield made
+    await made.aclose()
+
+
+class Effects:
+    """Side effects of the test tools, counted."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def toolkit(self) -> Toolkit:
+        async def bump(k: str) -> str:
+            """Bump k."""
+            self.calls.append(("bump", (k, step_key())))
+            await asyncio.sleep(0)
+            return f"bumped {k}"
+
+        async def approve(item: str, ctx: ToolContext) -> ToolResult | str:
+            """Approve item."""
+            self.calls.append(("approve", ctx.answer is not None))
+            if ctx.answer is None:
+                return pending(kind="approval", prompt=f"approve {item}?", id=f"appr-{item}")
+            return f"approved {item}"
+
+        return Toolkit(extra_tools=[define_tool(bump), define_tool(approve)])
+
+
+def durable(client: Client, effects: Effects, **options: Any) -> DurableClient:
+    return DurableClient(client, effects.toolkit(), name=f"t{next(_names)}", **options)
+
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+async def test_a_finished_run_is_replayed_by_its_id_without_calling_anything_again(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    effects = Effects()
+    runs = durable(client, effects)
+    llm.push(tools(call("bump", {"k": "a"})), text("done"))
+    first = await runs.run("go", workflow_id="replay-1")
+    again = await runs.run("go", workflow_id="replay-1")
+    assert first.text == again.text == "done"
+    assert again.tool_calls == first.tool_calls
+    assert len(llm.requests) == 2
+    assert [name for name, _ in effects.calls] == ["bump"]
+
+
+async def test_each_model_call_and_each_tool_call_is_a_step_in_call_order(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    effects = Effects()
+    runs = durable(client, effects)
+    calls = [call("bump", {"k": k}) for k in "abc"]
+    llm.push(tools(*calls), text("done"))
+    result = await runs.run("go", workflow_id="steps-1")
+    assert [c["output"] for c in result.tool_calls] == ["bumped a", "bumped b", "bumped c"]
+    steps = await DBOS.list_workflow_steps_async("steps-1")
+    names = [s["function_name"] for s in steps]
+    assert names == ["toolnexus.llm"] + ["toolnexus.tool:bump"] * 3 + ["toolnexus.llm"]
+    # The idempotency key a tool sees is its own step's, numbered in call order.
+    keys = sorted(key for _, (_, key) in effects.calls)
+    assert keys == [f"steps-1/{s['function_id']}" for s in steps[1:4]]
+
+
+async def test_ask_continues_and_saves_the_conversation(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    runs = durable(client, Effects())
+    llm.push(text("one"), text("two"))
+    await runs.ask("first", id="conv-1")
+    second = await runs.ask("second", id="conv-1")
+    assert second.text == "two"
+    sent = llm.requests[1].body["messages"]
+    assert [m["content"] for m in sent if m["role"] in ("user", "assistant")] == [
+        "first",
+        "one",
+        "second",
+    ]
+    saved = await client.conversation_store.get("conv-1")
+    assert saved is not None and [m.get("content") for m in saved][-2:] == ["second", "two"]
+
+
+async def test_a_suspended_run_waits_for_its_answer_sent_by_workflow_id(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    effects = Effects()
+    runs = durable(client, effects)
+    llm.push(tools(call("approve", {"item": "x"})), text("ok"))
+    run = await runs.start("go", workflow_id="suspend-1")
+    asked = await wait_until(run.pending, timeout=10)
+    assert asked.id == "appr-x" and asked.prompt == "approve x?"
+    with pytest.raises(ConfigError, match="does not match"):
+        await runs.answer("suspend-1", Answer("other", True))
+    await runs.answer("suspend-1", Answer("appr-x", True, {"output": "yes"}))
+    await runs.answer("suspend-1", {"id": "appr-x", "ok": True})  # a duplicate: delivered once
+    result = await run.result()
+    assert result.text == "ok"
+    assert [c["output"] for c in result.tool_calls] == ["approved x"]
+    assert effects.calls == [("approve", False), ("approve", True)]
+    assert await run.pending() is None
+
+
+async def test_a_declined_answer_and_an_answer_timeout_read_as_declined(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    effects = Effects()
+    runs = durable(client, effects)
+    llm.push(tools(call("approve", {"item": "x"})), text("ok"))
+    run = await runs.start("go", workflow_id="decline-1")
+    await wait_until(run.pending, timeout=10)
+    await run.answer(Answer("appr-x", False, reason="declined"))
+    result = await run.result()
+    assert result.tool_calls[0]["output"] == "declined/expired: approve x?"
+
+    hurried = durable(client, effects, answer_timeout_s=0.05)
+    llm.push(tools(call("approve", {"item": "y"})), text("ok"))
+    late = await hurried.run("go", workflow_id="timeout-1")
+    assert late.tool_calls[0]["output"] == "declined/expired: approve y?"
+
+
+async def test_a_failed_model_call_fails_the_run_and_stays_failed(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    runs = durable(client, Effects())
+    llm.push(error(400, "bad request"))
+    with pytest.raises(ProviderError, match="bad request"):
+        await runs.run("go", workflow_id="fail-1")
+    with pytest.raises(ProviderError, match="bad request"):
+        await runs.run("go", workflow_id="fail-1")  # recorded: not sent again
+    assert len(llm.requests) == 1
+
+
+async def test_bad_use_is_refused_clearly(launched: str, client: Client) -> None:
+    with pytest.raises(TypeError, match="toolnexus Client"):
+        DurableClient(object())  # type: ignore[arg-type]
+    DurableClient(client, name="twice")
+    with pytest.raises(ConfigError, match="already exists"):
+        DurableClient(client, name="twice")
+    with pytest.raises(WorkflowNotFound):
+        await DurableClient(client, name="lookup").answer("nope", Answer("a", True))
+    with pytest.raises(WorkflowNotFound):
+        await DurableClient(client, name="lookup2").result("nope")
