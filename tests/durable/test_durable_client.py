@@ -177,12 +177,46 @@ async def test_a_failed_model_call_fails_the_run_and_stays_failed(
     assert len(llm.requests) == 1
 
 
+async def test_a_partitioned_queue_bounds_the_runs_of_each_model(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    await DBOS.register_queue_async(
+        "toolnexus-per-model", partition_concurrency=1, polling_interval_sec=0.01
+    )
+    active, most = 0, 0
+
+    async def hold() -> str:
+        """Hold a while."""
+        nonlocal active, most
+        active += 1
+        most = max(most, active)
+        await asyncio.sleep(0.02)  # long enough for an unbounded second run to overlap
+        active -= 1
+        return "held"
+
+    runs = DurableClient(
+        client,
+        Toolkit(extra_tools=[define_tool(hold)]),
+        name=f"t{next(_names)}",
+        queue="toolnexus-per-model",
+        queue_per_model=True,
+    )
+    for _ in range(3):
+        llm.push(tools(call("hold")), text("done"))
+    started = [await runs.start("go") for _ in range(3)]
+    results = [await run.result() for run in started]
+    assert [r.text for r in results] == ["done"] * 3
+    assert most == 1
+
+
 async def test_bad_use_is_refused_clearly(launched: str, client: Client) -> None:
     with pytest.raises(TypeError, match="toolnexus Client"):
         DurableClient(object())  # type: ignore[arg-type]
     DurableClient(client, name="twice")
     with pytest.raises(ConfigError, match="already exists"):
         DurableClient(client, name="twice")
+    with pytest.raises(ConfigError, match="needs a queue"):
+        DurableClient(client, name="no-queue", queue_per_model=True)
     with pytest.raises(WorkflowNotFound):
         await DurableClient(client, name="lookup").answer("nope", Answer("a", True))
     with pytest.raises(WorkflowNotFound):

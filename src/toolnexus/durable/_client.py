@@ -6,7 +6,14 @@ import contextlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dbos import DBOS, DBOSClient, DBOSConfig, SetWorkflowID, WorkflowHandleAsync
+from dbos import (
+    DBOS,
+    DBOSClient,
+    DBOSConfig,
+    SetEnqueueOptions,
+    SetWorkflowID,
+    WorkflowHandleAsync,
+)
 from dbos._error import DBOSNonExistentWorkflowError
 
 from toolnexus.client import Client, ConversationStore, RunResult
@@ -82,7 +89,9 @@ class DurableClient:
     A suspension (a tool answering `pending`, an MCP input request, an A2A `input-required`)
     waits durably for `answer(workflow_id, answer)`, sent from any process, for up to
     `answer_timeout_s` (default: no limit), then counts as declined. With `queue`, runs are
-    enqueued on that DBOS queue (see `DBOS.register_queue`), which bounds how many run at once.
+    enqueued on that DBOS queue (see `DBOS.register_queue`), which bounds how many run at once;
+    with `queue_per_model` as well, each run is in the queue's partition named by the client's
+    model, so a partitioned queue's limits apply per model.
     """
 
     def __init__(
@@ -94,6 +103,7 @@ class DurableClient:
         name: str = "toolnexus",
         store: ConversationStore | None = None,
         queue: str | None = None,
+        queue_per_model: bool = False,
         answer_timeout_s: float | None = None,
         deps: Any = None,
     ) -> None:
@@ -101,6 +111,8 @@ class DurableClient:
             raise TypeError(f"DurableClient needs a toolnexus Client, not {type(client).__name__}")
         if not isinstance(name, str) or not name:
             raise ConfigError("name must be a non-empty string (it names the DBOS workflow)")
+        if queue_per_model and queue is None:
+            raise ConfigError("queue_per_model needs a queue= (a partitioned DBOS queue)")
         if answer_timeout_s is not None and answer_timeout_s <= 0:
             raise ConfigError(f"answer_timeout_s must be > 0 or None, not {answer_timeout_s!r}")
         workflow_name = f"toolnexus.run:{name}"
@@ -116,6 +128,7 @@ class DurableClient:
         self.name = name
         self.store = store if store is not None else client.conversation_store
         self.queue = queue
+        self.queue_per_model = queue_per_model
         self.deps = deps
         self._locks = KeyedLock()
         self._answer_timeout_s = answer_timeout_s if answer_timeout_s is not None else FOREVER_S
@@ -150,9 +163,11 @@ class DurableClient:
         started = SetWorkflowID(workflow_id) if workflow_id is not None else None
         with started or contextlib.nullcontext():
             if self.queue is not None:
-                handle = await DBOS.enqueue_workflow_async(
-                    self.queue, self._workflow, prompt, history, id, output_type
-                )
+                partition = self.client.model if self.queue_per_model else None
+                with SetEnqueueOptions(queue_partition_key=partition):
+                    handle = await DBOS.enqueue_workflow_async(
+                        self.queue, self._workflow, prompt, history, id, output_type
+                    )
             else:
                 handle = await DBOS.start_workflow_async(
                     self._workflow, prompt, history, id, output_type
