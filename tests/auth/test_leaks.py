@@ -1,5 +1,6 @@
 """No token or secret shows up anywhere: every log record of every logger at DEBUG, error
-outputs, metric events, results and reprs, across the serving and the A2A auth flows.
+outputs, metric events, results and reprs, across the auth flows: serving, A2A agents, and
+OAuth-protected MCP servers.
 
 One run goes through all of them with a handler on the root logger at DEBUG (the SDKs', HTTP
 clients' and servers' loggers included), then greps everything it saw for every secret."""
@@ -18,12 +19,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp import Client
 from support.a2a_secured import answer_did, echo_tool, secured_agent
 from support.oauth_server import AuthServer
+from support.sdk_oauth import follow_authorization
 from toolnexus.a2a import agent, agent_tools
 from toolnexus.client import create_client
 from toolnexus.serve import ResourceAuth, RunTaskClient
 from toolnexus.testing import ScriptedModel, override, text, tool_call, tools
-from toolnexus.toolkit import Toolkit
-from toolnexus.types import ToolContext
+from toolnexus.toolkit import Toolkit, create_toolkit
+from toolnexus.types import Answer, Request, ToolContext
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
@@ -34,6 +36,7 @@ API_KEY = "leak-api-key-2250"
 BEARER = "leak-bearer-4417"
 OPAQUE = "leak-opaque-token-9913"
 PROVIDER_KEY = "sk-leak-provider-key-5154"
+M2M_SECRET = "leak-m2m-secret-7290"
 
 
 class _Everything(logging.Handler):
@@ -64,6 +67,18 @@ def everything() -> Iterator[_Everything]:
         root.setLevel(before)
         for name, level in levels.items():
             logging.getLogger(name).setLevel(level)
+
+
+def _client(metrics: list[dict[str, Any]], **options: Any) -> Any:
+    """A client with a provider key, whose metric events land in `metrics`."""
+    return create_client(
+        base_url="http://127.0.0.1:1/v1",
+        style="openai",
+        model="m",
+        api_key=PROVIDER_KEY,
+        on_metric=metrics.append,
+        **options,
+    )
 
 
 async def _mcp_call(url: str, token: str) -> Any:
@@ -127,13 +142,7 @@ async def test_no_secret_anywhere(authz: AuthServer, everything, monkeypatch):
         agent_tool_list = await agent_tools(agent(handle.url, poll_every=10, auth=robot))
         seen.append(repr(agent_tool_list))
         metrics: list[dict[str, Any]] = []
-        client = create_client(
-            base_url="http://127.0.0.1:1/v1",
-            style="openai",
-            model="m",
-            api_key=PROVIDER_KEY,
-            on_metric=metrics.append,
-        )
+        client = _client(metrics)
         toolkit = Toolkit(extra_tools=agent_tool_list)
         model = ScriptedModel(tools(tool_call("leaky_general", {"task": "go"})), text("done"))
         with override(client, model):
@@ -171,4 +180,70 @@ async def test_no_secret_anywhere(authz: AuthServer, everything, monkeypatch):
     text_seen = "\n".join(everything.lines + seen)
     assert len(everything.lines) > 50  # the SDKs and servers did log at DEBUG
     for secret in secrets + pieces:
+        assert secret not in text_seen, f"leaked: {secret[:6]}…"
+
+
+async def test_no_secret_anywhere_on_the_mcp_client_side(oauth_world, everything, monkeypatch):
+    """Signing in to an OAuth-protected MCP server (wait_for, step-up), client credentials,
+    a wrong client secret: nothing issued or configured shows up."""
+    monkeypatch.setenv("LEAK_M2M_SECRET", M2M_SECRET)
+    monkeypatch.setenv("LEAK_WRONG_SECRET", "leak-wrong-m2m-secret-66")
+    provider = oauth_world.provider
+    provider.add_client("leak-m2m", M2M_SECRET, grant_types=["client_credentials"])
+    seen: list[str] = []
+
+    async def wait_for(request: Request) -> Answer:
+        assert request.url is not None
+        landed = await follow_authorization(request.url)
+        return Answer(request.id, True, {"callbackUrl": landed})
+
+    def entry(auth: dict[str, Any]) -> dict[str, Any]:
+        return {"url": oauth_world.mcp_url, "auth": {**auth, "store": "memory"}}
+
+    config = {
+        "mcpServers": {
+            "person": entry({"type": "oauth"}),
+            "robot": entry(
+                {
+                    "type": "client_credentials",
+                    "clientId": "leak-m2m",
+                    "clientSecret": "${LEAK_M2M_SECRET}",
+                }
+            ),
+            "wrong": entry(
+                {
+                    "type": "client_credentials",
+                    "clientId": "leak-m2m",
+                    "clientSecret": "${LEAK_WRONG_SECRET}",
+                }
+            ),
+        }
+    }
+    toolkit = await create_toolkit(config, builtins=False, wait_for=wait_for)
+    metrics: list[dict[str, Any]] = []
+    client = _client(metrics, wait_for=wait_for)
+    try:
+        assert toolkit.mcp_status() == {
+            "person": "connected",
+            "robot": "connected",
+            "wrong": "failed",
+        }
+        model = ScriptedModel(
+            tools(
+                tool_call("person_whoami", {}),
+                tool_call("person_admin_report", {}),  # 403 insufficient_scope: step-up
+                tool_call("robot_whoami", {}),
+            ),
+            text("done"),
+        )
+        with override(client, model):
+            result = await client.run("who am I", toolkit)
+        seen += [repr(result), repr(metrics), repr(toolkit.mcp_servers()), repr(toolkit)]
+        assert "admin report" in repr(result.messages)
+    finally:
+        await toolkit.close()
+    secrets = [*provider.issued_secrets(), M2M_SECRET, "leak-wrong-m2m-secret-66", PROVIDER_KEY]
+    text_seen = "\n".join(everything.lines + seen)
+    assert provider.issued_secrets() and len(everything.lines) > 50
+    for secret in secrets:
         assert secret not in text_seen, f"leaked: {secret[:6]}…"
