@@ -8,14 +8,13 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from toolnexus import _otel, adapters
+from toolnexus import adapters
 from toolnexus._aio import LoopThread
 from toolnexus._config import read_config
+from toolnexus._dispatch import dispatch
 from toolnexus._http import HttpClients, http_owner
 from toolnexus._log import warn
 from toolnexus._naming import add_unique
-from toolnexus._secrets import redact
-from toolnexus._validation import check_arguments
 from toolnexus.types import Answer, Request, Tool, ToolContext, ToolResult, error_message
 
 if TYPE_CHECKING:
@@ -333,42 +332,7 @@ class Toolkit:
         self, name: str, args: dict[str, Any] | None = None, ctx: ToolContext | None = None
     ) -> ToolResult:
         """Run the tool `name`; every failure (unknown tool, bad arguments, a raise) is a result."""
-        tool = self._by_name.get(name)
-        with _otel.tool_call(name, tool) as traced:
-            result = await self._execute(tool, name, args, ctx)
-            traced.result(result)
-        return result
-
-    async def _execute(
-        self, tool: Tool | None, name: str, args: dict[str, Any] | None, ctx: ToolContext | None
-    ) -> ToolResult:
-        if tool is None:
-            available = ", ".join(self._by_name) or "none"
-            return ToolResult(f"Unknown tool: {name}. Available tools: {available}", True)
-        if args is None:
-            args = {}
-        elif not isinstance(args, dict):
-            return ToolResult(
-                f"Invalid arguments for tool {name}: expected a JSON object, "
-                f"got {type(args).__name__}",
-                True,
-            )
-        args, problems = check_arguments(tool, args)
-        if problems is not None:
-            return ToolResult(problems, True)
-        owner = http_owner.set(self._http)
-        try:
-            result = await tool.execute(args, ctx)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # Tool.execute already maps failures; belt and braces
-            return ToolResult(redact(error_message(exc)), True)
-        finally:
-            http_owner.reset(owner)
-        # A server or endpoint that echoes a credential back never hands it to the model.
-        if isinstance(result.output, str):
-            result.output = redact(result.output)
-        return result
+        return await dispatch(self._by_name, name, args, ctx, self._http)
 
     def execute_sync(
         self, name: str, args: dict[str, Any] | None = None, ctx: ToolContext | None = None

@@ -84,27 +84,13 @@ def _is_parent(package: str, module: str) -> bool:
     return module.startswith(package + ".")
 
 
-# Cycles that exist and are to be broken by their owners; the test fails when one is broken
-# (so the list shrinks) or when any other cycle appears.
-KNOWN: list[list[str]] = [
-    # serve needs the Toolkit type and `Toolkit.serve()` calls into serve.
-    [
-        "toolnexus.serve",
-        "toolnexus.serve._a2a",
-        "toolnexus.serve._app",
-        "toolnexus.serve._mcp",
-        "toolnexus.toolkit",
-    ],
-]
-
-
 def test_no_import_cycles() -> None:
     graph = _graph()
     # A submodule importing its own package (`from toolnexus import __version__`, a sibling
     # through the package's re-exports) is the package's face, not a cycle of modules.
     for name, targets in graph.items():
         graph[name] = {t for t in targets if not _is_parent(t, name)}
-    assert sorted(_cycles(graph)) == sorted(KNOWN)
+    assert _cycles(graph) == []
 
 
 def test_nothing_below_the_client_imports_it() -> None:

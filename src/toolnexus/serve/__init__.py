@@ -39,6 +39,7 @@ from toolnexus.serve._mcp import (
     make_mcp_server,
 )
 from toolnexus.serve._run_task import RunTask, RunTaskClient
+from toolnexus.serve._served import Served, ToolList
 from toolnexus.serve._shared_tasks import PostgresTaskStore, RedisTaskStore
 from toolnexus.serve._stores import resolve_store
 from toolnexus.serve._tasks import FileTaskStore, InMemoryTaskStore, TaskStore
@@ -46,7 +47,6 @@ from toolnexus.types import Tool
 
 if TYPE_CHECKING:
     from toolnexus.skill import SkillInfo
-    from toolnexus.toolkit import Toolkit
 
 __all__ = [
     "CARD_PATH",
@@ -111,7 +111,7 @@ def _warn_if_exposed(host: str, port: int, tools: list[Tool]) -> None:
 
 
 async def serve_toolkit(
-    toolkit: Toolkit,
+    toolkit: Served,
     addr: str,
     *,
     client: Any = None,
@@ -248,7 +248,7 @@ def _resources(auth: ResourceAuth, url: str, *, mcp: bool, agent: str) -> list[s
 
 
 async def serve_toolkit_stdio(
-    toolkit: Toolkit,
+    toolkit: Served,
     *,
     mcp: Mapping[str, Any] | None = None,
     on_call: OnCall | None = None,
@@ -290,14 +290,12 @@ async def start_a2a_server(
 
     The server runs on the running event loop; `loop`, when given, must be that loop.
     """
-    from toolnexus.toolkit import Toolkit
-
     if loop is not None and loop is not asyncio.get_running_loop():
         raise ConfigError("start_a2a_server serves on the running event loop; pass loop=None")
     if a2a is not None and not callable(run_task):
         raise TypeError(f"run_task must be callable, not {type(run_task).__name__}")
     return await serve_toolkit(
-        Toolkit(extra_tools=list(mcp_tools or ())),
+        ToolList(mcp_tools or ()),
         addr,
         client=RunTaskClient(run_task) if a2a is not None else None,
         a2a=a2a,

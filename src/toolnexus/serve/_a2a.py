@@ -24,7 +24,7 @@ from toolnexus.serve._tasks import DEFAULT_PAGE_SIZE, TaskStore
 from toolnexus.types import Request, error_message
 
 if TYPE_CHECKING:
-    from toolnexus.toolkit import Toolkit
+    from toolnexus.serve._served import Served
 
 __all__ = [
     "DEFAULT_MAX_IN_FLIGHT",
@@ -349,7 +349,7 @@ class A2AEndpoint:
 
     def __init__(
         self,
-        toolkit: Toolkit,
+        toolkit: Served,
         client: Any,
         store: TaskStore,
         on_task: Callable[[dict[str, Any]], Any] | None = None,

@@ -39,7 +39,7 @@ from toolnexus.types import (
 
 if TYPE_CHECKING:
     from toolnexus.mcp_source import McpSource
-    from toolnexus.toolkit import Toolkit
+    from toolnexus.serve._served import Served
 
 __all__ = [
     "DEFAULT_NAME",
@@ -96,7 +96,7 @@ def exposed_mcp_tools(tools: Sequence[Tool], cfg: Mapping[str, Any] | None = Non
     return [t for t in tools if t.name in wanted]
 
 
-def execute_through(toolkit: Toolkit) -> Execute:
+def execute_through(toolkit: Served) -> Execute:
     """A call through `toolkit.execute`: the toolkit's own validation and error mapping."""
 
     async def execute(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -530,8 +530,8 @@ def build_mcp_server(
 
     `mcp.Client(build_mcp_server(toolkit.tools()))` talks to it without HTTP.
     """
-    from toolnexus.toolkit import Toolkit
+    from toolnexus.serve._served import ToolList
 
     exposed = exposed_mcp_tools(tools, cfg)
-    # A private toolkit of the exposed tools: calls get the same validation as `Toolkit.execute`.
-    return make_mcp_server(exposed, cfg, on_call, execute_through(Toolkit(extra_tools=exposed)))
+    # Calls get the same validation as `Toolkit.execute`.
+    return make_mcp_server(exposed, cfg, on_call, execute_through(ToolList(exposed)))

@@ -1,0 +1,72 @@
+"""One tool call by name: lookup, argument check, the owner's HTTP clients, failures as results.
+
+`Toolkit.execute` and the servers' private tool lists both call through here, so a call is
+checked and mapped the same way wherever it comes from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from toolnexus import _otel
+from toolnexus._http import HttpClients, http_owner
+from toolnexus._secrets import redact
+from toolnexus._validation import check_arguments
+from toolnexus.types import Tool, ToolContext, ToolResult, error_message
+
+__all__ = ["dispatch"]
+
+
+async def dispatch(
+    by_name: Mapping[str, Tool],
+    name: str,
+    args: dict[str, Any] | None,
+    ctx: ToolContext | None,
+    http: HttpClients | None,
+) -> ToolResult:
+    """Run the tool `name` of `by_name`; every failure (unknown tool, bad arguments, a raise)
+    is a result, traced as one tool execution. `http` is the clients the tool's HTTP requests
+    use (`None`: the process-wide ones)."""
+    tool = by_name.get(name)
+    with _otel.tool_call(name, tool) as traced:
+        result = await _run(tool, by_name, name, args, ctx, http)
+        traced.result(result)
+    return result
+
+
+async def _run(
+    tool: Tool | None,
+    by_name: Mapping[str, Tool],
+    name: str,
+    args: dict[str, Any] | None,
+    ctx: ToolContext | None,
+    http: HttpClients | None,
+) -> ToolResult:
+    if tool is None:
+        available = ", ".join(by_name) or "none"
+        return ToolResult(f"Unknown tool: {name}. Available tools: {available}", True)
+    if args is None:
+        args = {}
+    elif not isinstance(args, dict):
+        return ToolResult(
+            f"Invalid arguments for tool {name}: expected a JSON object, got {type(args).__name__}",
+            True,
+        )
+    args, problems = check_arguments(tool, args)
+    if problems is not None:
+        return ToolResult(problems, True)
+    owner = http_owner.set(http)
+    try:
+        result = await tool.execute(args, ctx)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # Tool.execute already maps failures; belt and braces
+        return ToolResult(redact(error_message(exc)), True)
+    finally:
+        http_owner.reset(owner)
+    # A server or endpoint that echoes a credential back never hands it to the model.
+    if isinstance(result.output, str):
+        result.output = redact(result.output)
+    return result
