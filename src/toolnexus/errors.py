@@ -17,6 +17,8 @@ model as an `is_error` result.
 
 from __future__ import annotations
 
+from toolnexus._numbers import format_number
+
 TYPE_CHECKING = False  # as in `toolnexus/__init__.py`: no `typing` import on the way in
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -220,7 +222,7 @@ class RunTimeout(ToolnexusError, TimeoutError):
 
     def __init__(self, timeout_ms: float) -> None:
         self.timeout_ms = timeout_ms
-        super().__init__(f"run timeout after {_ms_text(timeout_ms)}ms")
+        super().__init__(f"run timeout after {format_number(timeout_ms)}ms")
 
 
 class RunCancelled(ToolnexusError):
@@ -228,10 +230,6 @@ class RunCancelled(ToolnexusError):
 
     def __init__(self, message: str = "run cancelled") -> None:
         super().__init__(message)
-
-
-def _ms_text(ms: float) -> str:
-    return str(int(ms)) if float(ms).is_integer() else str(ms)
 
 
 # --- stores ----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from urllib.parse import urljoin, urlsplit
 from toolnexus._aio import Signalled, until_signalled
 from toolnexus._env import expand_env_headers
 from toolnexus._log import warn
+from toolnexus._numbers import format_number
 from toolnexus._secrets import remember_url
 from toolnexus.a2a import _wire as wire
 from toolnexus.a2a._auth import AgentAuth, Credentials, Placed, parse_auth, unanswered
@@ -160,10 +161,6 @@ def parse_agents_config(block: Any) -> list[Agent]:
         except ValueError as exc:
             warn(f'A2A agent "{key}" skipped: {exc}')
     return agents
-
-
-def _fmt_ms(ms: float) -> str:
-    return str(int(ms)) if float(ms).is_integer() else str(ms)
 
 
 class _RpcFailure(A2AError):
@@ -643,7 +640,7 @@ class _Call:
                 self.state = "canceled"
                 return self.result(f"A2A task {self.task_id} canceled", True)
             return self.result(
-                f"A2A task {self.task_id} timed out after {_fmt_ms(self.budget_ms)}ms "
+                f"A2A task {self.task_id} timed out after {format_number(self.budget_ms)}ms "
                 f"(state={self.state})",
                 True,
             )

@@ -18,6 +18,7 @@ from typing import Any
 from toolnexus._aio import call_in_thread_maybe_async, call_maybe_async
 from toolnexus._current_agent import agent_scope
 from toolnexus._log import warn
+from toolnexus._numbers import format_number
 from toolnexus.agents._clock import AsyncioClock, Clock
 from toolnexus.agents._constants import (
     LIMIT_MAX_TOKENS,
@@ -54,17 +55,7 @@ from toolnexus.errors import ConfigError
 from toolnexus.toolkit import Toolkit
 from toolnexus.types import Answer, Request, Tool, error_message
 
-__all__ = ["AgentRuntime", "drain_block", "format_number"]
-
-
-def format_number(value: float) -> str:
-    """Integral numbers without a decimal point; an infinite pool as `inf`."""
-    if isinstance(value, float):
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        if value.is_integer():
-            return str(int(value))
-    return str(value)
+__all__ = ["AgentRuntime", "drain_block"]
 
 
 def drain_block(items: list[InboxItem]) -> str:

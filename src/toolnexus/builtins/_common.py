@@ -117,12 +117,6 @@ def budget(arg: float | None, ctx: ToolContext, default: float, scale: float) ->
     return min(limits) if limits else default
 
 
-def format_number(value: float) -> str:
-    """`60000` rather than `60000.0`, `300` rather than `300.00000000000006`; fractions kept."""
-    rounded = round(float(value), 3)
-    return str(int(rounded)) if rounded.is_integer() else str(rounded)
-
-
 # -- input schemas -----------------------------------------------------------------------------
 
 

@@ -13,13 +13,13 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from toolnexus._aio import Signalled, until_signalled
+from toolnexus._numbers import format_number
 from toolnexus._proctree import ProcessTree, start_uncancelled
 from toolnexus.builtins._common import (
     Settings,
     ToolError,
     budget,
     builtin_tool,
-    format_number,
     optional_number,
     optional_str,
     prop,

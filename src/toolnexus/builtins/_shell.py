@@ -9,13 +9,13 @@ import os
 from typing import Any
 
 from toolnexus._aio import wait_signal
+from toolnexus._numbers import format_number
 from toolnexus._proctree import ProcessTree, start_uncancelled
 from toolnexus.builtins._common import (
     Settings,
     ToolError,
     budget,
     builtin_tool,
-    format_number,
     optional_number,
     optional_str,
     prop,

@@ -8,12 +8,12 @@ import re
 from typing import Any
 
 from toolnexus._aio import Signalled, until_signalled
+from toolnexus._numbers import format_number
 from toolnexus.builtins._common import (
     Settings,
     ToolError,
     budget,
     builtin_tool,
-    format_number,
     optional_number,
     prop,
     required_str,

@@ -43,6 +43,7 @@ from toolnexus._aio import Signalled, bounded, call_in_thread_maybe_async, call_
 from toolnexus._env import EnvVarError, expand_env_headers
 from toolnexus._http import ssl_context
 from toolnexus._log import logger, warn
+from toolnexus._numbers import format_number
 from toolnexus._otel import mcp_call, request_hooks
 from toolnexus._secrets import redact, remember_url
 from toolnexus.errors import HeaderValueError, ToolnexusError
@@ -796,6 +797,5 @@ def _safe_url(url: str) -> str:
 
 
 def format_ms(seconds: float) -> str:
-    """Seconds as whole milliseconds when exact (`0.3` ⇒ `300`)."""
-    value = seconds * 1000
-    return str(int(value)) if value == int(value) else f"{value:g}"
+    """Seconds as milliseconds (`0.3` ⇒ `300`)."""
+    return format_number(seconds * 1000)
