@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urljoin, urlsplit
 
-from toolnexus._aio import Signalled, until_signalled
+from toolnexus._aio import Expired, Signalled, bounded, until_signalled
 from toolnexus._env import expand_env_headers
 from toolnexus._log import warn
 from toolnexus._numbers import format_number
@@ -494,10 +494,10 @@ class _Call:
     async def bounded(self, work: Awaitable[T], limit_s: float) -> T:
         """`work`, abandoned on cancellation (`_Stop("cancel")`) or after `limit_s` (timeout)."""
         try:
-            return await asyncio.wait_for(until_signalled(work, self.signal), max(limit_s, 0))
+            return await bounded(work, signal=self.signal, timeout=max(limit_s, 0))
         except Signalled:
             raise _Stop("cancel") from None
-        except TimeoutError:
+        except Expired:
             raise _Stop("timeout") from None
 
     # -- HTTP -----------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from toolnexus._aio import Signalled, until_signalled
+from toolnexus._aio import Expired, Signalled, bounded
 from toolnexus._numbers import format_number
 from toolnexus._proctree import ProcessTree, start_uncancelled
 from toolnexus.builtins._common import (
@@ -120,8 +120,10 @@ async def _scan(job: dict[str, Any], ctx: ToolContext, limit_ms: float) -> list[
     )
     talk = asyncio.ensure_future(proc.communicate(json.dumps(job).encode("utf-8")))
     try:
-        await until_signalled(asyncio.wait_for(asyncio.shield(talk), limit_ms / 1000.0), ctx.signal)
-    except TimeoutError:
+        await bounded(
+            asyncio.shield(talk), signal=ctx.signal, timeout=limit_ms / 1000.0, unwind_s=0
+        )
+    except Expired:
         raise ToolError(f"search timed out after {format_number(limit_ms)}ms") from None
     except Signalled:
         raise ToolError("cancelled") from None

@@ -8,7 +8,7 @@ import functools
 import os
 from typing import Any
 
-from toolnexus._aio import wait_signal
+from toolnexus._aio import Expired, Signalled, bounded
 from toolnexus._numbers import format_number
 from toolnexus._proctree import ProcessTree, start_uncancelled
 from toolnexus.builtins._common import (
@@ -123,39 +123,31 @@ def bash_tool(settings: Settings) -> Tool:
             return await proc.wait()
 
         reader = asyncio.ensure_future(read_all())
-        cancelled: asyncio.Future[None] | None = None
-        waiting: set[asyncio.Future[Any]] = {reader}
-        if ctx.signal is not None:
-            cancelled = asyncio.ensure_future(wait_signal(ctx.signal))
-            waiting.add(cancelled)
         try:
-            done, _ = await asyncio.wait(
-                waiting, timeout=limit_ms / 1000.0, return_when=asyncio.FIRST_COMPLETED
+            # Shielded: at the limit the reader goes on draining while the tree is killed.
+            code = await bounded(
+                asyncio.shield(reader), signal=ctx.signal, timeout=limit_ms / 1000.0, unwind_s=0
+            )
+        except (Signalled, Expired) as stopped:
+            await _stop(proc, tree, reader)
+            if isinstance(stopped, Signalled):
+                return ToolResult("bash: command cancelled\n" + output.text(HINT_BASH), True)
+            return ToolResult(
+                f"bash: command timed out after {format_number(limit_ms)}ms\n"
+                + output.text(HINT_BASH),
+                True,
             )
         except asyncio.CancelledError:
             await asyncio.shield(_stop(proc, tree, reader))
             raise
-        finally:
-            if cancelled is not None:
-                cancelled.cancel()
 
-        if reader in done:
-            code = reader.result()
-            if code < 0:  # killed by a signal: report it the way a shell would
-                code = 128 - code
-            text = output.text(HINT_BASH)
-            if code == 0:
-                return ToolResult(text, False, {"exitCode": 0})
-            return ToolResult(
-                f"{text}\nbash: command exited with code {code}", True, {"exitCode": code}
-            )
-
-        await _stop(proc, tree, reader)
-        if cancelled is not None and cancelled in done:
-            return ToolResult("bash: command cancelled\n" + output.text(HINT_BASH), True)
+        if code < 0:  # killed by a signal: report it the way a shell would
+            code = 128 - code
+        text = output.text(HINT_BASH)
+        if code == 0:
+            return ToolResult(text, False, {"exitCode": 0})
         return ToolResult(
-            f"bash: command timed out after {format_number(limit_ms)}ms\n" + output.text(HINT_BASH),
-            True,
+            f"{text}\nbash: command exited with code {code}", True, {"exitCode": code}
         )
 
     return builtin_tool("bash", DESCRIPTION, SCHEMA, run)
