@@ -106,6 +106,7 @@ _EXPORTS: dict[str, str] = {
     # errors
     "ToolnexusError": "toolnexus.errors",
     "ConfigError": "toolnexus.errors",
+    "ConfigTypeError": "toolnexus.errors",
     "EnvVarError": "toolnexus.errors",
     "HeaderValueError": "toolnexus.errors",
     "ServerConfigError": "toolnexus.errors",
@@ -191,6 +192,7 @@ __all__ = [
     "Client",
     "ClientStyle",
     "ConfigError",
+    "ConfigTypeError",
     "ContentPart",
     "ContentPartError",
     "Context",
@@ -390,6 +392,7 @@ if TYPE_CHECKING:  # static view of the lazy exports, for type checkers and IDEs
     from toolnexus.errors import (
         A2AError,
         ConfigError,
+        ConfigTypeError,
         EnvVarError,
         HeaderValueError,
         MalformedFrontmatter,

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "A2AError",
     "ConfigError",
+    "ConfigTypeError",
     "EnvVarError",
     "HeaderValueError",
     "MalformedFrontmatter",
@@ -85,6 +86,11 @@ class ConfigError(ToolnexusError, ValueError):
 
     The message names what is wrong, never a secret value.
     """
+
+
+class ConfigTypeError(ConfigError, TypeError):
+    """A configuration value or argument has the wrong type (a number where a list of names
+    belongs, a string where a callable does). Also a `TypeError`, as Python's own checks are."""
 
 
 class EnvVarError(ConfigError):

@@ -21,6 +21,7 @@ from toolnexus._env import _VAR as _ENV_VAR
 from toolnexus._env import EnvVarError, check_header_value, expand_env
 from toolnexus._json import compact_json, to_compact_json
 from toolnexus.content import ContentPart, describe_part, kind_for_mime, part
+from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message
 
 if TYPE_CHECKING:
@@ -119,22 +120,22 @@ class HttpEndpoint:
         json_body_arg: str | None = None,
     ) -> None:
         if not isinstance(method, str) or not method.strip():
-            raise ValueError("method must be an HTTP method such as GET or POST")
+            raise ConfigError("method must be an HTTP method such as GET or POST")
         if body not in _BODY_MODES:
-            raise ValueError(f"body must be one of {', '.join(_BODY_MODES)}, got {body!r}")
+            raise ConfigError(f"body must be one of {', '.join(_BODY_MODES)}, got {body!r}")
         if result_mode not in _RESULT_MODES:
-            raise ValueError(
+            raise ConfigError(
                 f"result_mode must be one of {', '.join(_RESULT_MODES)}, got {result_mode!r}"
             )
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
         ):
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+            raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
         self.method = method.strip().upper()
         self.url = url if isinstance(url, UrlTemplate) else UrlTemplate(url)
         _check_url(self.url.template)
         if isinstance(query, str):
-            raise TypeError("query must be a list of argument names, not a string")
+            raise ConfigTypeError("query must be a list of argument names, not a string")
         self.query = frozenset(query or ())
         self.body = body
         self.timeout = float(timeout) if timeout is not None else DEFAULT_TIMEOUT
@@ -268,7 +269,7 @@ def _media_part(response: httpx2.Response) -> ContentPart | None:
 def _check_url(template: str) -> None:
     head = template.split("{", 1)[0].lower()
     if not (head.startswith("http://") or head.startswith("https://")):
-        raise ValueError(f"url must start with http:// or https://, got {template!r}")
+        raise ConfigError(f"url must start with http:// or https://, got {template!r}")
 
 
 def _describe(exc: BaseException) -> str:
@@ -337,9 +338,9 @@ def http_tool(
     (default 30; `ctx.timeout` overrides). A non-2xx status is an error `HTTP <status>: <body>`.
     """
     if not isinstance(name, str) or not name:
-        raise ValueError("http_tool needs a non-empty name")
+        raise ConfigError("http_tool needs a non-empty name")
     if not isinstance(url, str):
-        raise TypeError(f"http_tool {name!r}: url must be a string")
+        raise ConfigTypeError(f"http_tool {name!r}: url must be a string")
     try:
         endpoint = HttpEndpoint(
             method=method,

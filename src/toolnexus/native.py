@@ -23,6 +23,7 @@ from toolnexus._aio import is_async_callable, run_in_thread
 from toolnexus._docstrings import parse_docstring
 from toolnexus._json import to_compact_json
 from toolnexus._schema import inline_refs, map_subschemas, null_stripper
+from toolnexus.errors import ConfigTypeError
 from toolnexus.types import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
@@ -102,10 +103,10 @@ def define_tool(
     (a host wrapping another kind of tool as a function may set it).
     """
     if not isinstance(source, str) or not source:
-        raise TypeError(f"define_tool(source=...) must be a non-empty string, not {source!r}")
+        raise ConfigTypeError(f"define_tool(source=...) must be a non-empty string, not {source!r}")
     if execute is not None:
         if fn is not None:
-            raise TypeError("define_tool() takes either a function or execute=, not both")
+            raise ConfigTypeError("define_tool() takes either a function or execute=, not both")
         return _labelled(_explicit_tool(execute, name, description, input_schema), source)
     if fn is None:
 
@@ -135,10 +136,12 @@ def _explicit_tool(
     input_schema: dict[str, Any] | None,
 ) -> Tool:
     if not callable(execute):
-        raise TypeError(f"define_tool(execute=...) needs a callable, not {type(execute).__name__}")
+        raise ConfigTypeError(
+            f"define_tool(execute=...) needs a callable, not {type(execute).__name__}"
+        )
     tool_name = name or _callable_name(execute)
     if tool_name is None:
-        raise TypeError("define_tool(execute=...) needs name=")
+        raise ConfigTypeError("define_tool(execute=...) needs name=")
     if _positional_arity(execute) == 1:
         # `execute(args)` without a context parameter: adapt it to `(args, ctx)`.
         one = execute
@@ -229,7 +232,7 @@ def _resolve(
         except Exception as exc:
             error = exc
     shown = annotation if isinstance(annotation, str) else repr(annotation)
-    raise TypeError(
+    raise ConfigTypeError(
         f"{where}: cannot resolve the annotation {shown!r} ({error}); pass input_schema= explicitly"
     )
 
@@ -392,17 +395,17 @@ def _function_tool(
     localns: dict[str, Any] | None,
 ) -> Tool:
     if isinstance(fn, Tool):
-        raise TypeError(f"define_tool() got a Tool ({fn.name!r}); it is a tool already")
+        raise ConfigTypeError(f"define_tool() got a Tool ({fn.name!r}); it is a tool already")
     if not callable(fn):
-        raise TypeError(f"define_tool() needs a callable, not {type(fn).__name__}")
+        raise ConfigTypeError(f"define_tool() needs a callable, not {type(fn).__name__}")
     tool_name = name or _callable_name(fn)
     if tool_name is None:
-        raise TypeError(f"define_tool({fn!r}) cannot name this callable; pass name=")
+        raise ConfigTypeError(f"define_tool({fn!r}) cannot name this callable; pass name=")
     label = f"define_tool({tool_name})"
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
-        raise TypeError(
+        raise ConfigTypeError(
             f"{label}: cannot inspect the signature ({exc}); pass input_schema= explicitly"
         ) from None
     doc = parse_docstring(inspect.getdoc(fn))
@@ -438,7 +441,7 @@ def _function_tool(
             annotation = _compat(_resolve(p.annotation, where, globalns, localns))
         if _is_context_type(annotation):
             if context_param is not None:
-                raise TypeError(
+                raise ConfigTypeError(
                     f'{label}: parameters "{context_param}" and "{p.name}" are both typed '
                     "Context; a tool takes at most one context parameter"
                 )

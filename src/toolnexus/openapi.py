@@ -19,6 +19,7 @@ from urllib.parse import urljoin, urlsplit
 
 from toolnexus._log import warn
 from toolnexus._schema import map_subschemas, resolve_pointer
+from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.http_tools import HttpEndpoint, UrlTemplate
 from toolnexus.types import Tool, error_message, sanitize
 
@@ -46,7 +47,7 @@ async def http_tools_from_openapi(
     with every request; `include` keeps only the named operations.
     """
     if isinstance(include, str):
-        raise TypeError("include must be a list of operation names, not a string")
+        raise ConfigTypeError("include must be a list of operation names, not a string")
     wanted = None if include is None else [str(w) for w in include]
     document, origin = await _load(spec)
     base: str | None = None  # worked out at the first operation: a spec without any needs none
@@ -91,7 +92,9 @@ async def _load(spec: Any) -> tuple[dict[str, Any], str | None]:
     if isinstance(spec, Mapping):
         return _checked(dict(spec), "the OpenAPI document"), None
     if not isinstance(spec, (str, os.PathLike)):
-        raise TypeError(f"spec must be a dict, a file path or a URL, got {type(spec).__name__}")
+        raise ConfigTypeError(
+            f"spec must be a dict, a file path or a URL, got {type(spec).__name__}"
+        )
     text_spec = os.fspath(spec)
     if isinstance(spec, str) and re.match(r"(?i)https?://", text_spec):
         return _checked(_parse(await _fetch(text_spec), text_spec), text_spec), text_spec
@@ -99,9 +102,9 @@ async def _load(spec: Any) -> tuple[dict[str, Any], str | None]:
     try:
         text = await asyncio.to_thread(path.read_text, encoding="utf-8")
     except FileNotFoundError:
-        raise ValueError(f"OpenAPI spec file not found: {path}") from None
+        raise ConfigError(f"OpenAPI spec file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read OpenAPI spec {path}: {error_message(exc)}") from None
+        raise ConfigError(f"cannot read OpenAPI spec {path}: {error_message(exc)}") from None
     return _checked(_parse(text, str(path)), str(path)), None
 
 
@@ -111,9 +114,9 @@ async def _fetch(url: str) -> str:
     try:
         response = await shared_client().get(url, headers={"Accept": "application/json, */*"})
     except Exception as exc:
-        raise ValueError(f"cannot fetch OpenAPI spec {url}: {error_message(exc)}") from None
+        raise ConfigError(f"cannot fetch OpenAPI spec {url}: {error_message(exc)}") from None
     if not 200 <= response.status_code <= 299:
-        raise ValueError(f"cannot fetch OpenAPI spec {url}: HTTP {response.status_code}")
+        raise ConfigError(f"cannot fetch OpenAPI spec {url}: HTTP {response.status_code}")
     return response.text
 
 
@@ -128,7 +131,7 @@ def _parse(text: str, where: str) -> Any:
         return yaml.load(text, Loader=_yaml_loader())
     except yaml.YAMLError as exc:
         detail = " ".join(str(exc).split())
-        raise ValueError(f"OpenAPI spec {where} is neither JSON nor YAML: {detail}") from None
+        raise ConfigError(f"OpenAPI spec {where} is neither JSON nor YAML: {detail}") from None
 
 
 @functools.cache
@@ -148,9 +151,9 @@ def _yaml_loader() -> Any:
 
 def _checked(document: Any, where: str) -> dict[str, Any]:
     if not isinstance(document, dict) or not isinstance(document.get("paths", {}), Mapping):
-        raise ValueError(f"{where} is not an OpenAPI document (expected an object with paths)")
+        raise ConfigError(f"{where} is not an OpenAPI document (expected an object with paths)")
     if "openapi" not in document and "swagger" not in document and "paths" not in document:
-        raise ValueError(f"{where} is not an OpenAPI document (no openapi, swagger or paths)")
+        raise ConfigError(f"{where} is not an OpenAPI document (no openapi, swagger or paths)")
     return document
 
 
@@ -161,7 +164,7 @@ def _base_url(document: Mapping[str, Any], origin: str | None, override: str | N
         return _swagger_base(document, origin)
     servers = document.get("servers")
     if not servers and origin is None:
-        raise ValueError("the OpenAPI document has no servers entry: pass base_url=")
+        raise ConfigError("the OpenAPI document has no servers entry: pass base_url=")
     server: Mapping[str, Any] = (
         servers[0] if servers and isinstance(servers[0], Mapping) else {"url": "/"}
     )
@@ -171,7 +174,7 @@ def _base_url(document: Mapping[str, Any], origin: str | None, override: str | N
             url = url.replace("{" + str(var) + "}", str(spec["default"]))
     if not urlsplit(url).scheme:
         if origin is None:
-            raise ValueError(
+            raise ConfigError(
                 f"the OpenAPI server URL {url!r} is relative: pass base_url= to say where the "
                 "API lives"
             )
@@ -184,7 +187,7 @@ def _swagger_base(document: Mapping[str, Any], origin: str | None) -> str:
     schemes = document.get("schemes") or [parts.scheme if parts else "https"]
     host = document.get("host") or (parts.netloc if parts else None)
     if not host:
-        raise ValueError("the Swagger document has no host: pass base_url=")
+        raise ConfigError("the Swagger document has no host: pass base_url=")
     return f"{schemes[0]}://{host}{document.get('basePath', '')}".rstrip("/")
 
 

@@ -15,6 +15,7 @@ from toolnexus._dispatch import dispatch
 from toolnexus._http import HttpClients, http_owner
 from toolnexus._log import warn
 from toolnexus._naming import add_unique
+from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.types import Answer, Request, Tool, ToolContext, ToolResult, error_message
 
 if TYPE_CHECKING:
@@ -261,7 +262,7 @@ class Toolkit:
 
     def _mcp_source(self) -> McpSource:
         if self._mcp is None:
-            raise ValueError("this toolkit has no MCP servers")
+            raise ConfigError("this toolkit has no MCP servers")
         return self._mcp
 
     async def list_mcp_resources(self, server: str | None = None) -> list[McpResource]:
@@ -454,7 +455,7 @@ def _check_tools(tools: Sequence[Any], what: str) -> None:
     for t in tools:
         if not isinstance(t, Tool):
             hint = " (make one with define_tool(fn))" if callable(t) else ""
-            raise TypeError(f"{what} takes Tool objects, not {type(t).__name__}{hint}")
+            raise ConfigTypeError(f"{what} takes Tool objects, not {type(t).__name__}{hint}")
 
 
 def _effective_skills_filter(
@@ -499,13 +500,13 @@ def as_toolkit(tools: Toolkit | Tool | Iterable[Tool] | None) -> Toolkit | None:
     if callable(getattr(tools, "execute", None)) and callable(getattr(tools, "tools", None)):
         return tools  # type: ignore[return-value]  # an object that works like a Toolkit
     if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
-        raise TypeError(
+        raise ConfigTypeError(
             f"toolkit must be a Toolkit or a list of Tool objects, not {type(tools).__name__}"
         )
     items = list(tools)
     for item in items:
         if not isinstance(item, Tool):
-            raise TypeError(
+            raise ConfigTypeError(
                 "toolkit as a list must hold Tool objects (define_tool/@tool make them), "
                 f"not {type(item).__name__}"
             )
@@ -540,12 +541,12 @@ async def create_toolkit(
     server under `$TOOLNEXUS_HOME/mcp-auth`); a server's own `auth.store` wins.
     """
     if isinstance(extra_tools, Tool):
-        raise TypeError("extra_tools takes a list of tools: extra_tools=[tool]")
+        raise ConfigTypeError("extra_tools takes a list of tools: extra_tools=[tool]")
     extra_tools = list(extra_tools or ())
     _check_tools(extra_tools, "extra_tools")
     for option, names in (("disable_tools", disable_tools), ("disable_skills", disable_skills)):
         if isinstance(names, str):
-            raise TypeError(f"{option} takes a list of names: {option}=[{names!r}]")
+            raise ConfigTypeError(f"{option} takes a list of names: {option}=[{names!r}]")
     if mcp_config is None:
         config: dict[str, Any] = {}
     elif isinstance(mcp_config, Mapping):

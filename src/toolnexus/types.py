@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias
 from typing_extensions import TypeVar
 
 from toolnexus._aio import is_async_callable, run_in_thread
+from toolnexus.errors import ConfigTypeError
 
 if TYPE_CHECKING:
     from toolnexus.content import ContentPart
@@ -231,7 +232,7 @@ class Tool:
         metadata: dict[str, Any] | None = None,
     ) -> None:
         if execute is None:
-            raise TypeError(f"Tool {name!r} needs an execute callable")
+            raise ConfigTypeError(f"Tool {name!r} needs an execute callable")
         self.name = name
         self.description = description or ""
         self.input_schema: dict[str, Any] = (

@@ -13,6 +13,7 @@ import toolnexus.errors
 from toolnexus import (
     A2AError,
     ConfigError,
+    ConfigTypeError,
     EnvVarError,
     MalformedFrontmatter,
     MissingApiKey,
@@ -133,3 +134,70 @@ def test_errors_module_lists_every_public_class() -> None:
     }
     assert classes == set(toolnexus.errors.__all__)
     assert set(toolnexus.errors.__all__) <= set(toolnexus.__all__)
+
+
+async def _noop(args: dict[str, object], ctx: object) -> toolnexus.ToolResult:
+    return toolnexus.ToolResult("")
+
+
+_BAD_CONFIG = [
+    ("builtins block", lambda: toolnexus.create_toolkit_sync(builtins="yes"), ConfigError),
+    (
+        "a tool as extra_tools",
+        lambda: toolnexus.create_toolkit_sync(
+            extra_tools=toolnexus.define_tool(lambda: None, name="t")
+        ),
+        ConfigTypeError,
+    ),
+    ("define_tool of a number", lambda: toolnexus.define_tool(42), ConfigTypeError),
+    (
+        "http_tool scheme",
+        lambda: toolnexus.http_tool(name="x", description="", method="GET", url="ftp://host/"),
+        ConfigError,
+    ),
+    (
+        "http_tool method",
+        lambda: toolnexus.http_tool(
+            name="x", description="", method="GET", url="http://h/", body="xml"
+        ),
+        ConfigError,
+    ),
+    ("agent card", lambda: toolnexus.agent(42), ConfigError),  # type: ignore[arg-type]
+    (
+        "api_key type",
+        lambda: toolnexus.create_client(
+            base_url="http://127.0.0.1:9/v1", style="openai", model="m", api_key=5
+        ),
+        ConfigTypeError,
+    ),  # type: ignore[arg-type]
+    (
+        "store lock timeout",
+        lambda: toolnexus.SQLiteConversationStore(":memory:", lock_timeout_ms=0),
+        ConfigError,
+    ),
+    ("Tool without execute", lambda: toolnexus.Tool("t", "", {}, None), ConfigTypeError),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize(("what", "call", "expected"), _BAD_CONFIG, ids=[b[0] for b in _BAD_CONFIG])
+def test_bad_configuration_raises_under_the_root_with_its_builtin_base(
+    what: str, call: object, expected: type[ToolnexusError]
+) -> None:
+    assert callable(call)
+    with pytest.raises(expected) as caught:
+        call()
+    assert isinstance(caught.value, ToolnexusError)
+    assert isinstance(caught.value, ConfigError)
+    assert isinstance(caught.value, ValueError)
+    if expected is ConfigTypeError:
+        assert isinstance(caught.value, TypeError)  # what Python's own checks raise
+
+
+async def test_bad_openapi_source_and_serve_address_are_config_errors(tmp_path: object) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        await toolnexus.http_tools_from_openapi("/nonexistent/spec.yaml")
+    toolkit = toolnexus.Toolkit(extra_tools=[toolnexus.Tool("t", "", {}, execute=_noop)])
+    with pytest.raises(ConfigError, match="serve address"):
+        await toolkit.serve("not-an-address", mcp={})
+    with pytest.raises(ConfigError):
+        await toolkit.list_mcp_resources()  # no MCP servers

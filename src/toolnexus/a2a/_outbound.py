@@ -83,7 +83,7 @@ class Agent:
 
 def _positive_ms(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{what} must be a positive number of milliseconds, not {value!r}")
+        raise ConfigError(f"{what} must be a positive number of milliseconds, not {value!r}")
     return value  # type: ignore[no-any-return]
 
 
@@ -104,9 +104,9 @@ def agent(
     `{"type": "client_credentials", "clientId", "clientSecret", "scopes"?, "tokenUrl"?}`
     (secrets may be `${VAR}`; `"scheme"` picks one of the card's schemes by name)."""
     if not isinstance(card, str) or not card:
-        raise ValueError(f"agent() needs the Agent Card URL as a string, not {card!r}")
+        raise ConfigError(f"agent() needs the Agent Card URL as a string, not {card!r}")
     if not isinstance(streaming, bool):
-        raise ValueError(f"streaming must be True or False, not {streaming!r}")
+        raise ConfigError(f"streaming must be True or False, not {streaming!r}")
     _check_auth(auth, headers, card)
     return Agent(
         card=card,

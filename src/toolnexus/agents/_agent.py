@@ -22,7 +22,7 @@ from toolnexus.agents._loop import Loop
 from toolnexus.agents._results import SpawnError, TaskResult
 from toolnexus.agents._runtime import AgentRuntime
 from toolnexus.agents._task import task_output
-from toolnexus.errors import ConfigError
+from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.types import Tool, ToolContext, ToolResult, pending
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ _PROMPT_SCHEMA: dict[str, Any] = {
 def check_runtime_options(options: Mapping[str, Any], where: str) -> None:
     unknown = sorted(set(options) - _RUNTIME_OPTIONS)
     if unknown:
-        raise TypeError(f"{where}() got an unexpected option {unknown[0]!r}")
+        raise ConfigTypeError(f"{where}() got an unexpected option {unknown[0]!r}")
 
 
 class Agent:
@@ -86,16 +86,18 @@ class Agent:
         tools = list(uses.get("tools") or ())
         for tool in tools:
             if not isinstance(tool, Tool):
-                raise TypeError(f"toolnexus.agents: uses['tools'] holds a {type(tool).__name__}")
+                raise ConfigTypeError(
+                    f"toolnexus.agents: uses['tools'] holds a {type(tool).__name__}"
+                )
         if soul is not None and soul_file is not None:
             raise ConfigError("toolnexus.agents: give soul= or soul_file=, not both")
         if soul is not None and not isinstance(soul, str):
-            raise TypeError("toolnexus.agents: soul must be a string")
+            raise ConfigTypeError("toolnexus.agents: soul must be a string")
         for member in team or ():
             if not isinstance(member, Agent):
-                raise TypeError(f"toolnexus.agents: team holds a {type(member).__name__}")
+                raise ConfigTypeError(f"toolnexus.agents: team holds a {type(member).__name__}")
         if budget is not None and not isinstance(budget, Budget):
-            raise TypeError("toolnexus.agents: budget must be a Budget")
+            raise ConfigTypeError("toolnexus.agents: budget must be a Budget")
         self.does = does
         self.uses: dict[str, Any] = {"tools": tools} if "tools" in uses else {}
         self.soul = soul

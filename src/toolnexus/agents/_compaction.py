@@ -15,7 +15,7 @@ from typing import Any
 from toolnexus._aio import call_maybe_async
 from toolnexus.content import decoded_len, is_part_dict
 from toolnexus.content import estimate_tokens as part_tokens
-from toolnexus.errors import ConfigError
+from toolnexus.errors import ConfigError, ConfigTypeError
 
 __all__ = ["FLUSH_REMINDER", "SUMMARY_HEADER", "compactor", "estimate_tokens"]
 
@@ -124,7 +124,7 @@ def compactor(
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ConfigError(f"compactor: max_tokens must be an integer >= 1, not {max_tokens!r}")
     if not callable(summarize):
-        raise TypeError("compactor: summarize must be callable")
+        raise ConfigTypeError("compactor: summarize must be callable")
     tail_budget = max_tokens // 2 if keep_tail is None else keep_tail
     if isinstance(tail_budget, bool) or not isinstance(tail_budget, int) or tail_budget < 0:
         raise ConfigError(f"compactor: keep_tail must be an integer >= 0, not {keep_tail!r}")

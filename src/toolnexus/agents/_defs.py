@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
-from toolnexus.errors import ConfigError
+from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.types import Tool
 
 __all__ = [
@@ -55,12 +55,12 @@ class Budget:
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-                raise TypeError(f"Budget.{f.name} must be a number, not {value!r}")
+                raise ConfigTypeError(f"Budget.{f.name} must be a number, not {value!r}")
             floor = 1 if f.name in ("max_turns", "max_concurrent") else 0
             if value < floor:
                 raise ConfigError(f"Budget.{f.name} must be >= {floor}, not {value!r}")
         if self.max_turns is not None and not isinstance(self.max_turns, int):
-            raise TypeError(f"Budget.max_turns must be an integer, not {self.max_turns!r}")
+            raise ConfigTypeError(f"Budget.max_turns must be an integer, not {self.max_turns!r}")
 
 
 def merge_budgets(base: Budget | None, override: Budget | None) -> Budget:

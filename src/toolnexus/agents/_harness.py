@@ -11,7 +11,7 @@ from typing import Any
 from toolnexus._aio import call_maybe_async
 from toolnexus.agents._constants import LIMIT_COMPLETION, TASK_STATUS_DONE, TASK_STATUS_PENDING
 from toolnexus.client._hooks import HOOK_NAMES
-from toolnexus.errors import ConfigError
+from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.types import ToolResult
 
 __all__ = [
@@ -69,7 +69,7 @@ def _verdict(value: Any) -> Verdict:
     ok = getattr(value, "ok", None)
     if isinstance(ok, bool):
         return Verdict(ok, str(getattr(value, "reason", "") or ""))
-    raise TypeError(f"Completion.verify must return a Verdict, not {type(value).__name__}")
+    raise ConfigTypeError(f"Completion.verify must return a Verdict, not {type(value).__name__}")
 
 
 async def run_gated(
@@ -158,7 +158,7 @@ def guarded_hooks(guardrails: Sequence[Guardrail] | None, hooks: Any) -> Any:
     rails = list(guardrails)
     for rail in rails:
         if not callable(rail):
-            raise TypeError(f"a guardrail must be callable, not {type(rail).__name__}")
+            raise ConfigTypeError(f"a guardrail must be callable, not {type(rail).__name__}")
     composed: dict[str, Any] = {}
     for name in HOOK_NAMES:
         fn = hook_of(hooks, name)
@@ -175,7 +175,7 @@ def guarded_hooks(guardrails: Sequence[Guardrail] | None, hooks: Any) -> Any:
                 continue
             if isinstance(verdict, str):
                 return {"result": ToolResult(f"denied: {verdict}", True)}
-            raise TypeError(
+            raise ConfigTypeError(
                 f"a guardrail must return None or a reason string, not {type(verdict).__name__}"
             )
         if prior is not None:

@@ -11,6 +11,7 @@ from toolnexus.agents._constants import LIMIT_COMPLETION, TASK_STATUS_DONE
 from toolnexus.agents._harness import guarded_hooks, run_gated
 from toolnexus.client import Client, create_client
 from toolnexus.client._hooks import resolve_hooks
+from toolnexus.errors import ConfigTypeError
 
 if TYPE_CHECKING:
     from toolnexus.agents._defs import Budget
@@ -97,7 +98,7 @@ class Loop:
             client = create_client(**opts)
             self._owned = True
         else:
-            raise TypeError("Agent.loop() needs a dict of create_client options or a Client")
+            raise ConfigTypeError("Agent.loop() needs a dict of create_client options or a Client")
         self.client = client
 
     async def run(self, prompt: str, model: str = "") -> Outcome:

@@ -17,7 +17,7 @@ from toolnexus.agents._constants import TASK_STATUS_PENDING
 from toolnexus.agents._handle import Handle
 from toolnexus.agents._results import InboxItem, SpawnError, TaskResult
 from toolnexus.agents._runtime import AgentRuntime
-from toolnexus.errors import ConfigError
+from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message, sanitize
 
 __all__ = [
@@ -198,7 +198,9 @@ def agent_from_dir(
     """An agent whose soul is composed from `dir` at every session start (a frozen snapshot
     per session), with the `memory` tool unless `memory=False`."""
     if "soul" in spec or "soul_file" in spec:
-        raise TypeError("agent_from_dir() composes the soul from the folder: no soul=/soul_file=")
+        raise ConfigTypeError(
+            "agent_from_dir() composes the soul from the folder: no soul=/soul_file="
+        )
     home = Path(dir)
     soul, _ = compose_soul(home)
     uses = dict(spec.pop("uses", None) or {})

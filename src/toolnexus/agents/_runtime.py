@@ -51,7 +51,7 @@ from toolnexus.agents._task import make_task_tool
 from toolnexus.client import Client
 from toolnexus.client._hooks import resolve_hooks
 from toolnexus.client.memory import ConversationStore, InMemoryConversationStore, KeyedLock
-from toolnexus.errors import ConfigError
+from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.toolkit import Toolkit
 from toolnexus.types import Answer, Request, Tool, error_message
 
@@ -144,9 +144,9 @@ class AgentRuntime:
         if trace_limit is not None:
             _check_int("trace_limit", trace_limit, 1)
         if wait_for is not None and not callable(wait_for):
-            raise TypeError("toolnexus.agents: wait_for must be callable")
+            raise ConfigTypeError("toolnexus.agents: wait_for must be callable")
         if on_metric is not None and not callable(on_metric):
-            raise TypeError("toolnexus.agents: on_metric must be callable")
+            raise ConfigTypeError("toolnexus.agents: on_metric must be callable")
         resolve_hooks(hooks)  # a typo in a hook name raises here, not in the first turn
         for defn in self._registry.values():
             resolve_hooks(defn.hooks)
@@ -173,10 +173,10 @@ class AgentRuntime:
     @staticmethod
     def _checked_registry(registry: Mapping[str, AgentDef]) -> dict[str, AgentDef]:
         if not isinstance(registry, Mapping):
-            raise TypeError("toolnexus.agents: registry must be a dict of name -> AgentDef")
+            raise ConfigTypeError("toolnexus.agents: registry must be a dict of name -> AgentDef")
         for key, defn in registry.items():
             if not isinstance(defn, AgentDef):
-                raise TypeError(f"toolnexus.agents: registry[{key!r}] must be an AgentDef")
+                raise ConfigTypeError(f"toolnexus.agents: registry[{key!r}] must be an AgentDef")
             check_name(key)
             if defn.name != key:
                 raise ConfigError(
@@ -816,7 +816,7 @@ class AgentRuntime:
         """
         coerced = Answer.coerce(answer)
         if coerced is None:
-            raise TypeError("resume() needs an Answer (or its wire dict)")
+            raise ConfigTypeError("resume() needs an Answer (or its wire dict)")
         suspended = [n for n in self._walk_tree(self._root) if n.durably_suspended]
         if not suspended:
             raise RuntimeError("no suspended handle")

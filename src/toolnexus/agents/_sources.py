@@ -21,7 +21,7 @@ from toolnexus.client._metrics import Metrics
 from toolnexus.client._sync_transport import ThreadedTransport
 from toolnexus.client._transport import StreamBody, Transport
 from toolnexus.client.memory import ConversationStore, KeyedLock
-from toolnexus.errors import ConfigError
+from toolnexus.errors import ConfigError, ConfigTypeError
 
 __all__ = [
     "MODEL_OPTIONS",
@@ -72,17 +72,19 @@ def resolve_model_source(
         raise ConfigError(_NEEDS_MODEL)
     if client is not None:
         if not isinstance(client, Client):
-            raise TypeError(f"client= must be a toolnexus Client, not {type(client).__name__}")
+            raise ConfigTypeError(
+                f"client= must be a toolnexus Client, not {type(client).__name__}"
+            )
         return ModelSource(client, owned=False)
     if llm is not None:
         if not isinstance(llm, Mapping):
-            raise TypeError(
+            raise ConfigTypeError(
                 f"llm= must be a dict of create_client options, not {type(llm).__name__}"
             )
         return ModelSource(create_client(**dict(llm)), owned=True)
     if in_process is not None:
         if not callable(in_process):
-            raise TypeError("in_process= must be a callable generate(request)")
+            raise ConfigTypeError("in_process= must be a callable generate(request)")
         return ModelSource(create_in_process_client(model="inherit", generate=in_process), True)
     return ModelSource(client_over_transport(transport), owned=True)
 

@@ -24,6 +24,7 @@ from toolnexus.builtins._search import glob_tool, grep_tool
 from toolnexus.builtins._shell import bash_tool
 from toolnexus.builtins._todo import todowrite_tool
 from toolnexus.builtins._web import webfetch_tool
+from toolnexus.errors import ConfigError
 from toolnexus.types import Tool
 
 __all__ = [
@@ -51,13 +52,13 @@ BUILTIN_NAMES: tuple[str, ...] = (
 
 def _check(cfg: Any) -> None:
     if cfg is not None and not isinstance(cfg, (bool, Mapping)):
-        raise ValueError(f"builtins must be true, false or an object, not {type(cfg).__name__}")
+        raise ConfigError(f"builtins must be true, false or an object, not {type(cfg).__name__}")
 
 
 def _flag(cfg: Mapping[str, Any], key: str) -> bool | None:
     value = cfg.get(key)
     if value is not None and not isinstance(value, bool):
-        raise ValueError(f"builtins.{key} must be true or false, not {value!r}")
+        raise ConfigError(f"builtins.{key} must be true or false, not {value!r}")
     return value
 
 
@@ -82,17 +83,17 @@ def _settings(cfg: Any) -> tuple[str | None, int]:
     if cap is None:
         cap = DEFAULT_MAX_OUTPUT_BYTES
     if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
-        raise ValueError(
+        raise ConfigError(
             f"builtins.max_output_bytes must be a whole number of bytes >= 0, not {cap!r}"
         )
     workspace = cfg.get("workspace")
     if workspace is None or workspace == "":
         return None, cap
     if not isinstance(workspace, (str, os.PathLike)):
-        raise ValueError(f"builtins.workspace must be a directory path, not {workspace!r}")
+        raise ConfigError(f"builtins.workspace must be a directory path, not {workspace!r}")
     real = os.path.realpath(os.fspath(workspace))
     if not os.path.isdir(real):
-        raise ValueError(f"builtins.workspace is not a directory: {os.fspath(workspace)}")
+        raise ConfigError(f"builtins.workspace is not a directory: {os.fspath(workspace)}")
     return real, cap
 
 
@@ -130,8 +131,8 @@ def select_builtins(cfg: Any) -> list[Tool]:
     if drop is None:
         return tools
     if not isinstance(drop, Mapping):
-        raise ValueError(f"builtins.tools must be an object of name: bool, not {drop!r}")
+        raise ConfigError(f"builtins.tools must be an object of name: bool, not {drop!r}")
     for name, value in drop.items():
         if not isinstance(value, bool):
-            raise ValueError(f"builtins.tools.{name} must be true or false, not {value!r}")
+            raise ConfigError(f"builtins.tools.{name} must be true or false, not {value!r}")
     return [t for t in tools if drop.get(t.name) is not False]

@@ -32,7 +32,7 @@ from toolnexus.client.memory import (
     KeyedLock,
     open_conversation_store,
 )
-from toolnexus.errors import ConfigError
+from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.types import Tool, error_message
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def _require_int(name: str, value: Any, minimum: int) -> int:
 
 def _require_callable(name: str, value: Any) -> Any:
     if value is not None and not callable(value):
-        raise TypeError(f"{name} must be callable, not {type(value).__name__}")
+        raise ConfigTypeError(f"{name} must be callable, not {type(value).__name__}")
     return value
 
 
@@ -77,7 +77,7 @@ def _filtered_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
     if params is None:
         return {}
     if not isinstance(params, Mapping):
-        raise TypeError(f"request_params must be a dict, not {type(params).__name__}")
+        raise ConfigTypeError(f"request_params must be a dict, not {type(params).__name__}")
     out: dict[str, Any] = {}
     for key, value in params.items():
         if key in FORBIDDEN_PARAMS:
@@ -137,9 +137,9 @@ class Client:
                 f'style must be "openai", "anthropic" or "openai-responses", not {style!r}'
             )
         if api_key is not None and not isinstance(api_key, str):
-            raise TypeError(f"api_key must be a string, not {type(api_key).__name__}")
+            raise ConfigTypeError(f"api_key must be a string, not {type(api_key).__name__}")
         if headers is not None and not isinstance(headers, Mapping):
-            raise TypeError(f"headers must be a dict, not {type(headers).__name__}")
+            raise ConfigTypeError(f"headers must be a dict, not {type(headers).__name__}")
         if read_timeout_ms is None or read_timeout_ms <= 0:
             raise ConfigError(f"read_timeout_ms must be > 0, not {read_timeout_ms!r}")
         options = self._configure(
@@ -213,7 +213,9 @@ class Client:
         if not isinstance(model, str) or not model:
             raise ConfigError("model is required: the provider's model id, sent verbatim")
         if system_prompt is not None and not isinstance(system_prompt, str):
-            raise TypeError(f"system_prompt must be a string, not {type(system_prompt).__name__}")
+            raise ConfigTypeError(
+                f"system_prompt must be a string, not {type(system_prompt).__name__}"
+            )
         if timeout_ms is not None and (isinstance(timeout_ms, bool) or timeout_ms <= 0):
             raise ConfigError(f"timeout_ms must be > 0 or None, not {timeout_ms!r}")
         if retry_base_ms is None or retry_base_ms < 0:
@@ -242,7 +244,9 @@ class Client:
         self.output_retries = _require_int("output_retries", output_retries, 0)
         self._sync = SyncRunner()
         if usage_limits is not None and not isinstance(usage_limits, UsageLimits):
-            raise TypeError(f"usage_limits must be UsageLimits, not {type(usage_limits).__name__}")
+            raise ConfigTypeError(
+                f"usage_limits must be UsageLimits, not {type(usage_limits).__name__}"
+            )
         self.usage_limits = usage_limits
         self.raise_on_limit = bool(raise_on_limit)
         return CallOptions(
@@ -901,18 +905,18 @@ def create_in_process_client(
     """
     for name in _NOT_IN_PROCESS:
         if name in options:
-            raise TypeError(
+            raise ConfigTypeError(
                 f"create_in_process_client() does not take {name!r}: an in-process model has "
                 "no wire to configure (create_client is for a model behind an HTTP endpoint)"
             )
     if not callable(generate):
-        raise TypeError(
+        raise ConfigTypeError(
             "create_in_process_client() needs a callable `generate`: generate(request) returns "
             "one assistant turn"
         )
     unknown = sorted(set(options) - set(inspect.signature(Client).parameters))
     if unknown:
-        raise TypeError(f"create_in_process_client() got an unexpected option {unknown[0]!r}")
+        raise ConfigTypeError(f"create_in_process_client() got an unexpected option {unknown[0]!r}")
     options.setdefault("retries", 0)
     options.pop("read_timeout_ms", None)  # nothing to read from without HTTP
     return Client._over(InProcessTransport(generate), model=model, **options)

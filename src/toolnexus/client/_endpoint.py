@@ -39,6 +39,7 @@ from toolnexus.client._scope import RunScope
 from toolnexus.client._sse import SSEDecoder
 from toolnexus.client._transport import StreamBody, Transport
 from toolnexus.client._wire import CREDENTIAL_HEADERS, Dialect, Turn, merge_headers, provider_data
+from toolnexus.errors import ConfigTypeError
 
 __all__ = ["DIALECTS", "CallOptions", "Credentials", "Endpoint", "ModelRequest"]
 
@@ -213,7 +214,7 @@ class Endpoint:
             changed = await call_maybe_async(self._body_transform, body)
             if changed is not None:
                 if not isinstance(changed, dict):
-                    raise TypeError(
+                    raise ConfigTypeError(
                         f"body_transform must return a dict or None, not {type(changed).__name__}"
                     )
                 body = changed

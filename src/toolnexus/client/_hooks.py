@@ -15,6 +15,7 @@ from toolnexus.client._events import (
     BeforeToolInfo,
     ProgressInfo,
 )
+from toolnexus.errors import ConfigTypeError
 
 __all__ = [
     "HOOK_NAMES",
@@ -73,14 +74,14 @@ def resolve_hooks(hooks: Any) -> Hooks | None:
     elif isinstance(hooks, Mapping):
         unknown = [k for k in hooks if k not in HOOK_NAMES]
         if unknown:
-            raise TypeError(f"unknown hook {unknown[0]!r}: hooks are {', '.join(HOOK_NAMES)}")
+            raise ConfigTypeError(f"unknown hook {unknown[0]!r}: hooks are {', '.join(HOOK_NAMES)}")
         found = Hooks(**{k: hooks[k] for k in HOOK_NAMES if hooks.get(k) is not None})
     else:
         found = Hooks(**{k: getattr(hooks, k, None) for k in HOOK_NAMES})
     for name in HOOK_NAMES:
         fn = getattr(found, name)
         if fn is not None and not callable(fn):
-            raise TypeError(f"hook {name} must be callable, not {type(fn).__name__}")
+            raise ConfigTypeError(f"hook {name} must be callable, not {type(fn).__name__}")
     return None if found.empty else found
 
 
@@ -94,7 +95,7 @@ async def call_hook(
     if reply is None:
         return None
     if not isinstance(reply, Mapping):
-        raise TypeError(f"a hook must return None or a dict, not {type(reply).__name__}")
+        raise ConfigTypeError(f"a hook must return None or a dict, not {type(reply).__name__}")
     return dict(reply) if reply else None
 
 

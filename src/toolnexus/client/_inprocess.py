@@ -9,6 +9,7 @@ from typing import Any
 from toolnexus._aio import as_async
 from toolnexus._json import compact_json
 from toolnexus.client._transport import StreamBody
+from toolnexus.errors import ConfigTypeError
 
 __all__ = ["STREAM_UNSUPPORTED", "InProcessTransport", "generate_request", "to_completion"]
 
@@ -41,7 +42,7 @@ def _usage(raw: Any) -> dict[str, Any] | None:
 def to_completion(reply: Any, model: str) -> dict[str, Any]:
     """Wrap one `generate()` reply as a chat-completions response."""
     if not isinstance(reply, Mapping):
-        raise TypeError(
+        raise ConfigTypeError(
             "generate() must return a dict: {'content': str} or {'tool_calls': [...]}, "
             f"not {type(reply).__name__}"
         )
@@ -49,11 +50,11 @@ def to_completion(reply: Any, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant"}
     if raw_calls:
         if not isinstance(raw_calls, list):
-            raise TypeError("generate(): tool_calls must be a list")
+            raise ConfigTypeError("generate(): tool_calls must be a list")
         calls = []
         for index, call in enumerate(raw_calls):
             if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
-                raise TypeError(f"generate(): tool_calls[{index}] needs a string 'name'")
+                raise ConfigTypeError(f"generate(): tool_calls[{index}] needs a string 'name'")
             arguments = call.get("arguments", {})
             if not isinstance(arguments, str):
                 arguments = compact_json(arguments if arguments is not None else {})
@@ -71,9 +72,13 @@ def to_completion(reply: Any, model: str) -> dict[str, Any]:
     else:
         content = reply.get("content")
         if content is None:
-            raise TypeError("generate() must return {'content': str} or {'tool_calls': [...]}")
+            raise ConfigTypeError(
+                "generate() must return {'content': str} or {'tool_calls': [...]}"
+            )
         if not isinstance(content, str):
-            raise TypeError(f"generate(): content must be a string, not {type(content).__name__}")
+            raise ConfigTypeError(
+                f"generate(): content must be a string, not {type(content).__name__}"
+            )
         message["content"] = content
         finish = "stop"
     completion: dict[str, Any] = {

@@ -42,7 +42,7 @@ from toolnexus.client._scope import RunScope
 from toolnexus.client._steps import ToolStep, current_steps
 from toolnexus.client._wire import Turn
 from toolnexus.client.memory import ConversationLease, claim_conversation
-from toolnexus.errors import UsageLimitExceeded
+from toolnexus.errors import ConfigTypeError, UsageLimitExceeded
 from toolnexus.toolkit import Toolkit, as_toolkit
 from toolnexus.types import (
     Answer,
@@ -744,4 +744,4 @@ def _close_calls(
 def _as_result(value: Any, hook: str) -> ToolResult:
     if isinstance(value, ToolResult):
         return value
-    raise TypeError(f"{hook} hook: 'result' must be a ToolResult, not {type(value).__name__}")
+    raise ConfigTypeError(f"{hook} hook: 'result' must be a ToolResult, not {type(value).__name__}")

@@ -7,7 +7,7 @@ from typing import Any, Generic, cast
 
 from typing_extensions import TypeVar
 
-from toolnexus.errors import ConfigError, OutputError
+from toolnexus.errors import ConfigError, ConfigTypeError, OutputError
 from toolnexus.types import Request
 
 OutputT = TypeVar("OutputT", default=Any)
@@ -50,7 +50,7 @@ class UsageLimits:
         for name in ("total_tokens", "request_tokens", "tool_calls"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise TypeError(f"UsageLimits.{name} must be an int or None, not {value!r}")
+                raise ConfigTypeError(f"UsageLimits.{name} must be an int or None, not {value!r}")
             if value is not None and value < 0:
                 raise ConfigError(f"UsageLimits.{name} must be >= 0, not {value}")
 

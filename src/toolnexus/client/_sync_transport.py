@@ -26,7 +26,7 @@ from toolnexus._json import compact_json
 from toolnexus.client._inprocess import STREAM_UNSUPPORTED, generate_request, to_completion
 from toolnexus.client._transport import StreamBody
 from toolnexus.client._transport import _failure as failure
-from toolnexus.errors import ProviderConnectionError, ProviderError
+from toolnexus.errors import ConfigTypeError, ProviderConnectionError, ProviderError
 from toolnexus.types import error_message
 
 __all__ = [
@@ -103,7 +103,7 @@ class InProcessTransport:
 
     def __init__(self, generate: Callable[[dict[str, Any]], Any]) -> None:
         if not callable(generate):
-            raise TypeError("InProcessTransport needs a callable `generate`")
+            raise ConfigTypeError("InProcessTransport needs a callable `generate`")
         self._generate = generate
 
     def post(
@@ -273,7 +273,7 @@ class ThreadedTransport:
 
     def __init__(self, target: Any, timeout_s: float) -> None:
         if not callable(getattr(target, "post", None)):
-            raise TypeError(
+            raise ConfigTypeError(
                 "http_transport must have a blocking post(url, headers, payload, timeout) "
                 f"(and open(...) to stream), not {type(target).__name__}"
             )

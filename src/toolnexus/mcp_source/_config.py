@@ -74,7 +74,7 @@ def parse_mcp_config(
         if key in top:
             servers = top[key]
             if not isinstance(servers, Mapping):
-                raise ValueError(
+                raise ConfigError(
                     f'MCP config key "{key}" must be an object mapping server names to server '
                     f"entries, not {_type_name(servers)}"
                 )

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from toolnexus._aio import wait_signal
 from toolnexus._filters import apply_name_filter
 from toolnexus._log import warn
+from toolnexus.errors import ConfigError
 from toolnexus.mcp_source import _input
 from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_server, is_enabled
 from toolnexus.mcp_source._config import parse_mcp_config as _parse_mcp_config
@@ -149,9 +150,9 @@ class McpSource:
         if server is not None:
             found = self._servers.get(server)
             if found is None:
-                raise ValueError(f'no MCP server named "{server}"')
+                raise ConfigError(f'no MCP server named "{server}"')
             if not found.offers(capability):
-                raise ValueError(f'MCP server "{server}" does not offer {capability}')
+                raise ConfigError(f'MCP server "{server}" does not offer {capability}')
             return [found]
         return [s for s in self._servers.values() if s.offers(capability)]
 
@@ -176,7 +177,7 @@ class McpSource:
         if len(offering) == 1:
             return offering[0]
         names = ", ".join(s.name for s in offering)
-        raise ValueError(
+        raise ConfigError(
             f'Cannot tell which MCP server owns {uri}; pass "server" (one of: {names})'
         )
 

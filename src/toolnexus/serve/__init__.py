@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from toolnexus._json import compact_json
 from toolnexus._log import warn
 from toolnexus._secrets import remember
-from toolnexus.errors import ConfigError
+from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.serve._a2a import (
     DEFAULT_MAX_IN_FLIGHT,
     A2AConfig,
@@ -94,7 +94,9 @@ def _profile(value: Any, config: Mapping[str, Any], key: str, arg: str) -> Mappi
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise TypeError(f"{where} must be a dict (the {arg} profile), not {type(value).__name__}")
+        raise ConfigTypeError(
+            f"{where} must be a dict (the {arg} profile), not {type(value).__name__}"
+        )
     return value
 
 
@@ -138,16 +140,16 @@ async def serve_toolkit(
     a2a_cfg = _profile(a2a, config, "a2a", "a2a")
     mcp_cfg = _profile(mcp, config, "mcpServer", "mcp")
     if a2a_cfg is not None and client is None:
-        raise ValueError(
+        raise ConfigError(
             "serving the A2A profile needs a client: pass serve(..., client=create_client(...)) "
             "— the client's model fulfils the incoming tasks with this toolkit"
         )
     if auth_token is not None and (not isinstance(auth_token, str) or not auth_token):
-        raise ValueError("auth_token must be a non-empty string")
+        raise ConfigError("auth_token must be a non-empty string")
     remember(auth_token)
     if auth is not None:
         if not isinstance(auth, ResourceAuth):
-            raise TypeError("auth must be a toolnexus.serve.ResourceAuth")
+            raise ConfigTypeError("auth must be a toolnexus.serve.ResourceAuth")
         auth.validate()
     # A file store creates its directory: file-system work stays off the event loop.
     store = (
@@ -293,7 +295,7 @@ async def start_a2a_server(
     if loop is not None and loop is not asyncio.get_running_loop():
         raise ConfigError("start_a2a_server serves on the running event loop; pass loop=None")
     if a2a is not None and not callable(run_task):
-        raise TypeError(f"run_task must be callable, not {type(run_task).__name__}")
+        raise ConfigTypeError(f"run_task must be callable, not {type(run_task).__name__}")
     return await serve_toolkit(
         ToolList(mcp_tools or ()),
         addr,

@@ -20,6 +20,7 @@ from toolnexus._aio import call_maybe_async
 from toolnexus._log import warn
 from toolnexus.a2a import _wire as wire
 from toolnexus.a2a._wire import Dialect
+from toolnexus.errors import ConfigError
 from toolnexus.serve._tasks import DEFAULT_PAGE_SIZE, TaskStore
 from toolnexus.types import Request, error_message
 
@@ -358,9 +359,9 @@ class A2AEndpoint:
         owns_store: bool = False,
     ) -> None:
         if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int):
-            raise ValueError(f"maxInFlight must be a positive integer, not {max_in_flight!r}")
+            raise ConfigError(f"maxInFlight must be a positive integer, not {max_in_flight!r}")
         if max_in_flight < 1:
-            raise ValueError(f"maxInFlight must be a positive integer, not {max_in_flight!r}")
+            raise ConfigError(f"maxInFlight must be a positive integer, not {max_in_flight!r}")
         self.toolkit = toolkit
         self.client = client
         self.store = store

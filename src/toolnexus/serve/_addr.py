@@ -5,6 +5,8 @@ from __future__ import annotations
 import ipaddress
 import socket
 
+from toolnexus.errors import ConfigError, ConfigTypeError
+
 DEFAULT_HOST = "127.0.0.1"
 _LOOPBACK_NAMES = frozenset({"localhost"})
 
@@ -16,24 +18,24 @@ def parse_addr(addr: str) -> tuple[str, int]:
     returned without them; port `0` asks for an ephemeral port.
     """
     if not isinstance(addr, str):
-        raise TypeError(f'serve address must be a string like "127.0.0.1:8080", not {addr!r}')
+        raise ConfigTypeError(f'serve address must be a string like "127.0.0.1:8080", not {addr!r}')
     host, sep, port_text = addr.rpartition(":")
     if not sep:
-        raise ValueError(
+        raise ConfigError(
             f'Invalid serve address "{addr}": expected "host:port", e.g. "127.0.0.1:8080"'
         )
     if host.startswith("["):
         if not host.endswith("]"):
-            raise ValueError(f'Invalid serve address "{addr}": unclosed "[" around an IPv6 host')
+            raise ConfigError(f'Invalid serve address "{addr}": unclosed "[" around an IPv6 host')
         host = host[1:-1]
         try:
             ipaddress.IPv6Address(host)
         except ValueError:
-            raise ValueError(
+            raise ConfigError(
                 f'Invalid serve address "{addr}": "{host}" is not an IPv6 address'
             ) from None
     elif ":" in host:
-        raise ValueError(
+        raise ConfigError(
             f'Invalid serve address "{addr}": put an IPv6 host in brackets, e.g. "[::1]:8080"'
         )
     try:
@@ -41,7 +43,7 @@ def parse_addr(addr: str) -> tuple[str, int]:
     except ValueError:
         port = -1
     if not 0 <= port <= 65535 or not port_text.isdigit():
-        raise ValueError(
+        raise ConfigError(
             f'Invalid serve address "{addr}": port must be a number from 0 to 65535 '
             "(0 picks a free port)"
         )

@@ -26,6 +26,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolnexus._aio import call_maybe_async
 from toolnexus._env import expand_env
 from toolnexus._log import logger
+from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.serve._mcp_relay import relay_handlers
 from toolnexus.types import (
     Answer,
@@ -91,7 +92,7 @@ def exposed_mcp_tools(tools: Sequence[Tool], cfg: Mapping[str, Any] | None = Non
     if names is None:
         return list(tools)
     if isinstance(names, str) or not all(isinstance(n, str) for n in names):
-        raise TypeError('the MCP profile\'s "tools" must be a list of tool names')
+        raise ConfigTypeError('the MCP profile\'s "tools" must be a list of tool names')
     wanted = set(names)
     return [t for t in tools if t.name in wanted]
 
@@ -122,17 +123,17 @@ def _security(cfg: Mapping[str, Any], audience: str) -> RequestStateBoundary:
     """The request-state seal: the profile's shared keys, else a key held by this process."""
     ttl_ms = cfg.get("requestStateTtl", DEFAULT_STATE_TTL_MS)
     if isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int | float) or ttl_ms <= 0:
-        raise ValueError('the MCP profile\'s "requestStateTtl" must be a positive number of ms')
+        raise ConfigError('the MCP profile\'s "requestStateTtl" must be a positive number of ms')
     keys = cfg.get("requestStateKeys")
     if keys is None:
         security = RequestStateSecurity.ephemeral(ttl=ttl_ms / 1000, audience=audience)
     else:
         if isinstance(keys, str) or not keys or not all(isinstance(k, str) for k in keys):
-            raise ValueError('the MCP profile\'s "requestStateKeys" must be a list of strings')
+            raise ConfigError('the MCP profile\'s "requestStateKeys" must be a list of strings')
         expanded = [expand_env(k) for k in keys]
         if any(len(k.encode()) < _MIN_KEY_BYTES for k in expanded):
             # never the value: the keys are secrets
-            raise ValueError(
+            raise ConfigError(
                 f'each of the MCP profile\'s "requestStateKeys" must be {_MIN_KEY_BYTES}+ bytes'
             )
         security = RequestStateSecurity(keys=expanded, ttl=ttl_ms / 1000, audience=audience)

@@ -14,6 +14,7 @@ from toolnexus._backends import RenewalWatch, guarded
 from toolnexus._backends._postgres import PostgresPool
 from toolnexus._backends._redis import RedisPool, as_text
 from toolnexus.a2a._wire import dumps, state_name
+from toolnexus.errors import ConfigError
 from toolnexus.serve._tasks import (
     DEFAULT_PAGE_SIZE,
     FINISHED_STATES,
@@ -50,7 +51,7 @@ class _SharedTasks(ABC):
 
     def __init__(self, lease_ms: float) -> None:
         if isinstance(lease_ms, bool) or not lease_ms > 0:
-            raise ValueError(f"lease_ms must be > 0, not {lease_ms!r}")
+            raise ConfigError(f"lease_ms must be > 0, not {lease_ms!r}")
         self.lease_ms = float(lease_ms)
         self.owner = uuid.uuid4().hex
         self._running: set[str] = set()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolnexus._backends import backend_of
+from toolnexus.errors import ConfigError
 from toolnexus.serve._shared_tasks import PostgresTaskStore, RedisTaskStore
 from toolnexus.serve._tasks import TaskStore
 from toolnexus.serve._tasks import resolve_store as resolve_local_store
@@ -25,7 +26,7 @@ def resolve_store(store: Any = None) -> TaskStore:
         try:
             return resolve_local_store(store)
         except ValueError:
-            raise ValueError(
+            raise ConfigError(
                 f'Unknown A2A store: "{store}" (expected "memory", "file:<dir>", '
                 "postgres://… or redis://…)"
             ) from None

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from toolnexus.a2a._wire import dumps, state_name
+from toolnexus.errors import ConfigError
 from toolnexus.types import sanitize
 
 __all__ = [
@@ -175,7 +176,7 @@ class InMemoryTaskStore:
 
     def __init__(self, max_tasks: int = 10_000) -> None:
         if max_tasks < 1:
-            raise ValueError("max_tasks must be at least 1")
+            raise ConfigError("max_tasks must be at least 1")
         self.max_tasks = max_tasks
         self._tasks: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._finished: OrderedDict[str, None] = OrderedDict()
@@ -316,5 +317,5 @@ def resolve_store(store: Any = None) -> TaskStore:
     if isinstance(store, str):
         if store.startswith("file:") and len(store) > len("file:"):
             return FileTaskStore(store[len("file:") :])
-        raise ValueError(f'Unknown A2A store: "{store}" (expected "memory" or "file:<dir>")')
+        raise ConfigError(f'Unknown A2A store: "{store}" (expected "memory" or "file:<dir>")')
     return store  # type: ignore[no-any-return]

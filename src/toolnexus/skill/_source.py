@@ -10,6 +10,7 @@ from typing import Any, TypeAlias
 
 from toolnexus._filters import apply_name_filter
 from toolnexus._log import warn
+from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.skill._discover import discover, sample_files
 from toolnexus.skill._types import SkillDef, SkillInfo, SkillInventory, SkillSkip
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message
@@ -134,7 +135,7 @@ def _render_prompt(skills: Iterable[SkillInfo]) -> str:
 def _effective_cap(sample_limit: int) -> int | None:
     """Files listed by the loader: `None` for no file block (-1), else the cap (0 ⇒ 10)."""
     if isinstance(sample_limit, bool) or not isinstance(sample_limit, int) or sample_limit < -1:
-        raise ValueError(
+        raise ConfigError(
             "sample_limit must be -1 (no file list), 0 (the default cap of 10 files) or a "
             f"positive number of files, got {sample_limit!r}"
         )
@@ -154,7 +155,7 @@ def _roots(dirs: Any) -> list[str]:
     try:
         return [os.fsdecode(d) for d in dirs]
     except TypeError:
-        raise TypeError(
+        raise ConfigTypeError(
             f"skill dirs must be a path or a list of paths, got {type(dirs).__name__}"
         ) from None
 
@@ -165,7 +166,9 @@ def _as_def(item: Any) -> SkillDef:
     if isinstance(item, Mapping):
         unknown = set(item) - {"name", "content", "description", "resources", "base"}
         if unknown:
-            raise TypeError(f"unknown SkillDef field(s): {', '.join(sorted(map(str, unknown)))}")
+            raise ConfigTypeError(
+                f"unknown SkillDef field(s): {', '.join(sorted(map(str, unknown)))}"
+            )
         return SkillDef(
             name=item.get("name", ""),
             content=item.get("content", ""),
@@ -173,14 +176,14 @@ def _as_def(item: Any) -> SkillDef:
             resources=item.get("resources"),
             base=item.get("base"),
         )
-    raise TypeError(f"a skill must be a SkillDef (or a mapping of its fields), got {item!r}")
+    raise ConfigTypeError(f"a skill must be a SkillDef (or a mapping of its fields), got {item!r}")
 
 
 def _defs(skills: Iterable[Any] | None) -> list[SkillDef]:
     if skills is None:
         return []
     if isinstance(skills, (str, bytes, SkillDef, Mapping)):
-        raise TypeError("skills must be a list of SkillDef")
+        raise ConfigTypeError("skills must be a list of SkillDef")
     return [_as_def(item) for item in skills]
 
 

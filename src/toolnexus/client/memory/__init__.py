@@ -25,7 +25,7 @@ from toolnexus.client.memory._protocol import (
 )
 from toolnexus.client.memory._redis import RedisConversationStore
 from toolnexus.client.memory._sqlite import SQLiteConversationStore
-from toolnexus.errors import StoreConfigError, StoreError
+from toolnexus.errors import ConfigTypeError, StoreConfigError, StoreError
 
 __all__ = [
     "AtomicConversationStore",
@@ -55,7 +55,7 @@ def open_conversation_store(store: Any) -> ConversationStore:
         return SQLiteConversationStore(store)
     if not isinstance(store, str):
         if not (callable(getattr(store, "get", None)) and callable(getattr(store, "save", None))):
-            raise TypeError("store must have async get(id) and save(id, messages) methods")
+            raise ConfigTypeError("store must have async get(id) and save(id, messages) methods")
         return store  # type: ignore[no-any-return]
     if store == "memory":
         return InMemoryConversationStore()

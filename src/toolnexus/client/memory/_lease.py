@@ -19,7 +19,7 @@ from typing import Any
 from toolnexus._backends import RenewalWatch, decode_json_row, guarded
 from toolnexus._json import to_compact_json
 from toolnexus.client.memory._protocol import ConversationLease, ConversationStore, Messages
-from toolnexus.errors import StoreError
+from toolnexus.errors import ConfigError, StoreError
 
 __all__ = ["KeyedLock", "LeasedStore", "LockedLease", "claim_conversation"]
 
@@ -114,7 +114,7 @@ class LeasedStore(abc.ABC):
 
     def __init__(self, *, lease_ms: float) -> None:
         if isinstance(lease_ms, bool) or not lease_ms > 0:
-            raise ValueError(f"lease_ms must be > 0, not {lease_ms!r}")
+            raise ConfigError(f"lease_ms must be > 0, not {lease_ms!r}")
         self.lease_ms = float(lease_ms)
         self._local = KeyedLock()
         self._background: set[asyncio.Task[Any]] = set()

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from toolnexus._backends import SCHEMA_VERSION
 from toolnexus.client.memory._lease import LeasedStore
-from toolnexus.errors import StoreConfigError, StoreError
+from toolnexus.errors import ConfigError, StoreConfigError, StoreError
 
 __all__ = ["SQLiteConversationStore"]
 
@@ -73,11 +73,11 @@ class SQLiteConversationStore(LeasedStore):
     ) -> None:
         level = synchronous.upper()
         if level not in _SYNCHRONOUS:
-            raise ValueError(
+            raise ConfigError(
                 f"synchronous must be one of {', '.join(_SYNCHRONOUS)}, got {synchronous!r}"
             )
         if isinstance(lock_timeout_ms, bool) or not lock_timeout_ms > 0:
-            raise ValueError(f"lock_timeout_ms must be > 0, not {lock_timeout_ms!r}")
+            raise ConfigError(f"lock_timeout_ms must be > 0, not {lock_timeout_ms!r}")
         super().__init__(lease_ms=lease_ms)
         self.path = os.fspath(path)
         self.lock_timeout_ms = float(lock_timeout_ms)
