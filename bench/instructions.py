@@ -1,0 +1,203 @@
+"""Instructions per request in the client process, counted by callgrind: steady under any load.
+
+    python bench/instructions.py                      # every scenario, 50 requests each
+    python bench/instructions.py --only run,floor -n 100
+    python bench/instructions.py --src /tmp/old/src   # another source tree's toolnexus
+
+Each scenario runs in its own interpreter under `valgrind --tool=callgrind` with
+instrumentation off; after the warm-up requests the process switches it on
+(`callgrind_control -i on`) for exactly the measured requests, then off again. The mock LLM
+and the MCP server run outside valgrind (their cost is not counted). The count does not
+depend on what else the machine is doing, so it can tell a 1% change where wall and CPU time
+on a shared machine cannot. Needs valgrind (`apt-get install valgrind`).
+
+Scenarios: `run` (the benchmark request: 2 LLM calls, 2 MCP calls), `stream` (the same
+through `client.stream`), `llm` (one LLM call, no tools), `mcp` (two concurrent
+`toolkit.execute` calls on the MCP server), `floor` (the `floor` runner's request: raw asyncio
+HTTP and a bare SDK `ClientSession`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE / "runners"))
+import _common as c  # noqa: E402 - bench/ is not a package
+
+SCENARIOS = ("run", "stream", "llm", "mcp", "floor")
+WARMUP = 20
+
+
+def _toggle(on: bool) -> None:
+    """Switch this process's instrumentation on or off (it must run under callgrind)."""
+    subprocess.run(
+        ["callgrind_control", "-i", "on" if on else "off", str(os.getpid())],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+async def _measure(request: Callable[[], Awaitable[Any]], n: int) -> None:
+    for _ in range(WARMUP):
+        await request()
+    _toggle(True)
+    for _ in range(n):
+        await request()
+    _toggle(False)
+
+
+async def _toolnexus(scenario: str, base_url: str, n: int) -> None:
+    from toolnexus import create_client, create_toolkit
+
+    toolkit = await create_toolkit(c.mcp_config(), builtins=False)
+    try:
+        client = create_client(base_url=base_url, style="openai", model="mock", api_key="bench")
+
+        async def run() -> Any:
+            result = await client.run(c.PROMPT, toolkit)
+            assert c.answer_ok(result.text), result.text
+
+        async def stream() -> Any:
+            async for _event in client.stream(c.PROMPT, toolkit):
+                pass
+
+        async def llm() -> Any:
+            return await client.run("hi")
+
+        async def mcp() -> Any:
+            names = [t.name for t in toolkit.tools()]
+            weather = next(n for n in names if n.endswith("get_weather"))
+            add = next(n for n in names if n.endswith("add"))
+            return await asyncio.gather(
+                toolkit.execute(weather, {"city": "Paris"}), toolkit.execute(add, {"a": 2, "b": 2})
+            )
+
+        await _measure({"run": run, "stream": stream, "llm": llm, "mcp": mcp}[scenario], n)
+        await client.close()
+    finally:
+        await toolkit.close()
+
+
+async def _floor(base_url: str, n: int) -> None:
+    from floor import RawHTTP, _text_of
+
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    command = c.mcp_server_command()
+    params = StdioServerParameters(command=command[0], args=command[1:])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        listed = await session.list_tools()
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description or "",
+                    "parameters": t.input_schema,
+                },
+            }
+            for t in listed.tools
+        ]
+        http = RawHTTP(base_url)
+        await http.connect()
+
+        async def call(tool_call: dict[str, Any]) -> dict[str, Any]:
+            fn = tool_call["function"]
+            result = await session.call_tool(fn["name"], json.loads(fn["arguments"]))
+            return {"role": "tool", "tool_call_id": tool_call["id"], "content": _text_of(result)}
+
+        async def request() -> str:
+            messages: list[dict[str, Any]] = [{"role": "user", "content": c.PROMPT}]
+            while True:
+                body = {"model": "mock", "messages": messages, "tools": tools}
+                message = (await http.post(body))["choices"][0]["message"]
+                messages.append(message)
+                calls = message.get("tool_calls")
+                if not calls:
+                    return str(message.get("content") or "")
+                messages.extend(await asyncio.gather(*(call(tc) for tc in calls)))
+
+        try:
+            await _measure(request, n)
+        finally:
+            await http.close()
+
+
+def _child(scenario: str, base_url: str, n: int) -> None:
+    if scenario == "floor":
+        asyncio.run(_floor(base_url, n))
+    else:
+        asyncio.run(_toolnexus(scenario, base_url, n))
+
+
+def _count(scenario: str, base_url: str, n: int, src: str | None) -> float:
+    """Instructions per request of `scenario`, from a callgrind child."""
+    with tempfile.TemporaryDirectory(prefix="bench-callgrind-") as folder:
+        out = Path(folder) / "callgrind.out"
+        env = dict(os.environ)
+        if src:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")]))
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            __file__,
+            "--child",
+            scenario,
+            "--base-url",
+            base_url,
+            "-n",
+            str(n),
+        ]
+        subprocess.run(command, check=True, env=env, stderr=subprocess.DEVNULL)
+        match = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.M)
+        if match is None:
+            raise RuntimeError(f"no totals in {out}")
+        return int(match.group(1)) / n
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("-n", type=int, default=50, help="measured requests per scenario")
+    parser.add_argument("--only", default=",".join(SCENARIOS), help="scenarios, comma-separated")
+    parser.add_argument("--src", help="the source tree whose toolnexus to measure")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--base-url", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.child, args.base_url, args.n)
+        return 0
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        print("needs valgrind (callgrind and callgrind_control) on PATH", file=sys.stderr)
+        return 2
+    chosen = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = sorted(set(chosen) - set(SCENARIOS))
+    if unknown:
+        parser.error(f"unknown scenarios {unknown}; choose from {', '.join(SCENARIOS)}")
+    with c.MockLLMProcess() as base_url:
+        for scenario in chosen:
+            per_request = _count(scenario, base_url, args.n, args.src)
+            print(f"{scenario:8} {per_request / 1e6:8.3f} M instructions per request")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
