@@ -10,7 +10,8 @@ instrumentation off; after the warm-up requests the process switches it on
 and the MCP server run outside valgrind (their cost is not counted). The count does not
 depend on what else the machine is doing, so it can tell a 1% change where wall and CPU time
 on a shared machine cannot. Switching instrumentation on and off is counted too (about
-0.27 M instructions per scenario, ~0.005 M per request at the default 50). Needs valgrind (`apt-get install valgrind`).
+0.27 M instructions per scenario, ~0.005 M per request at the default 50). Needs valgrind
+(`apt-get install valgrind`).
 
 Scenarios: `run` (the benchmark request: 2 LLM calls, 2 MCP calls), `stream` (the same
 through `client.stream`), `llm` (one LLM call, no tools), `mcp` (two concurrent
