@@ -6,6 +6,7 @@ import asyncio
 import gzip
 import json
 import os
+import subprocess
 import sys
 import zlib
 from pathlib import Path
@@ -166,3 +167,35 @@ async def test_https_with_a_trusted_certificate(tmp_path):
     assert seen["streamed"] == "streamed over TLS"
     assert seen["requests"] == 3
     assert seen["connections"] == 1  # kept alive across runs, streamed or not
+
+
+def test_a_plain_http_run_loads_no_tls_store_driver_or_validator(llm: FakeLLM) -> None:
+    """What a client run over plain HTTP leaves out of the process: the CA bundle (a TLS
+    context), the shared conversation stores' modules and pydantic (typed results only)."""
+    llm.push(text("hello"))
+    probe = """
+import asyncio, gc, ssl, sys
+from toolnexus import create_client
+
+async def main() -> str:
+    client = create_client(base_url=sys.argv[1], style="openai", model="m", api_key="k")
+    try:
+        return (await client.run("hi")).text
+    finally:
+        await client.aclose()
+
+answer = asyncio.run(main())
+loaded = [m for m in ("sqlite3", "pydantic", "toolnexus.client.memory._postgres",
+                      "toolnexus.client.memory._redis") if m in sys.modules]
+contexts = sum(isinstance(o, ssl.SSLContext) for o in gc.get_objects())
+print(answer, loaded, contexts)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", probe, llm.url + "/v1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["hello", "[]", "0"]

@@ -62,18 +62,57 @@ from toolnexus.client._results import (
     TranslateResult,
     UsageLimits,
 )
-from toolnexus.client._sync_transport import HttpTransport, InProcessTransport, UrllibTransport
 from toolnexus.client.memory import (
     AtomicConversationStore,
     ConversationLease,
     ConversationStore,
     InMemoryConversationStore,
-    PostgresConversationStore,
-    RedisConversationStore,
-    SQLiteConversationStore,
     StoreConfigError,
     StoreError,
 )
+
+TYPE_CHECKING = False  # no `typing` import just for this
+if TYPE_CHECKING:
+    from toolnexus.client._sync_transport import HttpTransport, InProcessTransport, UrllibTransport
+    from toolnexus.client.memory import (
+        PostgresConversationStore,
+        RedisConversationStore,
+        SQLiteConversationStore,
+    )
+
+
+def _sync_transports() -> object:
+    from toolnexus.client import _sync_transport
+
+    return _sync_transport
+
+
+def _memory() -> object:
+    from toolnexus.client import memory
+
+    return memory
+
+
+# Loaded on first use: the shared stores (SQLite's driver, the Postgres and Redis plumbing) and
+# the blocking transports, which a client over HTTP with memory in-process never touches.
+_LAZY = {
+    "HttpTransport": _sync_transports,
+    "InProcessTransport": _sync_transports,
+    "UrllibTransport": _sync_transports,
+    "PostgresConversationStore": _memory,
+    "RedisConversationStore": _memory,
+    "SQLiteConversationStore": _memory,
+}
+
+
+def __getattr__(name: str) -> object:
+    load = _LAZY.get(name)
+    if load is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(load(), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "LIMIT_COMPLETION",

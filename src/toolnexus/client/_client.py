@@ -15,7 +15,6 @@ from toolnexus._secrets import redact_url
 from toolnexus.client._endpoint import DIALECTS, CallOptions, Endpoint
 from toolnexus.client._events import MetricEvent, StreamEvent
 from toolnexus.client._hooks import Hooks, resolve_hooks
-from toolnexus.client._inprocess import STREAM_UNSUPPORTED, InProcessTransport
 from toolnexus.client._loop import RunLoop
 from toolnexus.client._metrics import Metrics
 from toolnexus.client._output import OutputMode, OutputSpec, resolve_output
@@ -23,8 +22,6 @@ from toolnexus.client._parts import PartPolicy, Prompt
 from toolnexus.client._results import RunResult, TranslateResult, UsageLimits
 from toolnexus.client._settings import RunSettings
 from toolnexus.client._sync import SyncRunner
-from toolnexus.client._sync_transport import ThreadedTransport
-from toolnexus.client._translate import translate
 from toolnexus.client._transport import HttpTransport, Transport
 from toolnexus.client.memory import (
     ConversationStore,
@@ -171,6 +168,8 @@ class Client:
             if http_client is not None:
                 raise ConfigError("pass http_client or http_transport, not both")
             # The published package's blocking post/open seam, run in worker threads.
+            from toolnexus.client._sync_transport import ThreadedTransport
+
             transport = ThreadedTransport(http_transport, read_timeout_ms / 1000)
         else:
             transport = HttpTransport(http_client, read_timeout_ms / 1000)
@@ -561,6 +560,8 @@ class Client:
         With `output_type`, an `{"type": "output", "output": value}` event precedes `done`.
         """
         if not self._endpoint.can_stream:
+            from toolnexus.client._inprocess import STREAM_UNSUPPORTED
+
             raise NotImplementedError(STREAM_UNSUPPORTED)
         settings = self._settings(
             output_type, output_mode, output_retries, deps, usage_limits, raise_on_limit
@@ -799,6 +800,8 @@ class Client:
         cancel: asyncio.Event | None = None,
     ) -> TranslateResult:
         """One provider call in OpenAI shapes: no loop, no tool execution, nothing stored."""
+        from toolnexus.client._translate import translate
+
         return await translate(
             self._settings(),
             messages,
@@ -919,4 +922,6 @@ def create_in_process_client(
         raise ConfigTypeError(f"create_in_process_client() got an unexpected option {unknown[0]!r}")
     options.setdefault("retries", 0)
     options.pop("read_timeout_ms", None)  # nothing to read from without HTTP
+    from toolnexus.client._inprocess import InProcessTransport
+
     return Client._over(InProcessTransport(generate), model=model, **options)

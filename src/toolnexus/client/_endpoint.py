@@ -19,7 +19,15 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,12 +36,9 @@ from toolnexus import _otel
 from toolnexus._aio import call_maybe_async
 from toolnexus._env import check_header_value
 from toolnexus._secrets import remember, remember_url
-from toolnexus.client._anthropic import ANTHROPIC
 from toolnexus.client._errors import MissingApiKey, ProviderError
 from toolnexus.client._events import MetricEvent
 from toolnexus.client._metrics import llm_event
-from toolnexus.client._openai import OPENAI
-from toolnexus.client._responses import RESPONSES
 from toolnexus.client._retry import RetryPolicy
 from toolnexus.client._scope import RunScope
 from toolnexus.client._sse import SSEDecoder
@@ -43,11 +48,53 @@ from toolnexus.errors import ConfigTypeError
 
 __all__ = ["DIALECTS", "CallOptions", "Credentials", "Endpoint", "ModelRequest"]
 
-DIALECTS: Mapping[str, Dialect] = {
-    "openai": OPENAI,
-    "anthropic": ANTHROPIC,
-    "openai-responses": RESPONSES,
-}
+
+def _openai() -> Dialect:
+    from toolnexus.client._openai import OPENAI
+
+    return OPENAI
+
+
+def _anthropic() -> Dialect:
+    from toolnexus.client._anthropic import ANTHROPIC
+
+    return ANTHROPIC
+
+
+def _responses() -> Dialect:
+    from toolnexus.client._responses import RESPONSES
+
+    return RESPONSES
+
+
+class _Dialects(Mapping[str, Dialect]):
+    """The dialects by style; a dialect's module loads when a client first selects it."""
+
+    __slots__ = ("_loaded", "_loaders")
+
+    def __init__(self, loaders: Mapping[str, Callable[[], Dialect]]) -> None:
+        self._loaders = dict(loaders)
+        self._loaded: dict[str, Dialect] = {}
+
+    def __getitem__(self, style: str) -> Dialect:
+        dialect = self._loaded.get(style)
+        if dialect is None:
+            dialect = self._loaded[style] = self._loaders[style]()
+        return dialect
+
+    def __contains__(self, style: object) -> bool:
+        return style in self._loaders
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaders)
+
+    def __len__(self) -> int:
+        return len(self._loaders)
+
+
+DIALECTS: Mapping[str, Dialect] = _Dialects(
+    {"openai": _openai, "anthropic": _anthropic, "openai-responses": _responses}
+)
 """Every wire dialect, by the `style` name a client selects it with."""
 
 Emit = Callable[[MetricEvent], None]

@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import pydantic
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolnexus.adapters import strict_schema
 from toolnexus.errors import ConfigError
 from toolnexus.types import Tool, ToolResult
+
+if TYPE_CHECKING:
+    import pydantic  # loaded by the first typed run: a client without one never imports it
 
 __all__ = ["FINAL_RESULT", "OutputMode", "OutputSpec", "resolve_output"]
 
@@ -92,6 +93,8 @@ class OutputSpec:
                 msg = f'expected an object with the value under "{_WRAP_KEY}"'
                 return None, [{"type": "missing", "loc": [_WRAP_KEY], "msg": msg}]
             data = data[_WRAP_KEY]
+        import pydantic
+
         try:
             return self.adapter.validate_python(data), None
         except pydantic.ValidationError as exc:
@@ -160,6 +163,8 @@ _MAX_SPECS = 256
 
 
 def _build(output_type: Any, mode: OutputMode, style: str) -> OutputSpec:
+    import pydantic
+
     try:
         adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(output_type)
         schema = adapter.json_schema()

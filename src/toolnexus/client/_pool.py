@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import select
 import ssl
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 import httpcore2
@@ -305,14 +305,34 @@ class AsyncioTransport(httpx2.AsyncBaseTransport):
     raise the httpx2 exception of the same name, as with httpx2's own transport.
     """
 
-    def __init__(self, ssl_context: ssl.SSLContext, limits: httpx2.Limits) -> None:
-        self._pool = httpcore2.AsyncConnectionPool(
-            ssl_context=ssl_context,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=AsyncioBackend(),
-        )
+    def __init__(
+        self, ssl_context: ssl.SSLContext | Callable[[], ssl.SSLContext], limits: httpx2.Limits
+    ) -> None:
+        # One pool per scheme, each made on its first request: an endpoint on plain HTTP (a
+        # local model server) never loads the CA bundle (megabytes, tens of milliseconds).
+        self._ssl_context = ssl_context
+        self._limits = limits
+        self._pools: dict[bytes, httpcore2.AsyncConnectionPool] = {}
+
+    def _pool(self, scheme: bytes) -> httpcore2.AsyncConnectionPool:
+        pool = self._pools.get(scheme)
+        if pool is None:
+            tls: ssl.SSLContext | None = None
+            if scheme == b"https":
+                tls = (
+                    self._ssl_context
+                    if isinstance(self._ssl_context, ssl.SSLContext)
+                    else (self._ssl_context())
+                )
+            limits = self._limits
+            pool = self._pools[scheme] = httpcore2.AsyncConnectionPool(
+                ssl_context=tls,
+                max_connections=limits.max_connections,
+                max_keepalive_connections=limits.max_keepalive_connections,
+                keepalive_expiry=limits.keepalive_expiry,
+                network_backend=AsyncioBackend(),
+            )
+        return pool
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         url = request.url
@@ -326,7 +346,7 @@ class AsyncioTransport(httpx2.AsyncBaseTransport):
             extensions=request.extensions,
         )
         try:
-            response = await self._pool.handle_async_request(core_request)
+            response = await self._pool(url.raw_scheme).handle_async_request(core_request)
         except Exception as exc:
             error = _httpx_error(exc)
             if error is None:
@@ -340,4 +360,6 @@ class AsyncioTransport(httpx2.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
-        await self._pool.aclose()
+        pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            await pool.aclose()

@@ -177,7 +177,7 @@ def _own_client(read_timeout_s: float) -> httpx2.AsyncClient:
     from toolnexus.client._pool import AsyncioTransport  # httpcore2: on the first request
 
     return httpx2.AsyncClient(
-        transport=AsyncioTransport(ssl_context(), _LIMITS), timeout=timeout, limits=_LIMITS
+        transport=AsyncioTransport(ssl_context, _LIMITS), timeout=timeout, limits=_LIMITS
     )
 
 

@@ -12,20 +12,22 @@ them; a store with only `get`/`save` is guarded by a lock in each client.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolnexus._backends import backend_of, redact_url
 from toolnexus.client.memory._lease import KeyedLock, LeasedStore, claim_conversation
 from toolnexus.client.memory._memory import InMemoryConversationStore
-from toolnexus.client.memory._postgres import PostgresConversationStore
 from toolnexus.client.memory._protocol import (
     AtomicConversationStore,
     ConversationLease,
     ConversationStore,
 )
-from toolnexus.client.memory._redis import RedisConversationStore
-from toolnexus.client.memory._sqlite import SQLiteConversationStore
 from toolnexus.errors import ConfigTypeError, StoreConfigError, StoreError
+
+if TYPE_CHECKING:
+    from toolnexus.client.memory._postgres import PostgresConversationStore
+    from toolnexus.client.memory._redis import RedisConversationStore
+    from toolnexus.client.memory._sqlite import SQLiteConversationStore
 
 __all__ = [
     "AtomicConversationStore",
@@ -43,6 +45,25 @@ __all__ = [
     "open_conversation_store",
 ]
 
+# The shared stores load on first use: SQLite's driver, the Postgres and Redis plumbing are
+# weight a client that keeps its conversations in memory never needs.
+_LAZY = {
+    "PostgresConversationStore": "toolnexus.client.memory._postgres",
+    "RedisConversationStore": "toolnexus.client.memory._redis",
+    "SQLiteConversationStore": "toolnexus.client.memory._sqlite",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 def open_conversation_store(store: Any) -> ConversationStore:
     """The store a `store=` value names: a store object as is, or a config string.
@@ -52,7 +73,7 @@ def open_conversation_store(store: Any) -> ConversationStore:
     string or path-like is a SQLite file. Connections open on first use.
     """
     if isinstance(store, os.PathLike):
-        return SQLiteConversationStore(store)
+        return _sqlite(store)
     if not isinstance(store, str):
         if not (callable(getattr(store, "get", None)) and callable(getattr(store, "save", None))):
             raise ConfigTypeError("store must have async get(id) and save(id, messages) methods")
@@ -61,8 +82,12 @@ def open_conversation_store(store: Any) -> ConversationStore:
         return InMemoryConversationStore()
     backend = backend_of(store)
     if backend == "postgres":
+        from toolnexus.client.memory._postgres import PostgresConversationStore
+
         return PostgresConversationStore(store)
     if backend == "redis":
+        from toolnexus.client.memory._redis import RedisConversationStore
+
         return RedisConversationStore(store)
     if store.lower().startswith("sqlite:"):
         store = store[len("sqlite:") :]
@@ -71,4 +96,10 @@ def open_conversation_store(store: Any) -> ConversationStore:
             f'unknown conversation store {redact_url(store)!r}: expected "memory", a SQLite '
             "path, postgres://… or redis://…"
         )
-    return SQLiteConversationStore(store)
+    return _sqlite(store)
+
+
+def _sqlite(path: str | os.PathLike[str]) -> ConversationStore:
+    from toolnexus.client.memory._sqlite import SQLiteConversationStore
+
+    return SQLiteConversationStore(path)
