@@ -282,7 +282,7 @@ class McpSource:
         features = sdk_features()
         candidates = self._among(among, "resources")
         if not candidates:
-            raise ValueError("no connected MCP server offers resources")
+            raise ConfigError("no connected MCP server offers resources")
         remembered = self._owners.get(uri)
         candidates.sort(key=lambda s: s.name != remembered)  # stable: config order otherwise
         failure: Exception | None = None
@@ -349,7 +349,7 @@ class McpSource:
     def _named(self, server: str) -> _Server:
         found = self._servers.get(server)
         if found is None:
-            raise ValueError(f'no MCP server named "{server}"')
+            raise ConfigError(f'no MCP server named "{server}"')
         return found
 
     @property
