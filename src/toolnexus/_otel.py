@@ -436,31 +436,44 @@ def tool_call(name: str, tool: Any) -> ToolCallSpan | _NoTool:
 
 
 class McpCall:
-    """The CLIENT span `tools/call {tool}` of one MCP tool call (the MCP SDK's own request span
-    is its child), and `mcp.client.operation.duration`."""
+    """The CLIENT span `{method} {target}` of one MCP request (the MCP SDK's own request span is
+    its child), and `mcp.client.operation.duration`.
+
+    `peer` is the connection the request goes out on: its `protocol` (the negotiated version),
+    `transport` (`stdio`, `streamable-http`, `sse`) and `session_id` (the HTTP session's
+    `Mcp-Session-Id`, when the server gave one)."""
 
     __slots__ = ("_attrs", "_ctx", "_span", "_started", "_t")
 
-    def __init__(
-        self, t: Telemetry, tool: str, protocol: str | None, transport: str | None
-    ) -> None:
+    def __init__(self, t: Telemetry, method: str, target: str | None, peer: Any) -> None:
+        from opentelemetry.semconv._incubating.attributes import mcp_attributes as mcp
         from opentelemetry.trace import SpanKind
 
         self._t = t
+        protocol = getattr(peer, "protocol", None)
+        transport = getattr(peer, "transport", None)
         self._attrs: dict[str, Any] = {
-            "mcp.method.name": "tools/call",
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": tool,
+            mcp.MCP_METHOD_NAME: method,
             "network.transport": "pipe" if transport == "stdio" else "tcp",
         }
         if protocol:
-            self._attrs["mcp.protocol.version"] = protocol
+            self._attrs[mcp.MCP_PROTOCOL_VERSION] = protocol
+        if method == "tools/call" and target is not None:
+            self._attrs["gen_ai.operation.name"] = "execute_tool"
+            self._attrs["gen_ai.tool.name"] = target
         self._span: Span | None = None
         self._ctx: contextlib.AbstractContextManager[Any] = _NULL
         if t.tracer is not None:
-            self._span = t.tracer.start_span(
-                f"tools/call {tool}", kind=SpanKind.CLIENT, attributes=self._attrs
-            )
+            attrs = dict(self._attrs)  # the span's own: ids and URIs stay out of the metric
+            session_id = getattr(peer, "session_id", None)
+            if session_id:
+                attrs[mcp.MCP_SESSION_ID] = session_id
+            if method == "resources/read" and target is not None:
+                attrs[mcp.MCP_RESOURCE_URI] = target
+            elif method == "prompts/get" and target is not None:
+                attrs["gen_ai.prompt.name"] = target
+            name = method if target is None else f"{method} {target}"
+            self._span = t.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs)
             self._ctx = active(self._span)
         self._started = time.perf_counter()
 
@@ -486,10 +499,11 @@ class McpCall:
         end_span(self._span, error)
 
 
-def mcp_call(tool: str, protocol: str | None, transport: str | None) -> McpCall | _NoTool:
-    """The telemetry of one MCP `tools/call` (`transport`: `stdio`, `streamable-http`, `sse`)."""
+def mcp_request(method: str, target: str | None, peer: Any) -> McpCall | _NoTool:
+    """The telemetry of one MCP request `method` (about `target`: a tool or prompt name, a
+    resource URI) sent on the connection `peer`."""
     t = telemetry()
-    return _NO_TOOL if t is None else McpCall(t, tool, protocol, transport)
+    return _NO_TOOL if t is None else McpCall(t, method, target, peer)
 
 
 def _dump(value: Any) -> str:
@@ -563,11 +577,15 @@ class ServerSpans:
 
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         method, path = scope["method"], scope["path"]
+        attributes = {"http.request.method": method, "url.path": path}
+        session_id = headers.get("mcp-session-id")
+        if session_id:  # a stateful MCP session's request
+            attributes["mcp.session.id"] = session_id
         span = t.tracer.start_span(
             f"{method} {path}",
             context=extract(headers),
             kind=SpanKind.SERVER,
-            attributes={"http.request.method": method, "url.path": path},
+            attributes=attributes,
         )
 
         async def send_traced(message: Any) -> None:

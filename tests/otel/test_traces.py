@@ -26,7 +26,7 @@ from support.traced_mcp_server import http_app
 from toolnexus import Toolkit, create_toolkit
 from toolnexus.client import create_client
 from toolnexus.http_tools import http_tool
-from toolnexus.types import Tool
+from toolnexus.types import Tool, ToolResult
 
 TESTS = Path(__file__).parents[1]
 TRACE_SERVER = str(TESTS / "support" / "traced_mcp_server.py")
@@ -369,7 +369,8 @@ async def test_metrics_beside_the_spans(otel: Recorded, llm: FakeLLM, toolkit: T
         for p in points["toolnexus.tool.calls"]
     )
     assert any(
-        p.attributes["gen_ai.tool.name"] == "traceparent"  # the server's own name for it
+        p.attributes.get("gen_ai.tool.name") == "traceparent"  # the server's own name for it
+        and p.attributes["mcp.method.name"] == "tools/call"
         for p in points["mcp.client.operation.duration"]
     )
 
@@ -408,3 +409,159 @@ async def test_contents_are_recorded_on_opt_in(
     assert "forty-two" in answered
     (tool,) = named(otel, "execute_tool add")
     assert dict(tool.attributes or {})["gen_ai.tool.call.result"] == "42"
+
+
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+async def test_every_mcp_request_is_a_client_span(
+    otel: Recorded, mcp_http: ThreadedHttpServer, era: str
+) -> None:
+    kit = await create_toolkit(
+        mcp_config={"remote": {"url": mcp_http.url(), "protocol": era}}, builtins=False
+    )
+    try:
+        tracer = trace.get_tracer("test")
+        with tracer.start_as_current_span("host") as host:
+            (resource,) = await kit.list_mcp_resources()
+            read = await kit.read_mcp_resource(resource.uri)
+            (prompt,) = await kit.list_mcp_prompts()
+            got = await kit.get_mcp_prompt("remote", prompt.name, {"name": "Ada"})
+            called = await kit.execute("remote_traceparent", {})
+        assert read.output == "hello from a resource"
+        assert got.messages and not called.is_error
+    finally:
+        await kit.close()
+    spans = [s for s in otel.spans.get_finished_spans() if s.kind is SpanKind.CLIENT]
+    ours = {s.name: s for s in spans if not s.name.startswith("MCP send")}
+    # at load (before the host span) and on each call
+    assert {"tools/list", "resources/list", "resources/read note://hello", "prompts/list"} <= set(
+        ours
+    )
+    assert {"prompts/get greet", "tools/call traceparent"} <= set(ours)
+    for name in ("resources/read note://hello", "prompts/get greet", "tools/call traceparent"):
+        span = ours[name]
+        assert span.parent is not None
+        assert trace_id(span) == format(host.get_span_context().trace_id, "032x")
+    for span in ours.values():
+        attributes = dict(span.attributes or {})
+        assert attributes["mcp.method.name"] == span.name.split(" ")[0]
+        assert attributes["network.transport"] == "tcp"
+        assert "mcp.protocol.version" in attributes
+        if era == "legacy":  # a stateful HTTP session: its id is on every request's span
+            assert attributes["mcp.session.id"]
+        else:  # the stateless era has no session
+            assert "mcp.session.id" not in attributes
+    assert dict(ours["resources/read note://hello"].attributes or {})["mcp.resource.uri"] == (
+        "note://hello"
+    )
+    assert dict(ours["prompts/get greet"].attributes or {})["gen_ai.prompt.name"] == "greet"
+    # the SDK's own request span is a child of ours
+    (sent,) = [s for s in spans if s.name == "MCP send resources/read"]
+    assert sent.parent is not None
+    assert sent.parent.span_id == ours["resources/read note://hello"].context.span_id  # type: ignore[union-attr]
+
+
+def otel_points(otel: Recorded) -> dict[str, list[Any]]:
+    """The toolnexus scope's cumulative data points, by metric name."""
+    data = otel.metrics.get_metrics_data()
+    points: dict[str, list[Any]] = {}
+    for resource in data.resource_metrics if data is not None else []:
+        for scope in resource.scope_metrics:
+            if scope.scope.name == "toolnexus":
+                for metric in scope.metrics:
+                    points.setdefault(metric.name, []).extend(metric.data.data_points)
+    return points
+
+
+def otel_totals(otel: Recorded, model: str) -> dict[str, float]:
+    """What the OpenTelemetry instruments counted for `model`'s calls and for the tools."""
+    points = otel_points(otel)
+    calls = [
+        p
+        for p in points.get("gen_ai.client.operation.duration", [])
+        if p.attributes.get("gen_ai.request.model") == model
+    ]
+    tokens = [
+        p
+        for p in points.get("gen_ai.client.token.usage", [])
+        if p.attributes.get("gen_ai.request.model") == model
+    ]
+    totals: dict[str, float] = {
+        "llm ok": sum(p.count for p in calls if "error.type" not in p.attributes),
+        "llm error": sum(p.count for p in calls if "error.type" in p.attributes),
+        "prompt": sum(p.sum for p in tokens if p.attributes["gen_ai.token.type"] == "input"),
+        "completion": sum(p.sum for p in tokens if p.attributes["gen_ai.token.type"] == "output"),
+    }
+    for p in points.get("toolnexus.tool.calls", []):
+        key = f"tool {p.attributes['gen_ai.tool.name']} {'error.type' in p.attributes}"
+        totals[key] = totals.get(key, 0) + p.value
+    for p in points.get("toolnexus.tool.duration", []):
+        key = f"tool time {p.attributes['gen_ai.tool.name']}"
+        totals[key] = totals.get(key, 0) + p.count
+    return totals
+
+
+def prometheus_totals(text: str, model: str) -> dict[str, float]:
+    """The same figures read from `client.metrics()`."""
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        series, _, value = line.rpartition(" ")
+        name, _, labels = series.partition("{")
+        label = dict(part.split("=", 1) for part in labels.rstrip("}").split(",") if part)
+        label = {k: v.strip('"') for k, v in label.items()}
+        number = float(value)
+        if name == "toolnexus_llm_requests_total" and label["model"] == model:
+            totals[f"llm {label['status']}"] = totals.get(f"llm {label['status']}", 0) + number
+        elif name == "toolnexus_llm_tokens_total":
+            totals[label["type"]] = number
+        elif name == "toolnexus_tool_calls_total":
+            key = f"tool {label['tool']} {label['is_error'] == 'true'}"
+            totals[key] = totals.get(key, 0) + number
+        elif name == "toolnexus_tool_duration_seconds_count":
+            totals[f"tool time {label['tool']}"] = number
+    return totals
+
+
+def minus(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    return {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+
+
+async def test_the_otel_metrics_count_what_the_prometheus_text_counts(
+    otel: Recorded, llm: FakeLLM, toolkit: Toolkit
+) -> None:
+    from support.fake_llm import error
+
+    model = "metrics-model"
+    before = otel_totals(otel, model)
+
+    def deny_twos(event: dict[str, Any]) -> dict[str, Any] | None:
+        denied = ToolResult("denied: no twos", True)
+        return {"result": denied} if event["args"].get("a") == 2 else None
+
+    client = create_client(
+        base_url=base_url(llm, "openai"),
+        style="openai",
+        model=model,
+        api_key="sk-x",
+        hooks={"before_tool": deny_twos},
+    )
+    try:
+        llm.push(
+            tools(call("add", {"a": 1, "b": 2}), call("local_traceparent"), call("fail")),
+            tools(call("add", {"a": 2, "b": 2})),
+            text("done", usage=(9, 5)),
+        )
+        await client.run("go", toolkit)
+        llm.push(error(400, "bad request"))
+        with pytest.raises(Exception):  # noqa: B017 - whichever ProviderError the host sees
+            await client.run("again", toolkit)
+        prometheus = prometheus_totals(client.metrics(), model)
+    finally:
+        await client.aclose()
+    counted = minus(otel_totals(otel, model), before)
+    assert counted == prometheus
+    assert counted["llm ok"] == 3 and counted["llm error"] == 1
+    assert counted["tool add False"] == 1 and counted["tool fail True"] == 1
+    assert counted["tool add True"] == 1  # answered by the hook: counted (and traced) too
+    assert counted["prompt"] > 0 and counted["completion"] > 0

@@ -1,5 +1,6 @@
 """An MCP server (official SDK) whose `traceparent` tool answers the `_meta.traceparent` of
-the call it received ("" when none). Stdio when run as a script; `http_app()` for HTTP."""
+the call it received ("" when none), with one resource and one prompt. Stdio when run as a
+script; `http_app()` for HTTP."""
 
 from __future__ import annotations
 
@@ -16,6 +17,16 @@ def build() -> MCPServer:
         """The caller's W3C trace context, as the request's `_meta` carried it."""
         meta = ctx.request_context.meta or {}
         return str(meta.get("traceparent", ""))
+
+    @server.resource("note://hello", name="hello")
+    def hello() -> str:
+        """A note."""
+        return "hello from a resource"
+
+    @server.prompt()
+    def greet(name: str) -> str:
+        """Greet someone."""
+        return f"Hello {name}"
 
     return server
 

@@ -584,6 +584,13 @@ class RunLoop:
             event["pending"] = True
         self.c.emit(event)
 
+    def _short_circuited(self, call: ToolCall, result: ToolResult) -> None:
+        """Trace a call that `before_tool` answered (a guardrail's denial, say) like one that
+        ran, so spans and OpenTelemetry counts match the `tool` metric events."""
+        tool = self.toolkit.get(call.name) if self.toolkit is not None else None
+        with _otel.model_call(call.id), _otel.tool_call(call.name, tool) as traced:
+            traced.result(result)
+
     async def _execute_one(
         self, call: ToolCall, turn: int, scope: RunScope, step: ToolStep | None = None
     ) -> _Outcome:
@@ -605,6 +612,7 @@ class RunLoop:
             if reply:
                 if reply.get("result") is not None:
                     result = _as_result(reply["result"], "before_tool")
+                    self._short_circuited(call, result)
                     self._tool_event(call.name, result, started)
                     return _Outcome(call, args, result, pending_of(result) is not None)
                 if reply.get("args") is not None:

@@ -44,7 +44,7 @@ from toolnexus._env import EnvVarError, expand_env_headers
 from toolnexus._http import ssl_context
 from toolnexus._log import logger, warn
 from toolnexus._numbers import format_number
-from toolnexus._otel import mcp_call, request_hooks
+from toolnexus._otel import mcp_request, request_hooks
 from toolnexus._secrets import redact, remember_url
 from toolnexus.errors import HeaderValueError, ToolnexusError
 from toolnexus.mcp_source._config import MODERN, ServerSpec
@@ -104,6 +104,7 @@ class _Session(ClientSession):
     when the host can answer at once; roots without `listChanged` (they never change)."""
 
     push_elicitation = True
+    peer: Any = None  # the `Connection` it belongs to (what its requests' spans record)
 
     def _build_capabilities(self, version: str) -> types.ClientCapabilities:
         capabilities = super()._build_capabilities(version)
@@ -152,6 +153,7 @@ class Connection:
         self._log = ServerLog(spec.name)
         self._process = process
         self.transport: Transport | None = None
+        self.session_id: str | None = None  # the HTTP session's `Mcp-Session-Id`, if any
         self.session: ClientSession | None = None
         self.tools: list[types.Tool] = []
         self.child: ChildState | None = None
@@ -249,7 +251,7 @@ class Connection:
             allow_input_required=True,
             allow_claimed=True,
         )
-        with mcp_call(name, self.protocol, self.transport) as traced:
+        with mcp_request("tools/call", name, self) as traced:
             result = await budget.run(call, signal)
             traced.result(result)
         return result
@@ -361,6 +363,7 @@ class Connection:
                 log_level=spec.log_level,  # type: ignore[arg-type]
             )
             session.push_elicitation = self._wait_for is not None
+            session.peer = self
             await stack.enter_async_context(session)
             self._arm("discover" if protocol == MODERN else "initialize")
             try:
@@ -385,7 +388,8 @@ class Connection:
                 and (session.server_capabilities or types.ServerCapabilities()).logging is not None
             ):
                 self._arm("logging/setLevel")
-                await session.set_logging_level(spec.log_level)  # type: ignore[arg-type]
+                with mcp_request("logging/setLevel", None, self):
+                    await session.set_logging_level(spec.log_level)  # type: ignore[arg-type]
             self.protocol = session.protocol_version
             info = session.server_info
             self.server_info = _wire(info) if info is not None else None
@@ -522,6 +526,9 @@ class Connection:
             )
             if first and response.request.method == "POST":
                 self._post_status = (response.status_code, response.reason_phrase)
+            session_id = response.headers.get("mcp-session-id")
+            if session_id:
+                self.session_id = session_id  # recorded on the requests' spans
 
         client.event_hooks = {"response": [record_status]}
         # Connecting is bounded by the server timeout; reads are bounded per request by the
@@ -675,7 +682,8 @@ async def list_all_tools(session: ClientSession, listing: ListingRepair) -> list
     cursor: str | None = None
     for _ in range(MAX_PAGES):
         params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        page = await session.list_tools(params=params)
+        with mcp_request("tools/list", None, getattr(session, "peer", None)):
+            page = await session.list_tools(params=params)
         tools.extend(listing.restore(page.tools))
         cursor = page.next_cursor or None
         if cursor is None:

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import mcp_types as types
 
+from toolnexus._otel import mcp_request
 from toolnexus.content import ContentPart, ContentPartError, incoming_part
 from toolnexus.mcp_source._connection import MAX_PAGES, LoadError
 from toolnexus.mcp_source._state import (
@@ -23,11 +24,17 @@ from toolnexus.types import ToolResult
 T = TypeVar("T")
 
 
-async def _bounded(call: Awaitable[T], timeout: float) -> T:
-    return await asyncio.wait_for(call, timeout)
+async def _request(
+    session: Any, method: str, target: str | None, call: Awaitable[T], timeout: float
+) -> T:
+    """One request `method` (traced, about `target`) on `session`, bounded by `timeout`."""
+    with mcp_request(method, target, getattr(session, "peer", None)):
+        return await asyncio.wait_for(call, timeout)
 
 
 async def _pages(
+    session: Any,
+    method: str,
     fetch: Callable[[types.PaginatedRequestParams | None], Awaitable[Any]],
     items: str,
     timeout: float,
@@ -37,7 +44,7 @@ async def _pages(
     seen: set[str] = set()
     for _ in range(MAX_PAGES):
         params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        page = await _bounded(fetch(params), timeout)
+        page = await _request(session, method, None, fetch(params), timeout)
         found.extend(getattr(page, items))
         cursor = page.next_cursor or None
         if cursor is None or cursor in seen:
@@ -48,29 +55,39 @@ async def _pages(
 
 async def wire_resources(session: Any, timeout: float) -> list[types.Resource]:
     """Every resource the server lists (all pages), as the SDK read them."""
-    return await _pages(lambda p: session.list_resources(params=p), "resources", timeout)
+    return await _pages(
+        session, "resources/list", lambda p: session.list_resources(params=p), "resources", timeout
+    )
 
 
 async def wire_templates(session: Any, timeout: float) -> list[types.ResourceTemplate]:
     """Every resource template the server lists (all pages), as the SDK read them."""
     return await _pages(
-        lambda p: session.list_resource_templates(params=p), "resource_templates", timeout
+        session,
+        "resources/templates/list",
+        lambda p: session.list_resource_templates(params=p),
+        "resource_templates",
+        timeout,
     )
 
 
 async def wire_read(session: Any, uri: str, timeout: float) -> types.ReadResourceResult:
-    return await _bounded(session.read_resource(uri), timeout)
+    return await _request(session, "resources/read", uri, session.read_resource(uri), timeout)
 
 
 async def wire_prompts(session: Any, timeout: float) -> list[types.Prompt]:
     """Every prompt the server lists (all pages), as the SDK read them."""
-    return await _pages(lambda p: session.list_prompts(params=p), "prompts", timeout)
+    return await _pages(
+        session, "prompts/list", lambda p: session.list_prompts(params=p), "prompts", timeout
+    )
 
 
 async def wire_get_prompt(
     session: Any, name: str, arguments: dict[str, str] | None, timeout: float
 ) -> types.GetPromptResult:
-    return await _bounded(session.get_prompt(name, arguments), timeout)
+    return await _request(
+        session, "prompts/get", name, session.get_prompt(name, arguments), timeout
+    )
 
 
 async def wire_complete(
@@ -80,8 +97,12 @@ async def wire_complete(
     context: dict[str, str] | None,
     timeout: float,
 ) -> types.CompleteResult:
-    return await _bounded(
-        session.complete(ref=ref, argument=argument, context_arguments=context), timeout
+    return await _request(
+        session,
+        "completion/complete",
+        None,
+        session.complete(ref=ref, argument=argument, context_arguments=context),
+        timeout,
     )
 
 
