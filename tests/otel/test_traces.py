@@ -345,13 +345,7 @@ async def test_metrics_beside_the_spans(otel: Recorded, llm: FakeLLM, toolkit: T
         tools(call("add", {"a": 1, "b": 2}), call("local_traceparent")),
         text("3", usage=(11, 4)),
     )
-    data = otel.metrics.get_metrics_data()
-    points: dict[str, list[Any]] = {}
-    for resource in data.resource_metrics if data is not None else []:
-        for scope in resource.scope_metrics:
-            if scope.scope.name == "toolnexus":
-                for metric in scope.metrics:
-                    points.setdefault(metric.name, []).extend(metric.data.data_points)
+    points = otel_points(otel)
     assert {
         "gen_ai.client.operation.duration",
         "gen_ai.client.token.usage",
