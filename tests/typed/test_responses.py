@@ -424,3 +424,40 @@ async def test_scripted_model_on_responses(streaming: bool) -> None:
     assert [i["output"] for i in second if i.get("type") == "function_call_output"] == ["3", "7"]
     refused, _ = await run(client, streaming, "again")
     assert refused.status == "refused" and refused.refusal == "no"
+
+
+async def test_translate_speaks_responses(llm: FakeLLM, make_client: Callable[..., Client]) -> None:
+    llm.push(
+        tools(Call("add", {"a": 1, "b": 2}, id="call_9")),
+        text("3", stop_reason="max_output_tokens"),
+    )
+    client = make_client(STYLE)
+    first = await client.translate(
+        [{"role": "user", "content": "1+2?"}],
+        tools=[{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}],
+        tool_choice={"type": "function", "function": {"name": "add"}},
+        system="Be exact.",
+        max_tokens=50,
+    )
+    body = llm.requests[0].body
+    assert body["instructions"] == "Be exact."
+    assert body["input"] == [{"role": "user", "content": "1+2?"}]
+    assert body["tools"] == [{"type": "function", "name": "add", "parameters": {"type": "object"}}]
+    assert body["tool_choice"] == {"type": "function", "name": "add"}
+    assert body["max_output_tokens"] == 50
+    assert first.finish_reason == "tool_calls"
+    assert [(c.id, c.name, json.loads(c.arguments)) for c in first.tool_calls] == [
+        ("call_9", "add", {"a": 1, "b": 2})
+    ]
+    second = await client.translate(
+        [
+            {"role": "user", "content": "1+2?"},
+            {"role": "assistant", "content": None, "tool_calls": first.tool_calls_json()},
+            {"role": "tool", "tool_call_id": "call_9", "content": "3"},
+        ]
+    )
+    assert llm.requests[1].body["input"][1:] == [
+        {"type": "function_call", "call_id": "call_9", "name": "add", "arguments": '{"a":1,"b":2}'},
+        {"type": "function_call_output", "call_id": "call_9", "output": "3"},
+    ]
+    assert second.text == "3" and second.finish_reason == "length"

@@ -58,6 +58,7 @@ class AnthropicWire(Wire):
     """`POST …/v1/messages` with `x-api-key`; the system prompt travels as the body's `system`."""
 
     style = "anthropic"
+    provider = "anthropic"
     credential_header = "x-api-key"
     credential_prefix = ""
     base_headers = MappingProxyType(

@@ -272,7 +272,7 @@ class Endpoint:
         body = await self.shape(request.body)
         started = time.perf_counter()
         url, headers = self.url, self.credentials.headers()
-        call = _otel.chat(self.dialect.style, request, url)
+        call = _otel.chat(self.dialect.provider, request, url)
         headers = call.start(headers, body)
 
         async def attempt() -> Turn:
@@ -298,7 +298,7 @@ class Endpoint:
         started = time.perf_counter()
         url, headers = self.url, self.credentials.headers()
         read = scope.inline if self.transport.unwinds_promptly else scope.race
-        call = _otel.chat(self.dialect.style, request, url)
+        call = _otel.chat(self.dialect.provider, request, url)
         headers = call.start(headers, body)
         try:
             # Retries happen before the body is read: a half-streamed answer is never replayed.

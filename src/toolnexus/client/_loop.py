@@ -138,7 +138,7 @@ class RunLoop:
         wire = c.endpoint.dialect
         started = time.perf_counter()
         scope = RunScope(c.timeout_ms, self.cancel)
-        run = _otel.agent_span(c.model, wire.style)
+        run = _otel.agent_span(c.model, wire.provider)
         if self.streaming:
             self.progress = asyncio.Queue()
         try:

@@ -63,6 +63,7 @@ class OpenAIWire(Wire):
     """`POST …/chat/completions` with a bearer key; the transcript holds the system message."""
 
     style = "openai"
+    provider = "openai"
     credential_header = "Authorization"
     credential_prefix = "Bearer "
     base_headers = MappingProxyType({"Content-Type": "application/json"})

@@ -132,6 +132,7 @@ class ResponsesWire(Wire):
     """`POST …/responses` with a bearer key; the system prompt is the body's `instructions`."""
 
     style = STYLE
+    provider = "openai"
     credential_header = "Authorization"
     credential_prefix = "Bearer "
     base_headers = MappingProxyType({"Content-Type": "application/json"})
@@ -237,6 +238,98 @@ def _encoded(item: dict[str, Any], policy: PartPolicy, seen: list[dict[str, Any]
         else:
             blocks.append(_input_block(policy.block(found, STYLE, attached=attached, seen=seen)))
     return {**item, "content": blocks}
+
+
+# -- OpenAI chat shapes in (for `translate`) --------------------------------------------------
+
+
+def chat_to_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chat Completions messages as Responses input items (content parts are encoded later).
+
+    An assistant message's tool calls become `function_call` items, a `tool` message a
+    `function_call_output`; system, developer and user messages keep their role.
+    """
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content")
+        if role == "tool":
+            item: dict[str, Any] = {
+                "type": "function_call_output",
+                "call_id": str(message.get("tool_call_id") or ""),
+                "output": content if isinstance(content, str) else _chat_text(content),
+            }
+            if message.get("parts"):
+                item["parts"] = message["parts"]
+            items.append(item)
+        elif role == "assistant":
+            text = _chat_text(content)
+            if text:
+                items.append({"role": "assistant", "content": text})
+            for index, call in enumerate(message.get("tool_calls") or ()):
+                fn = call.get("function") or {}
+                arguments = fn.get("arguments")
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": str(call.get("id") or f"call_{index}"),
+                        "name": str(fn.get("name") or ""),
+                        "arguments": arguments
+                        if isinstance(arguments, str)
+                        else json.dumps(arguments or {}, separators=(",", ":")),
+                    }
+                )
+        elif isinstance(content, list):
+            items.append({**message, "content": [_chat_block(b) for b in content]})
+        else:
+            items.append(dict(message))
+    return items
+
+
+def _chat_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(b.get("text") or "")
+            for b in content
+            if isinstance(b, dict) and b.get("type") in ("text", "input_text", "output_text")
+        )
+    return ""
+
+
+def _chat_block(block: Any) -> Any:
+    """A Chat Completions content block as Responses input content (part dicts pass through)."""
+    if not isinstance(block, dict) or part_dict(block) is not None:
+        return block
+    kind = block.get("type")
+    if kind == "text":
+        return {"type": "input_text", "text": block.get("text", "")}
+    if kind == "image_url":
+        url = block.get("image_url")
+        return {
+            "type": "input_image",
+            "image_url": url.get("url") if isinstance(url, dict) else url,
+        }
+    if kind == "file" and isinstance(block.get("file"), dict):
+        return {"type": "input_file", **block["file"]}
+    return block
+
+
+def chat_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chat Completions tool declarations made flat (flat ones pass through)."""
+    out = []
+    for tool in tools:
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        out.append({"type": "function", **fn} if isinstance(fn, dict) else tool)
+    return out
+
+
+def chat_tool_choice(choice: Any) -> Any:
+    """A Chat Completions `tool_choice` in the Responses shape."""
+    if isinstance(choice, dict) and isinstance(choice.get("function"), dict):
+        return {"type": "function", "name": choice["function"].get("name")}
+    return choice
 
 
 class ResponsesStream(StreamAssembler):

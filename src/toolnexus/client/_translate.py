@@ -18,6 +18,7 @@ from toolnexus.client._parts import (
     anthropic_translated_result,
     openai_request_messages,
 )
+from toolnexus.client._responses import RESPONSES, chat_to_input, chat_tool_choice, chat_tools
 from toolnexus.client._results import TranslatedToolCall, TranslateResult, empty_usage
 from toolnexus.client._scope import RunScope
 from toolnexus.toolkit import as_toolkit
@@ -25,6 +26,7 @@ from toolnexus.types import Tool
 
 if TYPE_CHECKING:
     from toolnexus.client._settings import RunSettings
+    from toolnexus.client._wire import Turn
     from toolnexus.toolkit import Toolkit
 
 __all__ = ["finish_reason", "to_anthropic_messages", "to_anthropic_tool_choice", "translate"]
@@ -34,7 +36,7 @@ def finish_reason(has_tool_calls: bool, provider_reason: Any) -> str:
     """One vocabulary for both styles: tool_calls, length, content_filter or stop."""
     if has_tool_calls:
         return "tool_calls"
-    if provider_reason in ("max_tokens", "length"):
+    if provider_reason in ("max_tokens", "length", "max_output_tokens"):
         return "length"
     if provider_reason in ("refusal", "content_filter"):
         return "content_filter"
@@ -187,6 +189,10 @@ async def translate(
 ) -> TranslateResult:
     endpoint = settings.endpoint
     anthropic = endpoint.dialect.style == "anthropic"
+    if endpoint.dialect.style == RESPONSES.style:
+        return await _translate_responses(
+            settings, messages, tools, toolkit, tool_choice, system, max_tokens, cancel
+        )
     kit = as_toolkit(toolkit)
     declared = endpoint.dialect.declarations(kit) if kit is not None else []
     seen: list[dict[str, Any]] = []  # the summaries of the parts sent, for the `llm` event
@@ -218,10 +224,17 @@ async def translate(
         turn = await endpoint.complete(ModelRequest(model, body, seen), scope, settings.emit)
     finally:
         scope.close()
+    calls = _anthropic_calls(turn.message["content"]) if anthropic else _openai_calls(turn.message)
+    return await _answered(settings, turn, model, calls)
+
+
+async def _answered(
+    settings: RunSettings, turn: Turn, model: str, calls: list[TranslatedToolCall]
+) -> TranslateResult:
+    """The translation of one answer, after the `after_llm` hook saw it."""
     hooks = settings.hooks
     if hooks is not None and hooks.after_llm is not None:
         await call_hook(hooks.after_llm, {"response": turn.raw, "model": model, "turn": 0})
-    calls = _anthropic_calls(turn.message["content"]) if anthropic else _openai_calls(turn.message)
     return TranslateResult(
         text=turn.text,
         tool_calls=calls,
@@ -230,6 +243,53 @@ async def translate(
         model=model,
         raw=turn.raw,
     )
+
+
+async def _translate_responses(
+    settings: RunSettings,
+    messages: Sequence[dict[str, Any]],
+    tools: Sequence[dict[str, Any]] | None,
+    toolkit: Toolkit | Tool | Iterable[Tool] | None,
+    tool_choice: Any,
+    system: str | None,
+    max_tokens: int,
+    cancel: asyncio.Event | None,
+) -> TranslateResult:
+    """`translate` on the Responses wire: the OpenAI chat shapes become input items."""
+    endpoint = settings.endpoint
+    kit = as_toolkit(toolkit)
+    declared = RESPONSES.declarations(kit) if kit is not None else []
+    wire_tools = declared + chat_tools(list(tools or ()))
+    items = chat_to_input(list(messages))
+    instructions = system if system is not None else (settings.system_prompt or "")
+    seen: list[dict[str, Any]] = []
+    scope = RunScope(settings.timeout_ms, cancel)
+    try:
+        items, wire_tools, model = await before_llm(
+            settings.hooks, items, wire_tools, settings.model, 0
+        )
+        body = RESPONSES.body(
+            model, instructions, items, [], False, parts=settings.parts, seen=seen
+        )
+        if wire_tools:
+            body["tools"] = wire_tools
+        if tool_choice is not None:
+            body["tool_choice"] = chat_tool_choice(tool_choice)
+        if max_tokens > 0:
+            body["max_output_tokens"] = max_tokens
+        turn = await endpoint.complete(ModelRequest(model, body, seen), scope, settings.emit)
+    finally:
+        scope.close()
+    calls = [
+        TranslatedToolCall(
+            id=str(item.get("call_id") or ""),
+            name=str(item.get("name") or ""),
+            arguments=str(item.get("arguments") or "{}"),
+        )
+        for item in turn.entries()
+        if item.get("type") == "function_call"
+    ]
+    return await _answered(settings, turn, model, calls)
 
 
 def _openai_body(

@@ -97,6 +97,11 @@ class Dialect(Protocol):
         ...
 
     @property
+    def provider(self) -> str:
+        """Who serves this wire, as telemetry names it (`openai` for both OpenAI wires)."""
+        ...
+
+    @property
     def transcript_key(self) -> str:
         """The body key holding the transcript (`messages`; `input` for Responses)."""
         ...
@@ -157,6 +162,7 @@ class Wire:
     """The request side both dialects build the same way; subclasses add the differences."""
 
     style: str
+    provider: str  # telemetry's `gen_ai.provider.name`
     credential_header: str  # the header carrying the API key: `<credential_prefix><key>`
     credential_prefix: str
     base_headers: Mapping[str, str]  # sent after the credential on every request
