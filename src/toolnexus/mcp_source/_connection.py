@@ -70,6 +70,7 @@ _SYNTHETIC_HTTP_ERRORS = frozenset(
 )
 
 
+_CLOSED = "Connection closed"  # the SDK dispatcher's error for requests its transport outlived
 _RESPONSES: TypeAdapter[dict[str, Any]] = TypeAdapter(types.InputResponses)
 
 
@@ -656,6 +657,12 @@ def session_expired(exc: BaseException, conn: Connection) -> bool:
 def connection_went_away(exc: BaseException) -> bool:
     """The call failed because the connection closed (the server may have gone away)."""
     return isinstance(exc, MCPError) and exc.code == types.CONNECTION_CLOSED
+
+
+def transport_ended(exc: BaseException) -> bool:
+    """`connection_went_away` because the whole transport ended (the SDK's dispatcher closing),
+    not just the one request's response stream."""
+    return connection_went_away(exc) and isinstance(exc, MCPError) and exc.message == _CLOSED
 
 
 def readable_error(exc: BaseException) -> str:

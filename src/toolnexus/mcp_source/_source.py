@@ -720,7 +720,14 @@ class _Server:
         """`tools/call` on this server, mapped to a `ToolResult` (never raises a tool failure).
 
         Input requests are answered through `wait_for`, or become a suspension; resuming one
-        (`ctx.answer` with `ctx.request`) continues the round it stands for."""
+        (`ctx.answer` with `ctx.request`) continues the round it stands for. A call whose
+        answer was lost with the connection is sent again once, after reconnecting, only when
+        the tool says it is safe to repeat (`readOnlyHint` or `idempotentHint`)."""
+        return await self._call(tool_name, args, ctx, may_resend=True)
+
+    async def _call(
+        self, tool_name: str, args: dict[str, Any], ctx: ToolContext, *, may_resend: bool
+    ) -> ToolResult:
         sdk = _sdk  # imported by the connect that made this tool
         assert sdk is not None
         meta = {"server": self.name}
@@ -778,13 +785,27 @@ class _Server:
                 return ToolResult(
                     f'MCP server "{self.name}" was closed during the call', True, meta
                 )
-            if sdk.connection_went_away(exc) and await conn.wait_closed(_DEATH_REPORT_WAIT):
+            if sdk.connection_went_away(exc) and await self._gone(conn, exc):
                 if conn.needs_sign_in:  # a new sign-in may already be parked on a new conn
                     return ToolResult(f'MCP server "{self.name}" {conn.lost_reason}', True, meta)
                 if conn is self.conn:
                     self._mark_lost(conn, reported=True)
+                    if may_resend and _repeatable(conn, tool_name) and await self._recover() is None:
+                        return await self._call(tool_name, args, ctx, may_resend=False)
                     return ToolResult(f'MCP server "{self.name}" {self.error}', True, meta)
             return ToolResult(sdk.readable_error(exc), True, meta)
+
+    async def _gone(self, conn: Connection, exc: Exception) -> bool:
+        """Whether the connection behind a call that lost its answer is gone. A transport that
+        ended (a stdio server's death, a refused HTTP connection) is waited for, to report why;
+        over HTTP a response stream cut mid-call loses the answer even though the SDK's
+        transport lives on, so that connection counts as lost too."""
+        assert self.spec is not None and _sdk is not None
+        if not self.spec.remote or _sdk.transport_ended(exc):
+            return await conn.wait_closed(_DEATH_REPORT_WAIT)
+        if conn.lost_reason is None:
+            conn.lost_reason = _sdk.readable_error(exc)
+        return True
 
     @staticmethod
     def _resumed(ctx: ToolContext) -> Request | None:
@@ -881,6 +902,13 @@ class _Server:
         conn = self.conn
         if conn is not None:
             await conn.close()
+
+
+def _repeatable(conn: Connection, tool_name: str) -> bool:
+    """The server lists `tool_name` as read-only or idempotent: sending it twice is harmless."""
+    listed = next((t for t in conn.tools if t.name == tool_name), None)
+    hints = listed.annotations if listed is not None else None
+    return hints is not None and bool(hints.read_only_hint or hints.idempotent_hint)
 
 
 def apply_tools_filter(

@@ -183,6 +183,29 @@ def build(name: str = "eras", state_key: str | None = None) -> MCPServer:
         await ctx.info("all good")
         return "logged"
 
+    async def fragile_call(ctx: Context, marker: str, how: str) -> str:
+        with open(marker, "a") as fh:
+            fh.write("call\n")
+        with open(marker) as fh:
+            count = len(fh.readlines())
+        if count == 1:  # the first call never answers: the process dies, or it hangs
+            if how == "exit":
+                os._exit(3)
+            await ctx.report_progress(0, None, "holding")
+            await asyncio.sleep(60)
+        return f"answered on call {count}"
+
+    @mcp.tool(
+        description="Count calls in `marker`; the first dies (`how=exit`) or hangs (`hang`).",
+        annotations=ToolAnnotations(readOnlyHint=True),
+    )
+    async def fragile_read(ctx: Context, marker: str, how: str = "exit") -> str:
+        return await fragile_call(ctx, marker, how)
+
+    @mcp.tool(description="`fragile_read` without annotations: not safe to repeat.")
+    async def fragile(ctx: Context, marker: str, how: str = "exit") -> str:
+        return await fragile_call(ctx, marker, how)
+
     @mcp.tool(description="Log `count` warnings as fast as possible, then answer.")
     async def flood(ctx: Context, count: int = 250) -> str:
         for i in range(count):
