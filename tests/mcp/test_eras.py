@@ -222,6 +222,13 @@ async def test_a_stopped_http_server_fails_fast_then_reconnects(era: str) -> Non
             await asyncio.sleep(0.2)
         assert back.output == "back"
         assert source.status["web"] == "connected"
+        if era == "modern":  # the new connection holds a new listen stream: it sees a change
+            changed: list[int] = []
+            source.on_tools_changed = lambda: changed.append(1)
+            adder = next(t for t in source.tools if t.name == "web_add_tool_now")
+            assert (await adder.execute({"name": "after_restart"})).output == "added after_restart"
+            await _wait_for_tool(source, "web_after_restart")
+            assert changed
     finally:
         await source.close()
         server.stop()

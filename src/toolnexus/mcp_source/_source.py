@@ -790,7 +790,11 @@ class _Server:
                     return ToolResult(f'MCP server "{self.name}" {conn.lost_reason}', True, meta)
                 if conn is self.conn:
                     self._mark_lost(conn, reported=True)
-                    if may_resend and _repeatable(conn, tool_name) and await self._recover() is None:
+                    if (
+                        may_resend
+                        and _repeatable(conn, tool_name)
+                        and await self._recover() is None
+                    ):
                         return await self._call(tool_name, args, ctx, may_resend=False)
                     return ToolResult(f'MCP server "{self.name}" {self.error}', True, meta)
             return ToolResult(sdk.readable_error(exc), True, meta)
