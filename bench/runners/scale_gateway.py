@@ -10,7 +10,8 @@ Paths to the same `add` function, each with the SDK's `ClientSession`:
 Latency is sequential calls of `add`; throughput keeps `--inflight` calls outstanding. p50 is
 the gateway's; `added_ms` = gateway p50 − direct p50. The two targets: `native_ratio` =
 native gateway p50 / SDK HTTP p50 (≤ 1.1) and `stdio_ratio` = gateway p50 / (SDK HTTP p50 +
-direct p50) (≤ 1.2).
+direct p50) (≤ 1.2). `*_server_cpu_us_per_call` is the server process's CPU per call with
+`--inflight` outstanding (Linux), and `native_cpu_ratio` the native gateway's over the SDK's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -31,8 +33,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import _common as c
 
 
-async def measure(session: Any, tool: str, args: argparse.Namespace) -> dict[str, float]:
-    """Sequential latency samples (ms) and concurrent throughput (calls/s) of one session."""
+def process_cpu_s(pid: int | None) -> float | None:
+    """User + system CPU seconds a process has used (Linux `/proc`), `None` elsewhere."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+async def measure(
+    session: Any, tool: str, args: argparse.Namespace, server_pid: int | None = None
+) -> dict[str, float | None]:
+    """Sequential latency samples (ms) and concurrent throughput (calls/s) of one session, and
+    the server process's CPU per call while `--inflight` calls are outstanding (steady on a
+    loaded machine, where wall-clock figures are not)."""
 
     async def call() -> None:
         result = await session.call_tool(tool, {"a": 2, "b": 2})
@@ -56,10 +74,17 @@ async def measure(session: Any, tool: str, args: argparse.Namespace) -> dict[str
             remaining -= 1
             await call()
 
+    cpu_before = process_cpu_s(server_pid)
     start = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(args.inflight)))
     rate = args.calls / (time.perf_counter() - start)
-    return {**c.summary(samples), "calls_per_s": rate}
+    cpu_after = process_cpu_s(server_pid)
+    cpu_us = (
+        (cpu_after - cpu_before) / args.calls * 1e6
+        if cpu_before is not None and cpu_after is not None
+        else None
+    )
+    return {**c.summary(samples), "calls_per_s": rate, "server_cpu_us_per_call": cpu_us}
 
 
 async def direct(args: argparse.Namespace) -> dict[str, float]:
@@ -175,7 +200,7 @@ async def over_http(
             tool = next((n for n in names if n == "add" or n.endswith("_add")), None)
             if tool is None:
                 raise RuntimeError(f"{url} exposes no add tool: {names}")
-            stats: dict[str, Any] = await measure(session, tool, args)
+            stats: dict[str, Any] = await measure(session, tool, args, server.pid)
         stats["rss_mb"] = None
         if reports_rss:
             try:
@@ -228,6 +253,15 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     native = await over_http([*gateway, "--native"], args)
     native_ratio = native["p50_ms"] / sdk_http["p50_ms"]
     stdio_ratio = gate["p50_ms"] / (sdk_http["p50_ms"] + base["p50_ms"])
+    if native["server_cpu_us_per_call"] and sdk_http["server_cpu_us_per_call"]:
+        row["native_cpu_ratio"] = (
+            native["server_cpu_us_per_call"] / sdk_http["server_cpu_us_per_call"]
+        )
+    row.update(
+        sdk_http_server_cpu_us_per_call=sdk_http["server_cpu_us_per_call"],
+        native_gateway_server_cpu_us_per_call=native["server_cpu_us_per_call"],
+        gateway_server_cpu_us_per_call=gate["server_cpu_us_per_call"],
+    )
     row.update(
         sdk_http_p50_ms=sdk_http["p50_ms"],
         sdk_http_calls_per_s=sdk_http["calls_per_s"],
