@@ -6,9 +6,7 @@ run in-process.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import re
 import signal
 import socket
 import sys
@@ -29,6 +27,8 @@ from support.cli_runner import (
     clean_env,
     one_line_error,
     processes_tagged,
+    start_serve,
+    stop_serve,
     tagged_env,
     write_config,
 )
@@ -61,39 +61,9 @@ async def test_stdio_gateway_lists_and_calls_every_source(quick_config: Path) ->
     assert processes_tagged(tag) == set()
 
 
-async def _start_http(
-    *args: str, env: dict[str, str]
-) -> tuple[asyncio.subprocess.Process, dict[str, str]]:
-    """Start `toolnexus serve ARGS`; return it and the URLs it printed (`mcp`, `a2a`)."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "toolnexus", "serve", *args,
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, env=env, cwd=str(REPO),
-    )  # fmt: skip
-    assert proc.stderr is not None
-    seen: list[str] = []
-    urls: dict[str, str] = {}
-    while True:
-        line = (await asyncio.wait_for(proc.stderr.readline(), 120)).decode()
-        seen.append(line)
-        if not line:
-            raise AssertionError("serve exited before listening:\n" + "".join(seen))
-        if found := re.match(r"toolnexus: MCP server at (http://\S+/mcp) \((\d+) tools?\)$", line):
-            urls["mcp"], urls["tool count"] = found.groups()
-        if found := re.match(r"toolnexus: A2A agent at (http://\S+/) ", line):
-            urls["a2a"] = found.group(1)
-        if line.startswith("toolnexus: press Ctrl-C to stop"):
-            return proc, urls
-
-
-async def _stop(proc: asyncio.subprocess.Process, sig: int) -> tuple[bytes, bytes]:
-    proc.send_signal(sig)
-    return await asyncio.wait_for(proc.communicate(), 120)
-
-
 async def test_http_gateway_serves_until_sigint(quick_config: Path) -> None:
     env, tag = tagged_env()
-    proc, urls = await _start_http(
+    proc, urls = await start_serve(
         "--mcp", "--config", str(quick_config), "--port", "0", "--builtins",
         "--tools", "quick_echo", "--tools", "read", "--auth-token", "s3cret", env=env,
     )  # fmt: skip
@@ -113,7 +83,7 @@ async def test_http_gateway_serves_until_sigint(quick_config: Path) -> None:
             echoed = await client.call_tool("quick_echo", {"text": "hello"})
             assert echoed.content[0].text == "hello"
     finally:
-        stdout, stderr = await _stop(proc, signal.SIGINT)
+        stdout, stderr = await stop_serve(proc, signal.SIGINT)
     assert proc.returncode == 0, stderr.decode()
     assert stdout == b""  # the URL and notes go to stderr
     assert "toolnexus: stopped" in stderr.decode()
@@ -124,7 +94,7 @@ async def test_a2a_agent_answers_tasks_until_sigterm(fake_llm: FakeLLM) -> None:
     fake_llm.push(text("Hello from the agent."))
     # The token comes from the environment this time.
     env = clean_env(TOOLNEXUS_AUTH_TOKEN="from-env")
-    proc, urls = await _start_http(
+    proc, urls = await start_serve(
         "--a2a", "--skills", str(EXAMPLE_SKILLS), "--port", "0",
         "--base-url", fake_llm.url + "/v1", "--style", "openai", "--model", "m", "--api-key", "k",
         env=env,
@@ -156,7 +126,7 @@ async def test_a2a_agent_answers_tasks_until_sigterm(fake_llm: FakeLLM) -> None:
         assert final["artifacts"][0]["parts"][0]["text"] == "Hello from the agent."
         assert fake_llm.requests[0].body["messages"][-1] == {"role": "user", "content": "hi"}
     finally:
-        _stdout, stderr = await _stop(proc, signal.SIGTERM)
+        _stdout, stderr = await stop_serve(proc, signal.SIGTERM)
     assert proc.returncode == 0, stderr.decode()
     assert "toolnexus: stopped" in stderr.decode()
 

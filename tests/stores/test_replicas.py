@@ -152,3 +152,30 @@ async def test_a_dead_replicas_task_ends_failed_for_pollers_and_subscribers(repl
         )
         got = await rpc(http, url_b, "GetTask", {"id": doomed_id})
         assert state(got) == "TASK_STATE_FAILED"
+
+
+async def test_serve_store_flag_shares_tasks_and_conversations(redis_server) -> None:
+    from support.cli_runner import clean_env, start_serve, stop_serve
+    from support.fake_llm import FakeLLM, text
+    from toolnexus.client import RedisConversationStore
+
+    url = redis_server.database(4)
+    with FakeLLM() as llm:
+        llm.push(text("Hello from a replica."))
+        model = ["--base-url", llm.url + "/v1", "--style", "openai", "--model", "m"]
+        flags = ["--a2a", "--store", url, "--port", "0", *model, "--api-key", "k-unused"]
+        started = [await start_serve(*flags, env=clean_env()) for _ in range(2)]
+        try:
+            (_, a), (_, b) = ((p, u["a2a"].rstrip("/")) for p, u in started)
+            async with httpx2.AsyncClient(timeout=30) as http:
+                sent = await rpc(http, a, "SendMessage", {"message": message("hi")})
+                task = sent["result"]["task"]
+                assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+                got = await rpc(http, b, "GetTask", {"id": task["id"]})
+                assert got["result"] == task
+        finally:
+            for proc, _ in started:
+                await stop_serve(proc, signal.SIGTERM)
+    async with RedisConversationStore(url) as conversations:
+        turns = await conversations.get(task["contextId"])
+    assert [m["content"] for m in turns or []] == ["hi", "Hello from a replica."]

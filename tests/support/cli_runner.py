@@ -3,9 +3,11 @@ check with it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -142,3 +144,34 @@ def one_line_error(proc: subprocess.CompletedProcess[str] | Outcome) -> str:
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("toolnexus: error: "), lines[0]
     return lines[0]
+
+
+async def start_serve(
+    *args: str, env: dict[str, str]
+) -> tuple[asyncio.subprocess.Process, dict[str, str]]:
+    """Start `toolnexus serve ARGS`; return it and the URLs it printed (`mcp`, `a2a`)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "toolnexus", "serve", *args,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, env=env, cwd=str(REPO),
+    )  # fmt: skip
+    assert proc.stderr is not None
+    seen: list[str] = []
+    urls: dict[str, str] = {}
+    while True:
+        line = (await asyncio.wait_for(proc.stderr.readline(), HANG_GUARD)).decode()
+        seen.append(line)
+        if not line:
+            raise AssertionError("serve exited before listening:\n" + "".join(seen))
+        if found := re.match(r"toolnexus: MCP server at (http://\S+/mcp) \((\d+) tools?\)$", line):
+            urls["mcp"], urls["tool count"] = found.groups()
+        if found := re.match(r"toolnexus: A2A agent at (http://\S+/) ", line):
+            urls["a2a"] = found.group(1)
+        if line.startswith("toolnexus: press Ctrl-C to stop"):
+            return proc, urls
+
+
+async def stop_serve(proc: asyncio.subprocess.Process, sig: int) -> tuple[bytes, bytes]:
+    """Send `sig` to a `start_serve` process; its remaining stdout and stderr once it exits."""
+    proc.send_signal(sig)
+    return await asyncio.wait_for(proc.communicate(), HANG_GUARD)

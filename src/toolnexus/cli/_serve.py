@@ -262,7 +262,7 @@ def _block(config: Mapping[str, Any], key: str) -> dict[str, Any]:
     return dict(block)
 
 
-def _a2a_client(args: argparse.Namespace) -> Client:
+def _a2a_client(args: argparse.Namespace, a2a: Mapping[str, Any]) -> Client:
     missing = [
         flag
         for flag, value in (
@@ -274,6 +274,13 @@ def _a2a_client(args: argparse.Namespace) -> Client:
     ]
     if missing:
         raise CliError(f"the A2A agent answers tasks with a model: pass {', '.join(missing)}")
+    from toolnexus._backends import backend_of
+
+    store = a2a.get("store")
+    if isinstance(store, str) and backend_of(store) is not None:
+        # Replicas sharing a server for their tasks share it for the conversations too, so a
+        # task resumed on another replica finds its transcript.
+        return make_client(args, store=store)
     return make_client(args)
 
 
@@ -285,7 +292,7 @@ async def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CliError(str(exc)) from None
     mcp, a2a = _profiles(args, config)
-    client = _a2a_client(args) if a2a is not None else None
+    client = _a2a_client(args, a2a) if a2a is not None else None
     token = args.auth_token if args.auth_token is not None else os.environ.get(AUTH_ENV) or None
     try:
         async with flagged_toolkit(args, config=config) as toolkit:

@@ -314,29 +314,32 @@ class PostgresTaskStore(_SharedTasks):
         announce = f"{self.owner} {id}"
 
         async def save(conn: AsyncConnection[Any]) -> None:
-            async with conn.transaction():
-                # The save and its announcement (delivered on commit) in one statement.
-                await conn.execute(
-                    "WITH saved AS (INSERT INTO toolnexus_tasks AS t"
-                    " (id, context_id, state, stamp, updated, task)"
-                    " VALUES (%s, %s, %s, %s, %s::timestamptz, %s)"
-                    " ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id,"
-                    " state = excluded.state, stamp = excluded.stamp,"
-                    " updated = excluded.updated, task = excluded.task"
-                    f" WHERE t.state NOT IN ({_TERMINAL_SQL}) OR t.state = excluded.state"
-                    " RETURNING t.id) SELECT pg_notify(%s, %s) FROM saved",
-                    (id, context, state, stamp, _timestamptz(stamp), payload, _CHANNEL, announce),
-                )
-                if running:
-                    await conn.execute(
-                        "INSERT INTO toolnexus_task_runners (id, owner, expires) VALUES"
-                        " (%s, %s, clock_timestamp() + %s * interval '1 millisecond')"
-                        " ON CONFLICT (id) DO UPDATE SET owner = excluded.owner,"
-                        " expires = excluded.expires",
-                        (id, self.owner, self.lease_ms),
-                    )
-                else:
-                    await conn.execute("DELETE FROM toolnexus_task_runners WHERE id = %s", (id,))
+            # One statement, so one round trip and atomic: the task, the claim of the replica
+            # running it (or its release), and the announcement (sent on commit). A save that
+            # a finished task refused changes nothing and announces nothing.
+            await conn.execute(
+                "WITH saved AS (INSERT INTO toolnexus_tasks AS t"
+                " (id, context_id, state, stamp, updated, task)"
+                " VALUES (%s, %s, %s, %s, %s::timestamptz, %s)"
+                " ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id,"
+                " state = excluded.state, stamp = excluded.stamp,"
+                " updated = excluded.updated, task = excluded.task"
+                f" WHERE t.state NOT IN ({_TERMINAL_SQL}) OR t.state = excluded.state"
+                " RETURNING t.id),"
+                " claimed AS (INSERT INTO toolnexus_task_runners (id, owner, expires)"
+                " SELECT id, %s, clock_timestamp() + %s * interval '1 millisecond'"
+                " FROM saved WHERE %s"
+                " ON CONFLICT (id) DO UPDATE SET owner = excluded.owner,"
+                " expires = excluded.expires RETURNING id),"
+                " released AS (DELETE FROM toolnexus_task_runners"
+                " WHERE id IN (SELECT id FROM saved) AND NOT %s RETURNING id)"
+                " SELECT pg_notify(%s, %s) FROM saved",
+                (
+                    *(id, context, state, stamp, _timestamptz(stamp), payload),
+                    *(self.owner, self.lease_ms, running, running),
+                    *(_CHANNEL, announce),
+                ),
+            )
 
         await guarded(self.name, "saving", f"task {id!r}", self._db.run(save))
         self._track(id, state)
