@@ -13,6 +13,7 @@ from toolnexus.errors import StoreConfigError
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
+    from redis.commands.core import AsyncScript
 
 __all__ = ["SCHEMA_KEY", "RedisPool"]
 
@@ -48,6 +49,7 @@ class RedisPool:
         self.max_connections = max_connections
         self.timeout_s = timeout_ms / 1000
         self._client: Redis | None = None
+        self._scripts: dict[str, AsyncScript] = {}
         self._opening = asyncio.Lock()
         self._closed = False
 
@@ -123,6 +125,15 @@ class RedisPool:
         finally:
             with contextlib.suppress(Exception):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def script(self, source: str, keys: list[str], args: list[Any]) -> Any:
+        """Run the Lua `source` on `keys` and `args`: by its SHA after the first call (redis-py
+        loads it again when the server has forgotten it)."""
+        client = await self.client()
+        runner = self._scripts.get(source)
+        if runner is None or runner.registered_client is not client:
+            runner = self._scripts[source] = client.register_script(source)
+        return await runner(keys=keys, args=args)
 
     def key(self, *parts: str) -> str:
         return self.prefix + ":".join(parts)

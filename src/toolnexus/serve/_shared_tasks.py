@@ -532,11 +532,7 @@ class RedisTaskStore(_SharedTasks):
         args: list[bytes | str | int] = [dumps(task), state, id, self.owner, int(self.lease_ms)]
         args += [running, *sorted(FINISHED_STATES)]
 
-        async def save() -> None:
-            client = await self._db.client()
-            await client.eval(_REDIS_SAVE, len(keys), *keys, *args)  # type: ignore[misc]
-
-        await guarded(self.name, "saving", f"task {id!r}", save())
+        await guarded(self.name, "saving", f"task {id!r}", self._db.script(_REDIS_SAVE, keys, args))
         self._track(id, state)
 
     async def _beat(self, ids: list[str]) -> None:

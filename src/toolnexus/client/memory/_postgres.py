@@ -85,16 +85,16 @@ class PostgresConversationStore(LeasedStore):
             if owner is None:
                 await conn.execute(_UPSERT, (id, payload))
                 return True
-            async with conn.transaction():
-                cursor = await conn.execute(
-                    "SELECT 1 FROM toolnexus_conversation_leases"
-                    " WHERE id = %s AND owner = %s FOR UPDATE",
-                    (id, owner),
-                )
-                if await cursor.fetchone() is None:
-                    return False
-                await conn.execute(_UPSERT, (id, payload))
-                return True
+            # One statement (one round trip, atomic): the lease row is locked and checked, and
+            # the transcript written only while `owner` holds it.
+            cursor = await conn.execute(
+                "WITH held AS (SELECT id FROM toolnexus_conversation_leases"
+                " WHERE id = %s AND owner = %s FOR UPDATE)"
+                " INSERT INTO toolnexus_conversations (id, messages) SELECT id, %s FROM held"
+                " ON CONFLICT (id) DO UPDATE SET messages = excluded.messages, updated = now()",
+                (id, owner, payload),
+            )
+            return cursor.rowcount == 1
 
         return await self._db.run(write)
 

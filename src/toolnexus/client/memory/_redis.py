@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from toolnexus._backends._redis import RedisPool
 from toolnexus.client.memory._lease import LeasedStore
-
-if TYPE_CHECKING:
-    from redis.commands.core import AsyncScript
 
 __all__ = ["RedisConversationStore"]
 
@@ -75,7 +70,6 @@ class RedisConversationStore(LeasedStore):
             max_connections=max_connections,
             timeout_ms=timeout_ms,
         )
-        self._scripts: dict[str, AsyncScript] = {}
 
     @property
     def name(self) -> str:
@@ -88,14 +82,6 @@ class RedisConversationStore(LeasedStore):
     def _keys(self, id: str) -> tuple[str, str]:
         return self._db.key("conv-lease", id), self._db.key("conv", id)
 
-    async def _eval(self, script: str, keys: list[str], args: list[Any]) -> Any:
-        client = await self._db.client()
-        runner = self._scripts.get(script)
-        if runner is None or runner.registered_client is not client:
-            # EVALSHA after the first call; reloaded by redis-py if the server forgot it.
-            runner = self._scripts[script] = client.register_script(script)
-        return await runner(keys=keys, args=args)
-
     async def _read(self, id: str) -> bytes | str | None:
         client = await self._db.client()
         raw: bytes | str | None = await client.get(self._db.key("conv", id))
@@ -107,19 +93,19 @@ class RedisConversationStore(LeasedStore):
             client = await self._db.client()
             await client.set(conversation, payload)
             return True
-        return bool(await self._eval(_FENCED_SET, [lease, conversation], [owner, payload]))
+        return bool(await self._db.script(_FENCED_SET, [lease, conversation], [owner, payload]))
 
     async def _acquire(self, id: str, owner: str) -> bool:
         lease, _ = self._keys(id)
-        return bool(await self._eval(_ACQUIRE, [lease], [owner, int(self.lease_ms)]))
+        return bool(await self._db.script(_ACQUIRE, [lease], [owner, int(self.lease_ms)]))
 
     async def _renew(self, id: str, owner: str) -> bool:
         lease, _ = self._keys(id)
-        return bool(await self._eval(_RENEW, [lease], [owner, int(self.lease_ms)]))
+        return bool(await self._db.script(_RENEW, [lease], [owner, int(self.lease_ms)]))
 
     async def _release(self, id: str, owner: str) -> None:
         lease, _ = self._keys(id)
-        await self._eval(_RELEASE, [lease], [owner])
+        await self._db.script(_RELEASE, [lease], [owner])
 
     async def _remove(self, id: str) -> None:
         client = await self._db.client()
