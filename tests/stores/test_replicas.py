@@ -179,3 +179,28 @@ async def test_serve_store_flag_shares_tasks_and_conversations(redis_server) -> 
     async with RedisConversationStore(url) as conversations:
         turns = await conversations.get(task["contextId"])
     assert [m["content"] for m in turns or []] == ["hi", "Hello from a replica."]
+
+
+async def test_a_task_waiting_for_input_resumes_on_another_replica_and_its_subscriber_follows(
+    replicas,
+):
+    (_, url_a), (_, url_b) = replicas
+    async with httpx2.AsyncClient(timeout=20) as http:
+        asked = await rpc(http, url_a, "SendMessage", {"message": message("ask me")})
+        task = asked["result"]["task"]
+        assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        async with Subscription(http, url_a, task["id"]) as stream:
+            first = await stream.next()
+            assert (
+                first is not None
+                and first["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+            )
+            reply = message("Ada", taskId=task["id"], contextId=task["contextId"])
+            resumed = await rpc(http, url_b, "SendMessage", {"message": reply})
+            assert resumed["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+            events = await asyncio.wait_for(stream.rest(), 20)
+        states = [e["statusUpdate"]["status"]["state"] for e in events if "statusUpdate" in e]
+        assert states[-1] == "TASK_STATE_COMPLETED"
+        artifacts = [e["artifactUpdate"]["artifact"] for e in events if "artifactUpdate" in e]
+        assert artifacts == resumed["result"]["task"]["artifacts"]
+        assert "Ada" in artifacts[0]["parts"][0]["text"]

@@ -4,7 +4,9 @@ Run as `python store_replica.py <postgres|redis> <url> <dir>`. Its model answers
 `done:<prompt>`, except for prompts starting with `hold`, which it never finishes (a task to
 kill or cancel mid-run: when the run is stopped, the model call sees it and leaves
 `<dir>/<prompt>.stopped`), and prompts starting with `gate`, answered once `<dir>/<prompt>`
-exists (a task that runs until the test lets it finish).
+exists (a task that runs until the test lets it finish), and prompts starting with `ask`,
+which call the `question` tool first (a task that waits for input; the reply `R` is answered
+`done:R`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 
 async def main(kind: str, url: str, folder: str) -> None:
+    from toolnexus.builtins import question_tool
     from toolnexus.client import create_in_process_client
     from toolnexus.serve import PostgresTaskStore, RedisTaskStore
     from toolnexus.toolkit import create_toolkit
@@ -23,7 +26,11 @@ async def main(kind: str, url: str, folder: str) -> None:
     marks = Path(folder)
 
     async def model(request: dict[str, Any]) -> dict[str, Any]:
-        prompt = str(request["messages"][-1]["content"])
+        last = request["messages"][-1]
+        prompt = str(last["content"])
+        if last["role"] == "user" and prompt.startswith("ask"):
+            question = {"questions": [{"question": "Your name?"}]}
+            return {"tool_calls": [{"name": "question", "arguments": question}]}
         if prompt.startswith("hold"):
             try:
                 await asyncio.Event().wait()
@@ -40,7 +47,7 @@ async def main(kind: str, url: str, folder: str) -> None:
         if kind == "postgres"
         else RedisTaskStore(url, lease_ms=600)
     )
-    toolkit = await create_toolkit(builtins=False)
+    toolkit = await create_toolkit(builtins=False, extra_tools=[question_tool()])
     client = create_in_process_client(model="m", generate=model)
     handle = await toolkit.serve("127.0.0.1:0", client=client, a2a={"store": store})
     print(handle.url, flush=True)

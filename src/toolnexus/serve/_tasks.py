@@ -75,6 +75,11 @@ class TaskStore(Protocol):
       `""` means the first page; an undecodable token raises `ValueError`.
       `next_page_token` is `""` on the last page. `encode_page_token`, `decode_page_token` and
       `task_order_key` give a store the same cursor format; `page_of` does it all in memory.
+    - A store shared by replicas may also offer what `PostgresTaskStore` and `RedisTaskStore`
+      do: `running_elsewhere(id)` (another live replica runs the task, so it is not orphaned),
+      `watch(id)` (an async context manager whose `wait(timeout)` says when another replica
+      saved the task: cancels and subscriptions then reach across replicas), `lease_ms` (how
+      long a dead replica's task may still read as running) and `ping()` (for `/readyz`).
     """
 
     async def get(self, id: str) -> dict[str, Any] | None: ...
