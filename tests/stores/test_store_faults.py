@@ -16,6 +16,7 @@ from support.cli_runner import one_line_error, run_main
 from support.db_servers import free_port
 from support.polling import wait_until
 from toolnexus.client import create_in_process_client
+from toolnexus.errors import StoreError
 from toolnexus.serve import PostgresTaskStore, RedisTaskStore
 from toolnexus.toolkit import create_toolkit
 
@@ -82,7 +83,7 @@ async def test_failing_heartbeats_are_one_warning_without_the_password(
         await asyncio.to_thread(server.stop)
         await wait_until(lambda: said("renewing the claim"), timeout=15)
         await asyncio.to_thread(server.start)
-        await wait_until(lambda: said("claims renewed again"), timeout=30)
+        await wait_until(lambda: said(f"{store.name}: working again"), timeout=30)
         [warning] = said("renewing the claim")
         assert warning.levelno == logging.WARNING
         text = warning.getMessage()
@@ -118,3 +119,40 @@ def test_serve_refuses_to_start_on_an_unreachable_shared_store(
     line = one_line_error(done)
     assert line.startswith(f"toolnexus: error: cannot reach {shown}127.0.0.1:{port}")
     assert "hush-58" not in done.stderr + done.stdout
+
+
+async def test_a_watch_survives_a_store_restart(fragile: Any) -> None:
+    kind, server = fragile
+    here, there = task_store(kind, server.url), task_store(kind, server.url)
+    task = {"id": "watched", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}
+    try:
+        async with here.watch("watched") as changes:
+            await there.save(task)
+            assert await changes.wait(15)
+            await there.save({**task, "history": []})
+            assert await changes.wait(15)
+            await asyncio.to_thread(server.stop)
+            await asyncio.to_thread(server.start)
+
+            async def saved() -> bool:
+                try:
+                    await there.save({**task, "status": {"state": "TASK_STATE_COMPLETED"}})
+                except StoreError:
+                    return False
+                return True
+
+            await wait_until(saved, timeout=30, check_every=0.1)
+            # announced, or (if it came while the listener reconnected) flagged as maybe missed
+            assert await changes.wait(15)
+            assert (await here.get("watched") or {})["status"]["state"] == "TASK_STATE_COMPLETED"
+        own = task_store(kind, server.url)
+        async with own.watch("mine") as mine:
+            await mine.wait(0)  # the listener's first connection: "look once" for everyone
+            await own.save({**task, "id": "mine"})
+            assert not await mine.wait(0.3)  # a store instance does not announce to itself
+        await own.aclose()
+    finally:
+        if server.proc is None:
+            server.start()
+        await here.aclose()
+        await there.aclose()

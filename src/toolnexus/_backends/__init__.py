@@ -62,29 +62,31 @@ async def guarded(store: str, action: str, what: str, work: Awaitable[T]) -> T:
 
 
 class RenewalWatch:
-    """Logs a store's failing lease renewals: one WARNING when renewals start failing (the
-    claims lapse unless the store answers again within the lease), one INFO when they work
-    again, nothing in between."""
+    """Logs a store's failing background work (lease renewals, listening for changes): one
+    WARNING when it starts failing, saying what that means, one INFO when it works again,
+    nothing in between."""
 
     def __init__(self, store: str, lease_ms: float) -> None:
         self.store = store
         self.lease_ms = lease_ms
         self.failing = False
 
-    def failed(self, what: str, exc: BaseException) -> None:
+    def failed(self, what: str, exc: BaseException, consequence: str | None = None) -> None:
+        """Report that `what` (e.g. "renewing the claim on conversation 'k'") failed."""
         if self.failing:
             return
         self.failing = True
-        detail = str(exc).strip() or type(exc).__name__
-        warn(
-            f"{self.store}: renewing the claim on {what} failed ({detail}); the claim lapses "
-            f"after {self.lease_ms:g} ms unless the store answers again"
-        )
+        detail = " ".join((str(exc).strip() or type(exc).__name__).split())
+        if consequence is None:
+            consequence = (
+                f"the claim lapses after {self.lease_ms:g} ms unless the store answers again"
+            )
+        warn(f"{self.store}: {what} failed ({detail}); {consequence}")
 
     def renewed(self) -> None:
         if self.failing:
             self.failing = False
-            logger.info("[toolnexus] %s: claims renewed again", self.store)
+            logger.info("[toolnexus] %s: working again", self.store)
 
 
 _PASSWORD_PARAM = re.compile(r"(?i)\b(password|passwd|pwd)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")

@@ -90,7 +90,7 @@ class _SharedTasks(ABC):
             try:
                 await self._beat(running)
             except Exception as exc:  # the claims lapse, as they must, unless the store is back
-                renewals.failed(f"{len(running)} running task(s)", exc)
+                renewals.failed(f"renewing the claim on {len(running)} running task(s)", exc)
             else:
                 renewals.renewed()
 
@@ -144,7 +144,11 @@ class _SharedTasks(ABC):
                     renewals.renewed()
                     self._announced(payload)
             except Exception as exc:  # reconnect; the watchers look again once it listens
-                renewals.failed("task change announcements", exc)
+                renewals.failed(
+                    "listening for task changes",
+                    exc,
+                    "retrying; cancels and subscriptions reach across replicas once it is back",
+                )
             self._listening = False
             self._ready_event().clear()
             await asyncio.sleep(delay)

@@ -255,7 +255,7 @@ class _Lease:
                 held: bool | None = await self.store._renew(self.id, self.owner)
             except Exception as exc:
                 held = None  # unknown: the store is unreachable; retry until the lease is over
-                self.store.renewals.failed(f"conversation {self.id!r}", exc)
+                self.store.renewals.failed(f"renewing the claim on conversation {self.id!r}", exc)
             if held:
                 renewed = loop.time()
                 self.store.renewals.renewed()
