@@ -475,3 +475,43 @@ async def test_the_toolkit_keeps_credentials_where_it_is_told(
         assert record is not None and record["url"] == oauth_world.mcp_url
     else:
         assert store.tokens is not None and store.client is not None
+
+
+async def test_the_call_budget_stops_while_a_person_steps_up(oauth_world: OAuthWorld) -> None:
+    """The person's time is not the server's: a step-up that takes longer than the server's
+    call timeout still completes the call."""
+
+    class SlowPerson(Browser):
+        async def __call__(self, request: Request) -> Answer:
+            if self.requests:  # the step-up, not the first sign-in
+                await asyncio.sleep(2.5)  # the person reads the consent page (the scenario)
+            return await super().__call__(request)
+
+    person = SlowPerson()
+    tk = await create_toolkit(
+        {"mcpServers": {"p": {**oauth_world.server_config(store="memory"), "timeout": 2000}}},
+        builtins=False,
+        wait_for=person,
+    )
+    try:
+        result = await tk.execute("p_admin_report", {})
+        assert (result.output, result.is_error) == ("admin report", False)
+        assert len(person.requests) == 2
+    finally:
+        await tk.close()
+
+
+async def test_a_step_up_without_wait_for_says_what_is_missing(oauth_world: OAuthWorld) -> None:
+    tk = await signed_in(oauth_world)
+    try:
+        result = await tk.execute("p_admin_report", {})
+        assert result.is_error
+        assert result.output == (
+            'MCP server "p" authorization required: the server asks for more access (scope '
+            "admin); with no wait_for nobody can grant it during a call"
+        )
+        # The sign-in itself still holds: the server comes back on its own.
+        await wait_until(lambda: tk.mcp_status() == {"p": "connected"}, timeout=30)
+        assert (await tk.execute("p_whoami", {})).output == "user-1"
+    finally:
+        await tk.close()

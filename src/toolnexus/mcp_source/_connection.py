@@ -20,6 +20,7 @@ from contextlib import (
     asynccontextmanager,
     contextmanager,
 )
+from contextvars import ContextVar
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -95,6 +96,10 @@ class CallCancelled(ToolnexusError):
 class _NotStreamable(Exception):
     """The endpoint rejected the streamable-HTTP POST with 404/405: try legacy SSE."""
 
+
+# The budget of the tool call a request is sent for. The SDK's HTTP transports send each request
+# in its sender's context, so an OAuth sign-in made for a call's request can find it and stop it.
+_CALL_BUDGET: ContextVar[Budget | None] = ContextVar("toolnexus_mcp_call_budget", default=None)
 
 _LISTEN_RETRY_FIRST = 1.0
 _LISTEN_RETRY_MAX = 30.0
@@ -481,8 +486,14 @@ class Connection:
 
     @contextmanager
     def _person_pause(self) -> Iterator[None]:
-        """Stop the load phase's clock while a person signs in (no deadline meanwhile)."""
+        """Stop the clock while a person signs in: the load phase's, or the budget of the tool
+        call the sign-in interrupted (a step-up, an expired sign-in)."""
         scope, phase = self._scope, self._phase
+        budget = _CALL_BUDGET.get()
+        if phase is None and budget is not None:
+            with budget.paused():
+                yield
+            return
         if scope is None or phase is None:
             yield
             return
@@ -715,6 +726,7 @@ class Budget:
         self.ran_out = idle  # the budget that ended the call, for the message
         self._on_progress = on_progress
         self._hard_end = math.inf
+        self._held = 0.0  # seconds of this round a person was being asked (not spent)
         self._bound: asyncio.Timeout | None = None
 
     def _deadline(self, now: float) -> float:
@@ -739,6 +751,27 @@ class Budget:
             except Exception as exc:
                 logger.debug("[toolnexus] on_progress raised; ignored: %s", error_message(exc))
 
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Neither budget runs inside this block (a person is being asked)."""
+        bound = self._bound
+        if bound is None:
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        when = bound.when()
+        left = math.inf if when is None else when - began
+        bound.reschedule(None)
+        try:
+            yield
+        finally:
+            held = loop.time() - began
+            self._hard_end += held
+            self._held += held
+            if self._bound is bound and left != math.inf:
+                bound.reschedule(loop.time() + left)
+
     async def run(self, call: Awaitable[T], signal: Signal | None) -> T:
         """Await one round of the call within what is left of the budgets.
 
@@ -749,6 +782,8 @@ class Budget:
         self._hard_end = started + max(0.0, self.hard - self.spent)
         bound = asyncio.timeout_at(self._deadline(started))
         self._bound = bound
+        self._held = 0.0
+        token = _CALL_BUDGET.set(self)
         try:
             async with bound:
                 if signal is None:
@@ -759,8 +794,9 @@ class Budget:
                 raise CallTimedOut from None
             raise
         finally:
+            _CALL_BUDGET.reset(token)
             self._bound = None
-            self.spent += loop.time() - started
+            self.spent += loop.time() - started - self._held
 
 
 async def _until_signal(call: Awaitable[T], signal: Signal) -> T:

@@ -234,7 +234,14 @@ class Authorization:
 
     async def _redirect(self, authorization_url: str) -> None:
         if self.wait_for is None and not self.hold:
+            provider = self._provider
+            more = provider.more_scope if isinstance(provider, _Persisting) else None
             why = self.refresh_refused
+            if more:
+                raise SignInRequired(
+                    f"the server asks for more access (scope {more}); with no wait_for nobody "
+                    "can grant it during a call"
+                )
             raise SignInRequired(
                 f"the authorization server refused the stored refresh token ({why}); sign in again"
                 if why
@@ -324,6 +331,7 @@ class _Persisting(OAuthClientProvider):
     preregistered: OAuthClientInformationFull | None = None
     wanted_scope: str | None = None
     refused: str | None = None
+    more_scope: str | None = None  # what a step-up asks for beyond the granted scopes
     storage_record: dict[str, Any] | None = None
 
     async def _initialize(self) -> None:
@@ -353,11 +361,15 @@ class _Persisting(OAuthClientProvider):
 
     async def _perform_authorization(self) -> httpx2.Request:
         # The SDK picks the scopes the server challenges; the configured ones are always added.
+        context = self.context
         wanted = self.wanted_scope
         if wanted:
-            have = (self.context.client_metadata.scope or "").split()
+            have = (context.client_metadata.scope or "").split()
             merged = dict.fromkeys([*have, *wanted.split()])
-            self.context.client_metadata.scope = " ".join(merged)
+            context.client_metadata.scope = " ".join(merged)
+        granted = context.current_tokens.scope if context.current_tokens is not None else None
+        missing = set((context.client_metadata.scope or "").split()) - set((granted or "").split())
+        self.more_scope = " ".join(sorted(missing)) if granted is not None and missing else None
         return await super()._perform_authorization()
 
     async def _handle_token_response(self, response: httpx2.Response) -> None:
