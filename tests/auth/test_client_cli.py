@@ -20,9 +20,12 @@ from toolnexus import FileTokenStore
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
-async def command(*args: str, home: Path, browser: bool = False) -> tuple[int, str, str]:
+async def command(
+    *args: str, home: Path, browser: bool = False, paste: bool = False
+) -> tuple[int, str, str]:
     """Run `toolnexus ARGS`; with `browser`, follow the sign-in URL it prints back to its
-    listener, the way a person's browser would."""
+    listener, the way a person's browser would; with `paste`, type the URL the browser ends up
+    on into the command instead."""
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -30,7 +33,7 @@ async def command(*args: str, home: Path, browser: bool = False) -> tuple[int, s
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.PIPE if paste else asyncio.subprocess.DEVNULL,
         env=clean_env(TOOLNEXUS_HOME=str(home)),
         cwd=REPO,
     )
@@ -43,8 +46,13 @@ async def command(*args: str, home: Path, browser: bool = False) -> tuple[int, s
             line = raw.decode()
             printed.append(line)
             url = line.strip()
-            if browser and url.startswith("http://") and "/authorize?" in url:
+            if url.startswith("http://") and "/authorize?" in url and (browser or paste):
                 landed = await follow_authorization(url)
+                if paste:
+                    assert child.stdin is not None
+                    child.stdin.write(landed.encode() + b"\n")
+                    await child.stdin.drain()
+                    continue
                 async with httpx2.AsyncClient(timeout=10) as client:
                     page = await client.get(landed)
                 assert page.status_code == 200 and "Signed in" in page.text
@@ -119,3 +127,17 @@ async def test_auth_refuses_what_it_cannot_sign_in_to(tmp_path: Path) -> None:
     assert err.strip() == (
         'toolnexus: error: MCP server "bad": "auth"."type" must be "oauth" or "client_credentials"'
     )
+
+
+async def test_auth_with_a_redirect_elsewhere_takes_the_pasted_url(
+    oauth_world: OAuthWorld, tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp.json"
+    entry = oauth_world.server_config(redirectUri="https://app.example.com/oauth/callback")
+    config.write_text(json.dumps({"mcpServers": {"hosted": entry}}))
+    code, out, err = await command(
+        "auth", "hosted", "--config", str(config), "--no-browser", home=tmp_path, paste=True
+    )
+    assert code == 0, err
+    assert "Then paste the URL the browser ends up on:" in out
+    assert 'Signed in to MCP server "hosted" (2 tools); the credentials are stored.' in out

@@ -78,6 +78,7 @@ class AutoApprove(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshTok
         self.code_exchanges = 0
         self.refreshes = 0
         self.client_credentials_grants = 0
+        self.refusing_refresh = False
         self.issuer = ""  # set once the server listens
         self.accept_metadata_documents = False
 
@@ -107,8 +108,10 @@ class AutoApprove(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshTok
         self.refresh.clear()
 
     def revoke_refresh_tokens(self) -> None:
-        """Forget every refresh token (access tokens stay good until they expire)."""
+        """Refuse every refresh token from now on, those issued so far and any a refresh that is
+        already under way issues (access tokens stay good until they expire)."""
         self.refresh.clear()
+        self.refusing_refresh = True
 
     def expire_access_tokens(self) -> None:
         """Make every issued access token expired server-side (refresh tokens stay good)."""
@@ -116,6 +119,7 @@ class AutoApprove(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshTok
             token.expires_at = int(time.time()) - 1
 
     def reset_counts(self) -> None:
+        self.refusing_refresh = False
         self.registrations = self.authorizations = self.code_exchanges = 0
         self.refreshes = self.client_credentials_grants = 0
 
@@ -183,7 +187,7 @@ class AutoApprove(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshTok
     async def load_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: str
     ) -> RefreshToken | None:
-        return self.refresh.get(refresh_token)
+        return None if self.refusing_refresh else self.refresh.get(refresh_token)
 
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]

@@ -101,6 +101,8 @@ async def _auth(args: argparse.Namespace) -> int:
     tools = f"{state.tool_count} tool{'s' if state.tool_count != 1 else ''}"
     if sign_in.asked:
         print(f'Signed in to MCP server "{name}" ({tools}); the credentials are stored.')
+    elif spec.auth is not None and spec.auth.grant == "client_credentials":
+        print(f'MCP server "{name}" accepts the client credentials ({tools}).')
     else:
         print(f'MCP server "{name}" is already signed in ({tools}).')
     return 0

@@ -228,6 +228,7 @@ class Authorization:
         provider.wanted_scope = s.scope
         if isinstance(storage, _RecordStorage):
             storage.provider = provider
+            provider.record_storage = storage
         return provider
 
     # -- the SDK's redirect and callback handlers -----------------------------------------------
@@ -332,6 +333,7 @@ class _Persisting(OAuthClientProvider):
     wanted_scope: str | None = None
     refused: str | None = None
     more_scope: str | None = None  # what a step-up asks for beyond the granted scopes
+    record_storage: _RecordStorage | None = None
     storage_record: dict[str, Any] | None = None
 
     async def _initialize(self) -> None:
@@ -358,6 +360,17 @@ class _Persisting(OAuthClientProvider):
                 context.protected_resource_metadata = ProtectedResourceMetadata.model_validate(
                     resource
                 )
+
+    async def _refresh_token(self) -> httpx2.Request:
+        # Another process sharing the store may have refreshed (and the server rotated the
+        # refresh token) meanwhile: refresh with the newest refresh token the store holds.
+        storage = self.record_storage
+        current = self.context.current_tokens
+        if storage is not None and current is not None:
+            stored = await storage.reload()
+            if stored is not None and stored.refresh_token not in (None, current.refresh_token):
+                self.context.current_tokens = stored
+        return await super()._refresh_token()
 
     async def _perform_authorization(self) -> httpx2.Request:
         # The SDK picks the scopes the server challenges; the configured ones are always added.
@@ -445,6 +458,11 @@ class _RecordStorage(TokenStorage):
             if self.provider is not None:
                 self.provider.storage_record = self._record
         return self._record
+
+    async def reload(self) -> OAuthToken | None:
+        """The tokens as the store holds them now (another process may have renewed them)."""
+        self._record = None
+        return await self.get_tokens()
 
     async def get_tokens(self) -> OAuthToken | None:
         raw = (await self._loaded()).get("tokens")

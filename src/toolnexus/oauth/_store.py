@@ -107,9 +107,9 @@ class FileTokenStore:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             with contextlib.suppress(OSError):
                 directory.chmod(0o700)
+            # `mkstemp` creates the file readable and writable by its owner only (0600).
             fd, temp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
             try:
-                os.fchmod(fd, 0o600)
                 with os.fdopen(fd, "w", encoding="utf-8") as out:
                     json.dump({**record, "url": url}, out, separators=(",", ":"))
                     out.flush()
