@@ -127,6 +127,25 @@ async def test_ask_continues_and_saves_the_conversation(
     assert saved is not None and [m.get("content") for m in saved][-2:] == ["second", "two"]
 
 
+async def test_a_run_that_waited_appends_its_turn_after_the_turns_saved_meanwhile(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    runs = durable(client, Effects())
+    llm.push(tools(call("approve", {"item": "x"})))
+    waiting = await runs.start("slow", workflow_id="merge-1", id="conv-merge")
+    await wait_until(waiting.pending, timeout=10)
+    llm.push(text("quick answer"))
+    await runs.ask("quick", id="conv-merge")  # finishes while the first run waits
+    llm.push(text("slow answer"))
+    await waiting.answer(Answer("appr-x", True))
+    await waiting.result()
+    saved = await client.conversation_store.get("conv-merge")
+    assert saved is not None
+    said = [m.get("content") for m in saved if m["role"] in ("user", "assistant")]
+    assert said[:2] == ["quick", "quick answer"]
+    assert said[2] == "slow" and said[-1] == "slow answer"
+
+
 async def test_a_suspended_run_waits_for_its_answer_sent_by_workflow_id(
     launched: str, llm: FakeLLM, client: Client
 ) -> None:
