@@ -21,7 +21,7 @@ from toolnexus.client._parts import Prompt
 from toolnexus.client._steps import journal
 from toolnexus.client.memory import KeyedLock, claim_conversation
 from toolnexus.durable._steps import PENDING_EVENT, DbosSteps, answer_topic
-from toolnexus.errors import ConfigError, ToolnexusError
+from toolnexus.errors import ConfigError, ConfigTypeError, ToolnexusError
 from toolnexus.toolkit import Toolkit
 from toolnexus.types import Answer, Request, Tool
 
@@ -108,7 +108,9 @@ class DurableClient:
         deps: Any = None,
     ) -> None:
         if not isinstance(client, Client):
-            raise TypeError(f"DurableClient needs a toolnexus Client, not {type(client).__name__}")
+            raise ConfigTypeError(
+                f"DurableClient needs a toolnexus Client, not {type(client).__name__}"
+            )
         if not isinstance(name, str) or not name:
             raise ConfigError("name must be a non-empty string (it names the DBOS workflow)")
         if queue_per_model and queue is None:
@@ -290,7 +292,9 @@ async def send_answer(
     """
     given = Answer.coerce(answer)
     if given is None:
-        raise TypeError(f"answer must be an Answer or its dict form, not {type(answer).__name__}")
+        raise ConfigTypeError(
+            f"answer must be an Answer or its dict form, not {type(answer).__name__}"
+        )
     try:
         if client is not None:
             await client.retrieve_workflow_async(workflow_id)
