@@ -14,7 +14,7 @@ from support.fake_llm import FakeLLM, call, text, tools
 from toolnexus import Context, Toolkit, tool
 from toolnexus.client import Client
 
-STYLES = ("openai", "anthropic")
+STYLES = ("openai", "anthropic", "openai-responses")
 
 
 @dataclass

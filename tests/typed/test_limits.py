@@ -13,7 +13,7 @@ from support.fake_llm import FakeLLM, call, text, tools
 from toolnexus import ConfigError, ToolnexusError, UsageLimitExceeded, UsageLimits
 from toolnexus.client import Client
 
-STYLES = ("openai", "anthropic")
+STYLES = ("openai", "anthropic", "openai-responses")
 
 
 @pytest.mark.parametrize("style", STYLES)

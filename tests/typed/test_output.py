@@ -14,7 +14,7 @@ from support.fake_llm import FakeLLM, call, text, tools
 from toolnexus import OutputError
 from toolnexus.client import Client, RunResult
 
-STYLES = ("openai", "anthropic")
+STYLES = ("openai", "anthropic", "openai-responses")
 
 
 class City(pydantic.BaseModel):
@@ -48,7 +48,9 @@ def push_bad_then_good(llm: FakeLLM, style: str) -> None:
 
 
 @pytest.mark.parametrize("streaming", [False, True])
-@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize(
+    "style", ["openai", "anthropic"]
+)  # Responses: tests/typed/test_responses.py
 async def test_invalid_then_valid_yields_typed_value_after_one_reask(
     llm: FakeLLM, make_client: Callable[..., Client], style: str, streaming: bool
 ) -> None:

@@ -23,7 +23,7 @@ from toolnexus.testing import (
     tools,
 )
 
-STYLES = ("openai", "anthropic")
+STYLES = ("openai", "anthropic", "openai-responses")
 
 
 class City(pydantic.BaseModel):
