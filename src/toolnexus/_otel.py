@@ -88,18 +88,28 @@ class Telemetry:
 
 
 _resolved: Telemetry | None = None
+# The API modules whose provider globals decide "off" (two attribute reads per check), once
+# seen: `opentelemetry.trace`, and `opentelemetry.metrics._internal` or `None` while nobody
+# imported the metrics API (so nobody can have set a meter provider).
+_api: tuple[Any, Any] | None = None
+_METRICS = "opentelemetry.metrics._internal"
 
 
 def telemetry() -> Telemetry | None:
-    """The live telemetry, or `None` while no OpenTelemetry provider is installed."""
+    """The live telemetry, or `None` while no OpenTelemetry provider is installed.
+
+    On the hot path of every model and tool call: while off it reads two module globals."""
     if _resolved is not None:
         return _resolved
-    trace_mod = sys.modules.get("opentelemetry.trace")
-    if trace_mod is None:
-        return None  # nobody loaded OpenTelemetry, so nobody configured it
-    if _ENV_PROVIDERS or not _surely_unset(trace_mod):
-        return _resolve(trace_mod)
-    return None
+    api = _api
+    if api is not None and api[0]._TRACER_PROVIDER is None:
+        meters = api[1]
+        if meters is None:
+            if _METRICS not in sys.modules:
+                return None
+        elif meters._METER_PROVIDER is None:
+            return None
+    return _probe()
 
 
 _ENV_PROVIDERS = any(
@@ -107,13 +117,26 @@ _ENV_PROVIDERS = any(
 )
 
 
-def _surely_unset(trace_mod: Any) -> bool:
-    """Whether no provider was set, read from the API's globals (tens of nanoseconds; the
-    public getters cost microseconds). An API without those globals gets the public check."""
-    meters = sys.modules.get("opentelemetry.metrics._internal")
-    return getattr(trace_mod, "_TRACER_PROVIDER", True) is None and (
-        meters is None or getattr(meters, "_METER_PROVIDER", True) is None
-    )
+def _probe() -> Telemetry | None:
+    """The slow check: find the API modules, remember them, resolve a configured provider."""
+    global _api
+    trace_mod = sys.modules.get("opentelemetry.trace")
+    if trace_mod is None:
+        return None  # nobody loaded OpenTelemetry, so nobody configured it
+    if _ENV_PROVIDERS:
+        return _resolve(trace_mod)  # providers named by the environment load lazily
+    meters = sys.modules.get(_METRICS)
+    if hasattr(trace_mod, "_TRACER_PROVIDER") and (
+        meters is None or hasattr(meters, "_METER_PROVIDER")
+    ):
+        _api = (trace_mod, meters)
+        if trace_mod._TRACER_PROVIDER is None and (
+            meters is None or meters._METER_PROVIDER is None
+        ):
+            return None
+        return _resolve(trace_mod)
+    # An API without those globals: ask it (microseconds, but only on such versions).
+    return _resolve(trace_mod)
 
 
 def _resolve(trace_mod: Any) -> Telemetry | None:
