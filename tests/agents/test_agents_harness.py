@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pydantic
 import pytest
 
 from toolnexus import Toolkit, create_builtin_tools
@@ -164,3 +165,48 @@ async def test_loop_model_override_is_for_one_run_and_turns_accumulate() -> None
     await loop.run("two")
     assert models == ["override-model", "configured"]
     assert loop.turns == 2 and loop.status == "idle"
+
+
+class Found(pydantic.BaseModel):
+    city: str
+
+
+def answers(*texts: str) -> Any:
+    """An in-process model answering each user turn with the next text; records the requests."""
+    sent: list[dict[str, Any]] = []
+
+    def generate(request: dict[str, Any]) -> dict[str, Any]:
+        sent.append(request["body"])
+        return {"content": texts[min(len(sent), len(texts)) - 1]}
+
+    generate.sent = sent  # type: ignore[attr-defined]
+    return generate
+
+
+async def test_the_gate_judges_the_agents_typed_output() -> None:
+    generate = answers('{"city": "Lyon"}', '{"city": "Paris"}')
+    client = create_in_process_client(model="m", generate=generate)
+    gate = Completion(
+        lambda r: Verdict(r.output.city == "Paris", f"{r.output.city} is not the capital"),
+        max_attempts=2,
+    )
+    finder = agent("finder", does="finds", output_type=Found, completion=gate)
+    outcome = await finder.loop(client).run("capital of France?")
+    assert outcome.status == "done" and outcome.attempts == 2
+    assert outcome.result.output == Found(city="Paris")
+    retry = outcome.result.messages[2]
+    assert retry["content"] == (
+        "Your work did not verify: Lyon is not the capital. Fix it and finish."
+    )
+    assert all("response_format" in body for body in generate.sent)
+
+
+async def test_runtime_agents_ask_for_their_own_output_type_never_the_hosts() -> None:
+    generate = answers('{"city": "Paris"}')
+    host = create_in_process_client(model="m", generate=generate, output_type=int)
+    typed = await agent("finder", does="finds", output_type=Found).run("where?", client=host)
+    assert typed.output == Found(city="Paris")
+    assert generate.sent[-1]["response_format"]["json_schema"]["name"] == "Found"
+    plain = await agent("talker", does="talks").run("hello", client=host)
+    assert plain.status == "done" and plain.text == '{"city": "Paris"}'
+    assert "response_format" not in generate.sent[-1]

@@ -52,7 +52,9 @@ class Agent:
     """A sub-agent: a system prompt (its soul) over a scoped tool set, running the client loop.
 
     `does` is what a delegating model reads; `uses={"tools": [...]}` is the agent's whole tool
-    set; `team` lists the agents it may delegate to through the `task` tool. Run it with
+    set; `team` lists the agents it may delegate to through the `task` tool; `output_type` makes
+    each of its runs end with a typed `result.output` (what a `completion` gate can check), and
+    nothing else: an agent without one never inherits its client's. Run it with
     `await agent.run(prompt, client=...)`, expose it with `as_tool(...)`, or hand its
     `registry()` to an `AgentRuntime`.
     """
@@ -75,6 +77,7 @@ class Agent:
         on_metric: Callable[[dict[str, Any]], Any] | None = None,
         guardrails: Sequence[Any] | None = None,
         completion: Any = None,
+        output_type: Any = None,
     ) -> None:
         self.name = check_name(name)
         if not isinstance(does, str) or not does.strip():
@@ -112,6 +115,7 @@ class Agent:
         self.on_metric = on_metric
         self.guardrails: list[Any] = list(guardrails or ())
         self.completion = completion
+        self.output_type = output_type
         self.home: str | None = None
         self._compose: Callable[[], str] | None = None  # a persona composes per session
 
@@ -147,6 +151,7 @@ class Agent:
             on_metric=self.on_metric,
             completion=self.completion,
             guardrails=list(self.guardrails),
+            output_type=self.output_type,
         )
 
     def registry(self, acc: dict[str, AgentDef] | None = None) -> dict[str, AgentDef]:

@@ -83,7 +83,8 @@ class AgentDef:
     """One registry entry: what a runtime needs to run an agent's turns.
 
     `model` is a model id or `"inherit"` (the runtime client's). The agent gets the `task` tool
-    exactly when `task_targets` is non-empty.
+    exactly when `task_targets` is non-empty; its turns end with a typed output exactly when
+    `output_type` is set.
     """
 
     name: str
@@ -100,3 +101,4 @@ class AgentDef:
     on_metric: Callable[[dict[str, Any]], Any] | None = None
     completion: Any = None
     guardrails: list[Any] | None = None
+    output_type: Any = None

@@ -38,6 +38,7 @@ class LoopAgent(Protocol):
     hooks: Any
     guardrails: list[Any]
     completion: Any
+    output_type: Any
 
     def session_soul(self) -> str: ...
 
@@ -78,6 +79,7 @@ class Loop:
                 client.wait_for = agent.wait_for
             if agent.on_metric is not None:
                 client._on_metric = agent.on_metric
+            client.output_type = agent.output_type
             client.hooks = resolve_hooks(
                 guarded_hooks(agent.guardrails, agent.hooks or options.hooks)
             )
@@ -94,6 +96,8 @@ class Loop:
                 opts.setdefault("wait_for", agent.wait_for)
             if agent.on_metric is not None:
                 opts.setdefault("on_metric", agent.on_metric)
+            if agent.output_type is not None:
+                opts.setdefault("output_type", agent.output_type)
             opts["hooks"] = guarded_hooks(agent.guardrails, agent.hooks or opts.get("hooks"))
             client = create_client(**opts)
             self._owned = True

@@ -23,7 +23,8 @@ class ResumableRuntime(Protocol):
 class TaskResult:
     """The outcome of one handle turn (or of a refused one); `is_error` is false only for
     `done` and `pending`. `turns`/`own_tokens` are the handle's own cumulative counts,
-    `total_tokens` its whole subtree's."""
+    `total_tokens` its whole subtree's. `output` is a `done` turn's final value: the validated
+    value for an agent with an `output_type`, else the text (`None` for other statuses)."""
 
     text: str
     is_error: bool
@@ -34,6 +35,7 @@ class TaskResult:
     own_tokens: int = 0
     limit: str | None = None
     runtime: ResumableRuntime | None = None
+    output: Any = None
 
     async def resume(self, answer: Any) -> TaskResult:
         """Continue a `pending` result of `Agent.run` with the host's `Answer`."""

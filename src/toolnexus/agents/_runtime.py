@@ -273,6 +273,7 @@ class AgentRuntime:
         *,
         limit: str | None = None,
         pending: Request | None = None,
+        output: Any = None,
     ) -> TaskResult:
         return TaskResult(
             text=text,
@@ -283,6 +284,7 @@ class AgentRuntime:
             total_tokens=handle.usage_total,
             own_tokens=handle.own_total,
             limit=limit,
+            output=output,
         )
 
     def _exhausted(self, handle: Handle, limit: str) -> TaskResult:
@@ -554,6 +556,7 @@ class AgentRuntime:
             store=self._store,
             locks=self._locks,
             ledger=turn.ledger,
+            output_type=defn.output_type,
         )
 
     async def _run_turn(self, h: Handle, turn: Turn) -> None:
@@ -634,7 +637,7 @@ class AgentRuntime:
                     "idle",
                     f"done, turns={h.turns_total}, tokens={format_number(h.usage_total)}",
                 )
-                result = self._result(h, outcome.text, TASK_STATUS_DONE)
+                result = self._result(h, outcome.text, TASK_STATUS_DONE, output=outcome.output)
             else:
                 limit = outcome.limit or LIMIT_MAX_TURNS
                 text = outcome.text

@@ -184,13 +184,16 @@ def derive_client(
     store: ConversationStore,
     locks: KeyedLock,
     ledger: TurnLedger,
+    output_type: Any = None,
 ) -> Client:
     """A copy of `base` for one handle turn: shared pool, policy and metric registry; the
-    agent's own model (unless `"inherit"`), soul, turn limit, escalator, hooks and store."""
+    agent's own model (unless `"inherit"`), soul, turn limit, escalator, hooks, store and
+    typed output (none unless the agent asks: the host's `output_type` is the host's answer)."""
     derived = copy.copy(base)
     if model != "inherit":
         derived.model = model
     derived.system_prompt = system_prompt or None
+    derived.output_type = output_type
     derived.max_turns = max_turns
     derived.wait_for = wait_for
     derived.hooks = resolve_hooks(hooks)
