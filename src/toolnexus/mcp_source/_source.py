@@ -547,6 +547,10 @@ class _Server:
                 await discard(process)
             raise
         conn = self.conn = self.new_connection(sdk, process, list_only=list_only)
+        return await self._settle(conn, sdk, list_only=list_only)
+
+    async def _settle(self, conn: Connection, sdk: Any, *, list_only: bool = False) -> bool:
+        """Finish connecting `conn`: adopted (true), parked for sign-in or failed (false)."""
         try:
             if await self._ready_or_parked(conn):
                 self._needs_auth(conn)
@@ -602,14 +606,8 @@ class _Server:
             return False
         if not oauth.answer(dict(answer) if isinstance(answer, Mapping) else answer):
             return False
-        try:
-            if await self._ready_or_parked(conn):
-                self._needs_auth(conn)
-                return False
-        except sdk.LoadError as exc:
-            self._failed(str(exc), conn.transport)
+        if not await self._settle(conn, sdk):
             return False
-        self._adopt(conn)
         if self.source is not None:
             self.source._changed(self.name)
         return True
