@@ -23,7 +23,7 @@ from toolnexus.types import ToolContext
 ERA_TRANSPORTS = [("dual", "stdio"), ("dual", "http"), ("legacy", "stdio"), ("legacy", "http")]
 # (timeout, maxTimeout, seconds the tool runs): a stdio child needs more than a second to start
 # under load, and `timeout` also bounds each load phase
-TIMING = {"http": (1000, 1500, 2.4), "stdio": (6000, 7500, 8.4)}
+TIMING = {"http": (1500, 2500, 3.0), "stdio": (6000, 7500, 8.4)}
 
 
 def _entry(era_http: dict[str, ThreadedHttpServer], era: str, transport: str) -> dict[str, Any]:
