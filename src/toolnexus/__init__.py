@@ -119,6 +119,7 @@ _EXPORTS: dict[str, str] = {
     "A2AError": "toolnexus.errors",
     "SpawnError": "toolnexus.errors",
     "StoreError": "toolnexus.errors",
+    "StreamingUnsupported": "toolnexus.errors",
     "StoreConfigError": "toolnexus.errors",
     "OutputError": "toolnexus.errors",
     "UsageLimitExceeded": "toolnexus.errors",
@@ -248,6 +249,7 @@ __all__ = [
     "StoreConfigError",
     "StoreError",
     "StreamEvent",
+    "StreamingUnsupported",
     "TaskStore",
     "TokenStore",
     "Tool",
@@ -406,6 +408,7 @@ if TYPE_CHECKING:  # static view of the lazy exports, for type checkers and IDEs
         SpawnError,
         StoreConfigError,
         StoreError,
+        StreamingUnsupported,
         ToolnexusError,
         UsageLimitExceeded,
     )

@@ -40,6 +40,7 @@ __all__ = [
     "SpawnError",
     "StoreConfigError",
     "StoreError",
+    "StreamingUnsupported",
     "ToolnexusError",
     "UsageLimitExceeded",
 ]
@@ -252,6 +253,11 @@ class OutputError(ToolnexusError):
         super().__init__(message)
         self.status = status
         self.errors = errors
+
+
+class StreamingUnsupported(ToolnexusError, NotImplementedError):
+    """The model behind this client answers in whole replies only (an in-process `generate`, a
+    synchronous transport without `open()`), so `stream` and `on_text` are refused."""
 
 
 class UsageLimitExceeded(ToolnexusError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from support.client_helpers import add_tool, kit
+from toolnexus import StreamingUnsupported, ToolnexusError
 from toolnexus.client import create_in_process_client
 
 
@@ -101,8 +102,10 @@ async def test_streaming_is_refused_clearly():
     client = create_in_process_client(model="m", generate=lambda r: {"content": "x"})
     with pytest.raises(NotImplementedError, match="does not support streaming"):
         client.stream("x")
-    with pytest.raises(NotImplementedError, match="does not support streaming"):
+    with pytest.raises(NotImplementedError, match="does not support streaming") as refused:
         await client.ask("x", on_text=print)
+    assert isinstance(refused.value, StreamingUnsupported)  # under ToolnexusError too
+    assert isinstance(refused.value, ToolnexusError)
 
 
 @pytest.mark.parametrize("option", ["base_url", "api_key", "style", "http_client"])

@@ -29,7 +29,7 @@ from toolnexus.client.memory import (
     KeyedLock,
     open_conversation_store,
 )
-from toolnexus.errors import ConfigError, ConfigTypeError
+from toolnexus.errors import ConfigError, ConfigTypeError, StreamingUnsupported
 from toolnexus.types import Tool, error_message
 
 if TYPE_CHECKING:
@@ -562,7 +562,7 @@ class Client:
         if not self._endpoint.can_stream:
             from toolnexus.client._inprocess import STREAM_UNSUPPORTED
 
-            raise NotImplementedError(STREAM_UNSUPPORTED)
+            raise StreamingUnsupported(STREAM_UNSUPPORTED)
         settings = self._settings(
             output_type, output_mode, output_retries, deps, usage_limits, raise_on_limit
         )

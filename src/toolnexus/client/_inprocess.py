@@ -9,7 +9,7 @@ from typing import Any
 from toolnexus._aio import as_async
 from toolnexus._json import compact_json
 from toolnexus.client._transport import StreamBody
-from toolnexus.errors import ConfigTypeError
+from toolnexus.errors import ConfigTypeError, StreamingUnsupported
 
 __all__ = ["STREAM_UNSUPPORTED", "InProcessTransport", "generate_request", "to_completion"]
 
@@ -126,7 +126,7 @@ class InProcessTransport:
     async def open_stream(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> StreamBody:
-        raise NotImplementedError(STREAM_UNSUPPORTED)
+        raise StreamingUnsupported(STREAM_UNSUPPORTED)
 
     async def aclose(self) -> None:
         return None

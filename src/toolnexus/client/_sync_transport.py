@@ -26,7 +26,12 @@ from toolnexus._json import compact_json
 from toolnexus.client._inprocess import STREAM_UNSUPPORTED, generate_request, to_completion
 from toolnexus.client._transport import StreamBody
 from toolnexus.client._transport import _failure as failure
-from toolnexus.errors import ConfigTypeError, ProviderConnectionError, ProviderError
+from toolnexus.errors import (
+    ConfigTypeError,
+    ProviderConnectionError,
+    ProviderError,
+    StreamingUnsupported,
+)
 from toolnexus.types import error_message
 
 __all__ = [
@@ -117,7 +122,7 @@ class InProcessTransport:
     def open(
         self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
     ) -> Any:
-        raise NotImplementedError(STREAM_UNSUPPORTED)
+        raise StreamingUnsupported(STREAM_UNSUPPORTED)
 
 
 async def _awaited(value: Any) -> Any:
@@ -303,7 +308,7 @@ class ThreadedTransport:
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> StreamBody:
         if not self.can_stream:
-            raise NotImplementedError("this http_transport has no open(): it cannot stream")
+            raise StreamingUnsupported("this http_transport has no open(): it cannot stream")
         sent = dict(headers)
         try:
             response = await _in_thread(
@@ -311,8 +316,8 @@ class ThreadedTransport:
             )
         except asyncio.CancelledError:
             raise
-        except NotImplementedError:
-            raise
+        except NotImplementedError as exc:  # the transport's own way of saying it
+            raise StreamingUnsupported(str(exc) or "this http_transport cannot stream") from exc
         except Exception as exc:
             raise _mapped(exc, url, sent) from exc
         return _ThreadedStream(response, url)
