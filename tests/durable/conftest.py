@@ -1,7 +1,37 @@
-"""Durable-run fixtures: the session's fake LLM (its requests show what a replay re-sent)."""
+"""Durable-run fixtures: the session's fake LLM (its requests show what a replay re-sent), and
+the DBOS system databases the tests run on: a SQLite file, and PostgreSQL on a real server
+started for the session (skipped, with the install command, when its binaries are missing)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from itertools import count
+
+import pytest
+
+from support.db_servers import PostgresServer, postgres_bin
 from support.llm_fixtures import llm, llm_server
 
-__all__ = ["llm", "llm_server"]
+__all__ = ["durable_postgres", "llm", "llm_server", "system_db_url"]
+
+_databases = count()
+
+
+@pytest.fixture(scope="session")
+def durable_postgres() -> Iterator[PostgresServer]:
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL binaries missing (apt-get install -y postgresql; .ci/run does)")
+    server = PostgresServer()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def system_db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A fresh, empty DBOS system database for the module: a SQLite file, then PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path_factory.mktemp('dbos') / 'system.sqlite'}"
+    server: PostgresServer = request.getfixturevalue("durable_postgres")
+    return server.database(f"dbos_{next(_databases)}")

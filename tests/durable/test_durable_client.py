@@ -1,8 +1,9 @@
 """`DurableClient` in one process: runs as workflows, steps, replays, conversations, answers.
 
-DBOS is launched once for the module on a SQLite system database, on the module's own event
-loop (DBOS makes its thread pool that loop's default executor and shuts it down on destroy). The
-kill -9 tests, in `test_kill_resume.py`, use processes of their own.
+The module runs once on each kind of DBOS system database (a SQLite file, then PostgreSQL on a
+real server). DBOS is launched once per kind, on the module's own event loop (DBOS makes its
+thread pool that loop's default executor and shuts it down on destroy). The kill -9 tests, in
+`test_kill_resume.py`, use processes of their own.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ _names = itertools.count()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def launched(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
-    db_url = f"sqlite:///{tmp_path_factory.mktemp('dbos') / 'system.sqlite'}"
+async def launched(system_db_url: str) -> AsyncIterator[str]:
+    db_url = system_db_url
     DBOS(config={"name": "toolnexus-durable-inprocess", "system_database_url": db_url})
     DBOS.launch()
     try:
@@ -231,12 +232,13 @@ async def test_a_partitioned_queue_bounds_the_runs_of_each_model(
 async def test_bad_use_is_refused_clearly(launched: str, client: Client) -> None:
     with pytest.raises(TypeError, match="toolnexus Client"):
         DurableClient(object())  # type: ignore[arg-type]
-    DurableClient(client, name="twice")
+    twice = f"twice-{next(_names)}"
+    DurableClient(client, name=twice)
     with pytest.raises(ConfigError, match="already exists"):
-        DurableClient(client, name="twice")
+        DurableClient(client, name=twice)
     with pytest.raises(ConfigError, match="needs a queue"):
-        DurableClient(client, name="no-queue", queue_per_model=True)
+        DurableClient(client, name=f"no-queue-{next(_names)}", queue_per_model=True)
     with pytest.raises(WorkflowNotFound):
-        await DurableClient(client, name="lookup").answer("nope", Answer("a", True))
+        await durable(client, Effects()).answer("nope", Answer("a", True))
     with pytest.raises(WorkflowNotFound):
-        await DurableClient(client, name="lookup2").result("nope")
+        await durable(client, Effects()).result("nope")

@@ -1,7 +1,8 @@
 """A durable run killed with SIGKILL at every kind of step boundary resumes where it stopped.
 
-One run goes through five processes on one SQLite system database; each is `kill -9`ed at a
-different point and the next one (which only launches DBOS) resumes the run:
+One run goes through five processes on one DBOS system database (a SQLite file, then
+PostgreSQL on a real server); each is `kill -9`ed at a different point and the next one (which
+only launches DBOS) resumes the run:
 
 1. during the first model call (in flight: it is sent again, at least once);
 2. during a tool call (in flight: it runs again, with the same idempotency key);
@@ -75,9 +76,9 @@ def lines(path: Path) -> list[str]:
 
 
 async def test_a_run_killed_at_each_step_boundary_completes_with_each_step_once(
-    llm: FakeLLM, tmp_path: Path
+    llm: FakeLLM, tmp_path: Path, system_db_url: str
 ) -> None:
-    db_url = f"sqlite:///{tmp_path / 'system.sqlite'}"
+    db_url = system_db_url
     effects = tmp_path / "effects"
     effects.mkdir()
     record_log, approve_log = effects / "record.log", effects / "approve.log"
