@@ -30,7 +30,7 @@ import httpx2
 import mcp_types as types
 from mcp.client._probe import negotiate_auto
 from mcp.client.auth import OAuthFlowError
-from mcp.client.session import ClientRequestContext, ClientSession
+from mcp.client.session import ClientRequestContext, ClientSession, _preconnect_stamp
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ToolsListChanged
@@ -120,6 +120,17 @@ class _Session(ClientSession):
             capabilities.roots = types.RootsCapability()
         return capabilities
 
+    def forget_negotiation(self) -> None:
+        """Back to the state before any negotiation, so that negotiating again asks the server
+        (the SDK answers `initialize()`/`discover()` from what it negotiated before) and the
+        new `initialize` or probe is not stamped with the refused version. The SDK has no
+        public way to do this: these are its session's own fields (covered by the tests)."""
+        self._initialize_result = None
+        self._discover_result = None
+        self._discover_server_info = None
+        self._negotiated_version = None
+        self._stamp = _preconnect_stamp
+
 
 async def negotiate(session: ClientSession, protocol: str) -> None:
     """Settle the era: the SDK's `auto` probe, `initialize` only, or `server/discover` only."""
@@ -129,6 +140,10 @@ async def negotiate(session: ClientSession, protocol: str) -> None:
         await session.discover()
     else:
         await negotiate_auto(session)
+
+
+class ProtocolRefused(ToolnexusError):
+    """The server stopped accepting the negotiated version and negotiating again failed."""
 
 
 class Connection:
@@ -153,6 +168,7 @@ class Connection:
         self.needs_sign_in = False  # it went away because a person must sign in again
         self.roots = roots or []
         self.protocol: str | None = None
+        self.negotiation = 0  # how many times a version was negotiated on this connection
         self.server_info: dict[str, Any] | None = None
         self.capabilities: dict[str, Any] | None = None
         self.instructions: str | None = None
@@ -179,6 +195,11 @@ class Connection:
         self._phase: str | None = None
         self._post_status: tuple[int, str] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._listing: ListingRepair | None = None
+        self._renegotiating = asyncio.Lock()
+        self._era_changed = asyncio.Event()  # wakes the listener after a new negotiation
+        self._listen_scope: anyio.CancelScope | None = None
+        self.refused: str | None = None  # why negotiating again failed (the loss reason)
 
     # -- life cycle (any task) ------------------------------------------------------------------
 
@@ -262,8 +283,66 @@ class Connection:
             traced.result(result)
         return result
 
+    async def renegotiate(self, negotiation: int) -> None:
+        """The server answered a request sent under `negotiation` (see `self.negotiation`)
+        with -32022: it no longer accepts that version (upgraded or restarted). Negotiate again
+        on the same transport, as the server's `protocol` allows (`auto`: the SDK's probe,
+        which may change the era; 2026-07-28: `server/discover` again; `legacy`: nothing to
+        fall back to). Calls refused under the same negotiation share one new negotiation.
+        Raises `ProtocolRefused` with the reason on failure."""
+        session = self.session
+        if session is None:
+            raise LoadError("not connected")
+        async with self._renegotiating:
+            if self.negotiation != negotiation:
+                return  # another call already negotiated again
+            refused = self.protocol
+            protocol = self.spec.protocol
+            if protocol == "legacy" or not isinstance(session, _Session):
+                raise ProtocolRefused(f"no longer accepts protocol {refused}")
+            session.forget_negotiation()
+            try:
+                async with asyncio.timeout(self.spec.timeout):
+                    await negotiate(session, protocol)
+            except TimeoutError:
+                reason = self._timeout_text("discover" if protocol == MODERN else "negotiation")
+                raise ProtocolRefused(f"no longer accepts protocol {refused}: {reason}") from None
+            except Exception as exc:
+                raise ProtocolRefused(
+                    f"no longer accepts protocol {refused}: {self._describe(exc)}"
+                ) from None
+            self._adopt_negotiation(session)
+            logger.info(
+                '[toolnexus] MCP server "%s" refused protocol %s; negotiated %s',
+                self.spec.name,
+                refused,
+                self.protocol,
+            )
+            if self.protocol != refused:
+                self._era_changed.set()
+                scope = self._listen_scope
+                if scope is not None:
+                    scope.cancel()  # a stream opened in the old era
+                self._ask_relist()  # what a server lists may differ between eras
+
+    async def relist(self) -> None:
+        """List the tools again now (a 2026-07-28 call answered -32020: the listed schema the
+        request's headers were built from is missing or stale); tell the owner when they
+        changed."""
+        session, listing = self.session, self._listing
+        if session is None or listing is None:
+            raise LoadError("not connected")
+        async with asyncio.timeout(self.spec.timeout):
+            tools = await list_all_tools(session, listing)
+        if [_wire(t) for t in tools] != [_wire(t) for t in self.tools]:
+            self.tools = tools
+            if self._on_tools is not None:
+                self._on_tools(self)
+
     def lost_text(self) -> str:
         """Why a connection that was ready went away."""
+        if self.refused is not None:
+            return self.refused
         if self.child is not None and self.child.exited:
             return self.child.exit_text()
         return f"connection lost: {self.lost_reason or 'closed by the server'}"
@@ -396,13 +475,9 @@ class Connection:
                 self._arm("logging/setLevel")
                 with mcp_request("logging/setLevel", None, self):
                     await session.set_logging_level(spec.log_level)  # type: ignore[arg-type]
-            self.protocol = session.protocol_version
-            info = session.server_info
-            self.server_info = _wire(info) if info is not None else None
-            capabilities = session.server_capabilities
-            self.capabilities = _wire(capabilities) if capabilities is not None else {}
-            self.instructions = session.instructions
+            self._adopt_negotiation(session)
             self._arm("tools/list")
+            self._listing = listing
             self.tools = await list_all_tools(session, listing)
             self._arm(None)
             self.session = session
@@ -413,10 +488,19 @@ class Connection:
             self._ready.set_result(None)
             if not self._list_only:
                 async with anyio.create_task_group() as group:
-                    if self.listens(session):
-                        group.start_soon(self._listen, session)
+                    group.start_soon(self._listen, session)
                     await self._idle(session, listing)
                     group.cancel_scope.cancel()
+
+    def _adopt_negotiation(self, session: ClientSession) -> None:
+        """Record what `session` negotiated (what `mcp_servers()` shows)."""
+        self.negotiation += 1
+        self.protocol = session.protocol_version
+        info = session.server_info
+        self.server_info = _wire(info) if info is not None else None
+        capabilities = session.server_capabilities
+        self.capabilities = _wire(capabilities) if capabilities is not None else {}
+        self.instructions = session.instructions
 
     @staticmethod
     def era_is_legacy(session: ClientSession) -> bool:
@@ -433,24 +517,37 @@ class Connection:
         )
 
     async def _listen(self, session: ClientSession) -> None:
-        """Hold one listen stream; re-open a dropped one (1 s doubling to 30 s), then re-list."""
+        """While the era and the server call for it, hold one listen stream; re-open a dropped
+        one (1 s doubling to 30 s), then re-list. A new negotiation re-decides."""
         delay = _LISTEN_RETRY_FIRST
         reopened = False
         while True:
-            try:
-                async with listen_for(session, tools_list_changed=True) as stream:
-                    delay = _LISTEN_RETRY_FIRST
-                    if reopened:
-                        self._ask_relist()  # there is no replay: what changed meanwhile is lost
-                    async for event in stream:
-                        if isinstance(event, ToolsListChanged):
-                            self._ask_relist()
-            except Exception as exc:
-                logger.debug(
-                    '[toolnexus] MCP server "%s" listen stream ended: %s',
-                    self.spec.name,
-                    error_message(exc),
-                )
+            if not self.listens(session):
+                await self._era_changed.wait()
+                self._era_changed.clear()
+                delay, reopened = _LISTEN_RETRY_FIRST, False
+                continue
+            with anyio.CancelScope() as scope:
+                self._listen_scope = scope
+                try:
+                    async with listen_for(session, tools_list_changed=True) as stream:
+                        delay = _LISTEN_RETRY_FIRST
+                        if reopened:
+                            self._ask_relist()  # there is no replay: changes meanwhile are lost
+                        async for event in stream:
+                            if isinstance(event, ToolsListChanged):
+                                self._ask_relist()
+                except Exception as exc:
+                    logger.debug(
+                        '[toolnexus] MCP server "%s" listen stream ended: %s',
+                        self.spec.name,
+                        error_message(exc),
+                    )
+            self._listen_scope = None
+            if scope.cancelled_caught:  # negotiated again: decide afresh, at once
+                self._era_changed.clear()
+                reopened = False
+                continue
             reopened = True
             await anyio.sleep(delay)
             delay = min(delay * 2, _LISTEN_RETRY_MAX)

@@ -6,13 +6,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
 
 from toolnexus._otel import mcp_request
 from toolnexus.content import ContentPart, ContentPartError, incoming_part
-from toolnexus.mcp_source._connection import MAX_PAGES, LoadError
+from toolnexus.mcp_source._connection import MAX_PAGES, Connection, LoadError
 from toolnexus.mcp_source._state import (
     McpPrompt,
     McpPromptResult,
@@ -25,11 +27,22 @@ T = TypeVar("T")
 
 
 async def _request(
-    session: Any, method: str, target: str | None, call: Awaitable[T], timeout: float
+    session: Any, method: str, target: str | None, send: Callable[[], Awaitable[T]], timeout: float
 ) -> T:
-    """One request `method` (traced, about `target`) on `session`, bounded by `timeout`."""
-    with mcp_request(method, target, getattr(session, "peer", None)):
-        return await asyncio.wait_for(call, timeout)
+    """One request `method` (traced, about `target`) on `session`, bounded by `timeout`; sent
+    once more after negotiating again when the server no longer accepts the version (-32022)."""
+    peer = getattr(session, "peer", None)
+    negotiation = peer.negotiation if isinstance(peer, Connection) else None
+    try:
+        with mcp_request(method, target, peer):
+            return await asyncio.wait_for(send(), timeout)
+    except MCPError as exc:
+        if exc.code != types.UNSUPPORTED_PROTOCOL_VERSION or negotiation is None:
+            raise
+    assert isinstance(peer, Connection)
+    await peer.renegotiate(negotiation)
+    with mcp_request(method, target, peer):
+        return await asyncio.wait_for(send(), timeout)
 
 
 async def _pages(
@@ -44,7 +57,7 @@ async def _pages(
     seen: set[str] = set()
     for _ in range(MAX_PAGES):
         params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        page = await _request(session, method, None, fetch(params), timeout)
+        page = await _request(session, method, None, partial(fetch, params), timeout)
         found.extend(getattr(page, items))
         cursor = page.next_cursor or None
         if cursor is None or cursor in seen:
@@ -72,7 +85,9 @@ async def wire_templates(session: Any, timeout: float) -> list[types.ResourceTem
 
 
 async def wire_read(session: Any, uri: str, timeout: float) -> types.ReadResourceResult:
-    return await _request(session, "resources/read", uri, session.read_resource(uri), timeout)
+    return await _request(
+        session, "resources/read", uri, lambda: session.read_resource(uri), timeout
+    )
 
 
 async def wire_prompts(session: Any, timeout: float) -> list[types.Prompt]:
@@ -86,7 +101,7 @@ async def wire_get_prompt(
     session: Any, name: str, arguments: dict[str, str] | None, timeout: float
 ) -> types.GetPromptResult:
     return await _request(
-        session, "prompts/get", name, session.get_prompt(name, arguments), timeout
+        session, "prompts/get", name, lambda: session.get_prompt(name, arguments), timeout
     )
 
 
@@ -101,7 +116,7 @@ async def wire_complete(
         session,
         "completion/complete",
         None,
-        session.complete(ref=ref, argument=argument, context_arguments=context),
+        lambda: session.complete(ref=ref, argument=argument, context_arguments=context),
         timeout,
     )
 

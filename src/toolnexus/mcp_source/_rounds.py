@@ -14,6 +14,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from toolnexus._aio import call_in_thread_maybe_async
 from toolnexus._log import warn
@@ -79,7 +80,9 @@ class Call:
                     return self.suspend(asked, following, responses, state)
                 resumed = True
         reuse: tuple[dict[str, Any], dict[str, Any]] | None = None
+        renegotiated = relisted = False
         for round_number in range(_input.MAX_ROUNDS + 1):
+            sent_at, negotiation = self.conn.protocol, self.conn.negotiation
             try:
                 result = await self.conn.call_tool(
                     self.tool,
@@ -104,6 +107,25 @@ class Call:
                     continue
                 if exc.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY:
                     return self.error(self.missing_capability(exc))
+                if exc.code == types.UNSUPPORTED_PROTOCOL_VERSION and not renegotiated:
+                    # The server no longer accepts the version (upgraded, restarted): the
+                    # request was not executed. Negotiate again, then send it once more.
+                    await self.conn.renegotiate(negotiation)
+                    renegotiated = True
+                    continue
+                if (
+                    exc.code == types.HEADER_MISMATCH
+                    and not relisted
+                    and sent_at not in HANDSHAKE_PROTOCOL_VERSIONS
+                ):
+                    # Not executed either: the listed schema the request's headers come from
+                    # is missing or stale. List again, then send it once more.
+                    relisted = True
+                    try:
+                        await self.conn.relist()
+                    except Exception:
+                        raise exc from None
+                    continue
                 raise
             if isinstance(result, types.CallToolResult):
                 return map_call_result(result, self.name)

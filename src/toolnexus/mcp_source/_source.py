@@ -770,6 +770,14 @@ class _Server:
                         resume
                     )
                 )
+        except sdk.ProtocolRefused as exc:
+            # No version left in common on this connection: it is lost (reconnects, at most
+            # one per 5 s, negotiate from scratch).
+            if conn is self.conn:
+                conn.refused = str(exc)
+                self._mark_lost(conn, reported=True)
+                return ToolResult(f'MCP server "{self.name}" {self.error}', True, meta)
+            return ToolResult(f'MCP server "{self.name}" {exc}', True, meta)
         except sdk.CallTimedOut:
             return ToolResult(
                 f"MCP tool {tool_name} timed out after {sdk.format_ms(budget.ran_out)} ms",

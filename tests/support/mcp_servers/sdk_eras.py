@@ -13,7 +13,9 @@ HTTP options: `--json` (JSON answers; default SSE), `--stateless` (default state
 Legacy over HTTP is an ASGI filter that answers `server/discover` and 2026-07-28 requests with
 404; modern over HTTP answers `initialize` with -32022 naming only 2026-07-28.
 
-`app(*argv)` builds the HTTP app in-process (for a thread-run uvicorn); `build()` the server.
+`app(*argv)` builds the HTTP app in-process (for a thread-run uvicorn); `build()` the server;
+`switchable(*argv)` the dual-era app behind an `EraSwitch` that changes, while it runs, which
+versions it accepts (-32022 for the rest).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import json
 import os
 import socket
 import sys
+from collections import Counter
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any
 
@@ -48,7 +51,7 @@ from mcp_types import (
     TextResourceContents,
     ToolAnnotations,
 )
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 IMAGE_BYTES = bytes(range(256)) * 4  # 1024 bytes
 AUDIO_BYTES = b"RIFF" + b"\x02" * 60  # 64 bytes
@@ -274,6 +277,23 @@ def build(name: str = "eras", state_key: str | None = None) -> MCPServer:
             await ctx.session.send_tool_list_changed()
         return f"added {name}"
 
+    @mcp.tool(description="Say which region was asked for.")
+    def regional(region: str) -> str:
+        return f"region {region}"
+
+    @mcp.tool(description="Re-declare `regional` with `region` mirrored in a header, silently.")
+    def route_by_region() -> str:
+        # A 2026-07-28 client that listed the old schema sends no `Mcp-Param-Region` header,
+        # which this server now requires (-32020) until the client lists the tools again.
+        def regional(
+            region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})],
+        ) -> str:
+            return f"routed to {region}"
+
+        mcp.remove_tool("regional")
+        mcp.add_tool(regional, name="regional", description="Say which region was asked for.")
+        return "regional now routes by header"
+
     @mcp.resource("eras://notes", name="notes", title="Notes", mime_type="text/plain")
     def notes() -> str:
         return "the notes"
@@ -420,17 +440,77 @@ def era_filter(inner: ASGIApp, era: str) -> ASGIApp:
     return app
 
 
-def _unsupported(message: dict[str, Any]) -> dict[str, Any]:
-    requested = (message.get("params") or {}).get("protocolVersion")
+def _unsupported(
+    message: dict[str, Any], supported: list[str] | None = None, requested: str | None = None
+) -> dict[str, Any]:
+    if requested is None:
+        requested = (message.get("params") or {}).get("protocolVersion")
     return {
         "jsonrpc": "2.0",
         "id": message.get("id"),
         "error": {
             "code": -32022,
             "message": "Unsupported protocol version",
-            "data": {"supported": ["2026-07-28"], "requested": requested},
+            "data": {"supported": supported or ["2026-07-28"], "requested": requested},
         },
     }
+
+
+class EraSwitch:
+    """What an HTTP era server accepts, changed while it runs (as if upgraded in place).
+
+    `supported`: when set, every request at a version outside it (a handshake request's
+    version is its `protocolVersion`; any other request's is its `MCP-Protocol-Version`
+    header) is answered -32022 naming `supported`, the way the SDK's own version check
+    answers; the rest reach the dual-era server. `refuse[method]`: that many of the next
+    `method` requests at 2026-07-28 are answered -32022 naming only 2026-07-28 (a replica
+    briefly out of step). `seen` counts the requests that arrived, by method.
+    """
+
+    def __init__(self) -> None:
+        self.supported: list[str] | None = None
+        self.refuse: Counter[str] = Counter()
+        self.seen: Counter[str] = Counter()
+
+    def refusal(self, message: dict[str, Any], header: str) -> dict[str, Any] | None:
+        method = message.get("method")
+        if not isinstance(method, str) or "id" not in message:
+            return None  # notifications and answers pass
+        self.seen[method] += 1
+        params = message.get("params") or {}
+        version = params.get("protocolVersion") if method == "initialize" else header
+        if self.refuse[method] > 0 and version == "2026-07-28":
+            self.refuse[method] -= 1
+            return _unsupported(message, ["2026-07-28"], version)
+        if self.supported is not None and version and version not in self.supported:
+            return _unsupported(message, self.supported, version)
+        return None
+
+
+def switchable(*argv: str) -> tuple[Any, EraSwitch]:
+    """The dual-era HTTP app for `argv` behind an `EraSwitch` the caller holds."""
+    args = _parser().parse_args(list(argv))
+    server = build(args.name, args.state_key)
+    starlette = server.streamable_http_app(json_response=args.json, stateless_http=args.stateless)
+    switch = EraSwitch()
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await starlette(scope, receive, send)
+            return
+        header = dict(scope["headers"]).get(b"mcp-protocol-version", b"").decode()
+        body = await _read_body(receive)
+        try:
+            message = json.loads(body)
+        except ValueError:
+            message = None
+        refusal = switch.refusal(message, header) if isinstance(message, dict) else None
+        if refusal is not None:
+            await _respond(send, 400, refusal)  # the SDK's status for this rejection
+            return
+        await starlette(scope, _replay(body, receive), send)
+
+    return app, switch
 
 
 def tasks_app() -> Any:
