@@ -2,7 +2,7 @@
 
 `Transport` is what the model seam (`_endpoint.py`) sends one attempt through; `HttpTransport`
 is the HTTP one. Every LLM request goes through an `httpx2.AsyncClient`: the caller's, or one
-of our own on `AsyncioTransport` (`_pool.py`).
+of our own on `Http1Transport` (`toolnexus._http1`).
 """
 
 from __future__ import annotations
@@ -169,15 +169,15 @@ def _env_proxy_set() -> bool:
 
 
 def _own_client(read_timeout_s: float) -> httpx2.AsyncClient:
-    """The client a `Client` owns: on `AsyncioTransport`, or httpx2's own when a proxy is set
+    """The client a `Client` owns: on `Http1Transport`, or httpx2's own when a proxy is set
     in the environment (httpx2 applies `HTTP(S)_PROXY`/`NO_PROXY` only to its transport)."""
     timeout = httpx2.Timeout(30.0, read=read_timeout_s)
     if _env_proxy_set():
         return httpx2.AsyncClient(verify=ssl_context(), timeout=timeout, limits=_LIMITS)
-    from toolnexus.client._pool import AsyncioTransport  # httpcore2: on the first request
+    from toolnexus._http1 import Http1Transport
 
     return httpx2.AsyncClient(
-        transport=AsyncioTransport(ssl_context, _LIMITS), timeout=timeout, limits=_LIMITS
+        transport=Http1Transport(ssl_context, _LIMITS), timeout=timeout, limits=_LIMITS
     )
 
 
@@ -186,7 +186,7 @@ class HttpTransport:
 
     The client is the caller's `http_client` (never closed here) or one of our own, made per
     event loop (a client's connections belong to the loop that opened them) on
-    `AsyncioTransport` and closed by `aclose`. Requests are built once per endpoint and header
+    `Http1Transport` and closed by `aclose`. Requests are built once per endpoint and header
     set, then sent with the body: `AsyncClient.build_request` would re-parse and re-merge the
     URL and headers on every call.
 
