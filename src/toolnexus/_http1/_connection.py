@@ -27,13 +27,13 @@ from toolnexus._http1._parse import (
     parse_trailers,
 )
 
-__all__ = ["Connection", "ResponseBody", "StaleConnection", "exchange"]
+__all__ = ["Connection", "ResponseBody", "exchange", "wait"]
 
 _HIGH_WATER = 256 * 1024
 _LOW_WATER = 64 * 1024
 
 
-class StaleConnection(Exception):
+class _StaleConnection(Exception):  # never leaves this package: the pool catches it
     """A reused connection turned out closed before any byte of the response came back.
 
     The server dropped it while idle, so the request can be sent again on a fresh one;
@@ -250,7 +250,7 @@ async def exchange(
 ) -> tuple[ResponseHead, Framing]:
     """Send one request on `conn` and read the head of its final response.
 
-    Raises `StaleConnection` when a reused connection proves closed before any response
+    Raises `_StaleConnection` when a reused connection proves closed before any response
     byte arrived (the request may be sent again); httpx2's errors otherwise.
     """
     reused = conn.requests > 0
@@ -273,7 +273,7 @@ async def exchange(
     except (httpx2.WriteError, httpx2.WriteTimeout) as exc:
         if not conn.received:  # a server that answers early (say 413) is still heard out
             if reused and isinstance(exc, httpx2.WriteError):
-                raise StaleConnection(exc) from None
+                raise _StaleConnection(exc) from None
             raise
     read_timeout = timeouts.get("read")
     scanned = 0
@@ -285,7 +285,7 @@ async def exchange(
                 raise httpx2.RemoteProtocolError("response head too large")
             if not await conn.more(read_timeout) and conn.eof:
                 if not conn.received and reused:
-                    raise StaleConnection(conn.lost())
+                    raise _StaleConnection(conn.lost())
                 if conn.buffer:
                     raise httpx2.RemoteProtocolError("the server closed the connection mid-head")
                 raise conn.lost()

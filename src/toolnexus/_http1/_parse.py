@@ -20,7 +20,9 @@ __all__ = [
     "chunk_size",
     "find_head_end",
     "framing",
+    "keeps_alive",
     "parse_head",
+    "parse_trailers",
     "request_head",
     "wants_close",
 ]

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx2
 
-from toolnexus._http1._connection import Connection, ResponseBody, StaleConnection, exchange, wait
+from toolnexus._http1._connection import Connection, ResponseBody, _StaleConnection, exchange, wait
 from toolnexus._http1._parse import request_head, wants_close
 
 __all__ = ["Http1Transport"]
@@ -233,7 +233,7 @@ class Http1Transport(httpx2.AsyncBaseTransport):
                 response, framing = await exchange(
                     conn, method, head, body, chunked, length, timeouts
                 )
-            except StaleConnection as exc:
+            except _StaleConnection as exc:
                 self._release(conn, False)
                 if fresh or not replayable:
                     raise exc.error from None
