@@ -531,8 +531,7 @@ async def test_two_toolkits_sharing_a_store_follow_each_others_refreshes(
     oauth_world: OAuthWorld,
 ) -> None:
     """The authorization server rotates refresh tokens: whichever toolkit refreshes next must use
-    the token the other one stored, not the one it read at start. (Two refreshes at the same
-    instant can still race: nothing locks the store across processes.)"""
+    the token the other one stored, not the one it read at start."""
     oauth_world.provider.access_lifetime = 1
     first = await toolkit(oauth_world, Browser())
     second = await toolkit(oauth_world)  # signed in from the shared file store
@@ -551,3 +550,76 @@ async def test_two_toolkits_sharing_a_store_follow_each_others_refreshes(
     finally:
         await first.close()
         await second.close()
+
+
+# A child that has loaded everything a connect needs, then waits for "go" on stdin before it
+# connects (its stored access token has expired: connecting starts with a refresh).
+_REFRESHER = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    import toolnexus.mcp_source._connection  # the SDK and its OAuth client, loaded up front
+    from toolnexus import create_toolkit
+
+    async def main():
+        print("ready", flush=True)
+        await asyncio.to_thread(sys.stdin.readline)
+        tk = await create_toolkit(json.loads(sys.argv[1]), builtins=False)
+        try:
+            result = await tk.execute("p_whoami", {})
+            print(json.dumps([tk.mcp_status(), result.output]), flush=True)
+        finally:
+            await tk.close()
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_two_processes_refreshing_at_once_spend_the_refresh_token_once(
+    oauth_world: OAuthWorld,
+) -> None:
+    first = await toolkit(oauth_world, Browser())
+    await first.close()
+    path = record_path(oauth_world)
+    record = json.loads(path.read_text())
+    record["expiresAt"] = 1.0  # as if the hour had passed
+    path.write_text(json.dumps(record))
+    oauth_world.provider.reset_counts()
+    # The first refresh to reach the server is held until a second one arrives (or 1 s): two
+    # refreshes made at once would both be answered from the same refresh token.
+    oauth_world.provider.hold_refreshes = 1.0
+    children = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            _REFRESHER,
+            json.dumps(config(oauth_world)),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ},
+        )
+        for _ in range(2)
+    ]
+    try:
+        for child in children:
+            assert child.stdout is not None
+            assert await asyncio.wait_for(child.stdout.readline(), 60) == b"ready\n"
+        for child in children:  # both connect at the same moment
+            assert child.stdin is not None
+            child.stdin.write(b"go\n")
+            await child.stdin.drain()
+        outcomes = []
+        for child in children:
+            out, err = await asyncio.wait_for(child.communicate(), 60)
+            assert child.returncode == 0, err.decode()
+            outcomes.append(json.loads(out.decode().strip().splitlines()[-1]))
+    finally:
+        for child in children:
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
+    assert outcomes == [[{"p": "connected"}, "user-1"]] * 2
+    assert oauth_world.provider.refreshes == 1  # one refreshed, the other took up its tokens
+    assert oauth_world.provider.authorizations == 0  # nobody was asked to sign in again
+    assert json.loads(path.read_text())["expiresAt"] > 1.0

@@ -79,6 +79,8 @@ class AutoApprove(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshTok
         self.refreshes = 0
         self.client_credentials_grants = 0
         self.refusing_refresh = False
+        self.hold_refreshes = 0.0  # see `load_refresh_token`
+        self._refresh_waiting: asyncio.Event | None = None
         self.issuer = ""  # set once the server listens
         self.accept_metadata_documents = False
 
@@ -120,6 +122,7 @@ class AutoApprove(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshTok
 
     def reset_counts(self) -> None:
         self.refusing_refresh = False
+        self.hold_refreshes = 0.0
         self.registrations = self.authorizations = self.code_exchanges = 0
         self.refreshes = self.client_credentials_grants = 0
 
@@ -187,6 +190,18 @@ class AutoApprove(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshTok
     async def load_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: str
     ) -> RefreshToken | None:
+        if self.hold_refreshes:
+            # Widen the race window: the first refresh waits (up to `hold_refreshes` seconds)
+            # for a second one to arrive, so two clients refreshing at nearly the same moment
+            # are both answered from the same, not yet rotated, refresh token.
+            waiting = self._refresh_waiting
+            if waiting is not None:
+                waiting.set()
+            else:
+                self._refresh_waiting = arrived = asyncio.Event()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(arrived.wait(), self.hold_refreshes)
+                self._refresh_waiting = None
         return None if self.refusing_refresh else self.refresh.get(refresh_token)
 
     async def exchange_refresh_token(

@@ -17,8 +17,8 @@ import logging
 import secrets
 import time
 import warnings
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -361,16 +361,55 @@ class _Persisting(OAuthClientProvider):
                     resource
                 )
 
-    async def _refresh_token(self) -> httpx2.Request:
-        # Another process sharing the store may have refreshed (and the server rotated the
-        # refresh token) meanwhile: refresh with the newest refresh token the store holds.
-        storage = self.record_storage
-        current = self.context.current_tokens
-        if storage is not None and current is not None:
+    async def _auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        # A refresh is made holding the store's lock on the record, so that toolkits sharing
+        # the store (other processes included) never spend the same refresh token twice: the
+        # lock is taken before the SDK's flow decides to refresh and let go once the refresh's
+        # answer is stored (when the flow sends its next request).
+        async with contextlib.AsyncExitStack() as renewal:
+            await self._take_renewal_turn(renewal)
+            flow = super()._auth_flow(request)
+            try:
+                outgoing = await flow.__anext__()
+                while True:
+                    response = yield outgoing
+                    outgoing = await flow.asend(response)
+                    await renewal.aclose()
+            except StopAsyncIteration:
+                return
+            finally:
+                await flow.aclose()
+
+    async def _take_renewal_turn(self, renewal: contextlib.AsyncExitStack) -> None:
+        """When the tokens are due for a refresh: wait for the record's lock (into `renewal`),
+        then take up the tokens the store holds now if another holder renewed them meanwhile
+        (no refresh is needed then) or rotated the refresh token."""
+        storage, context = self.record_storage, self.context
+        if storage is None:
+            return
+        async with context.lock:
+            if not self._initialized:
+                await self._initialize()
+            if context.is_token_valid() or not context.can_refresh_token():
+                return
+        # Never wait for the record's lock holding the context's: its holder may need that.
+        await renewal.enter_async_context(storage.locked())
+        async with context.lock:
+            current = context.current_tokens
             stored = await storage.reload()
-            if stored is not None and stored.refresh_token not in (None, current.refresh_token):
-                self.context.current_tokens = stored
-        return await super()._refresh_token()
+            if stored is None or current is None or stored.access_token == current.access_token:
+                return
+            context.current_tokens = stored
+            expires_at = (self.storage_record or {}).get("expiresAt")
+            context.token_expiry_time = (
+                float(expires_at) - _ahead(stored.expires_in)
+                if isinstance(expires_at, int | float)
+                else None
+            )
+            if context.is_token_valid():
+                await renewal.aclose()  # renewed by another holder: nothing to do
 
     async def _perform_authorization(self) -> httpx2.Request:
         # The SDK picks the scopes the server challenges; the configured ones are always added.
@@ -459,6 +498,11 @@ class _RecordStorage(TokenStorage):
                 self.provider.storage_record = self._record
         return self._record
 
+    def locked(self) -> AbstractAsyncContextManager[None]:
+        """The store's lock on this record (a no-op for stores that have none)."""
+        locked = getattr(self._store, "locked", None)
+        return locked(self._url) if callable(locked) else _unlocked()
+
     async def reload(self) -> OAuthToken | None:
         """The tokens as the store holds them now (another process may have renewed them)."""
         self._record = None
@@ -515,6 +559,11 @@ class _RecordStorage(TokenStorage):
         if self.provider is not None:
             self.provider.storage_record = record
         await self._store.save(self._url, record)
+
+
+@contextlib.asynccontextmanager
+async def _unlocked() -> AsyncIterator[None]:
+    yield
 
 
 class _Remembering(TokenStorage):

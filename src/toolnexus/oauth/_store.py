@@ -4,6 +4,11 @@ protected resource URL, with a file store (the default) and an in-memory one.
 A record is plain JSON: `{"url", "tokens", "clientInfo"}` plus what lets a later process
 refresh without asking again (`expiresAt`, the discovered `authorizationServer` and
 `protectedResource` metadata). Records hold secrets: stores never log them.
+
+Authorization servers rotate refresh tokens and may revoke a whole grant when one is spent
+twice, so whoever renews a record holds the store's lock for that URL meanwhile: the file store
+locks a file beside the record (`flock`, so other processes wait too), the memory store an
+`asyncio.Lock`.
 """
 
 from __future__ import annotations
@@ -11,10 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import fcntl
 import hashlib
 import json
 import os
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -31,6 +38,10 @@ __all__ = [
 
 Record = dict[str, Any]
 
+LOCK_WAIT_S = 120.0
+"""How long a renewal waits for another holder of a record's lock before giving up."""
+_POLL_FIRST_S, _POLL_MAX_S = 0.002, 0.05
+
 
 class TokenStoreError(ToolnexusError):
     """A token store could not read or write a record (the message never holds its content)."""
@@ -41,7 +52,11 @@ class TokenStore(Protocol):
     """Keeps one credentials record per protected resource URL.
 
     Implement these three coroutines to keep credentials elsewhere (a keyring, a database);
-    records are JSON-ready dicts and must be kept as secret as passwords.
+    records are JSON-ready dicts and must be kept as secret as passwords. A store shared by
+    several toolkits should also offer `locked(url)`, an async context manager that gives one
+    holder at a time the right to renew `url`'s record (as `FileTokenStore` and
+    `MemoryTokenStore` do); without it two toolkits renewing at the same moment may both spend
+    the same refresh token.
     """
 
     async def load(self, url: str) -> Record | None:
@@ -73,8 +88,45 @@ class FileTokenStore:
 
     def path_for(self, url: str) -> Path:
         """The file that holds the record for `url`."""
-        digest = hashlib.sha256(url.encode()).hexdigest()[:16]
-        return self.directory / f"{digest}.json"
+        return self.directory / f"{_digest(url)}.json"
+
+    @contextlib.asynccontextmanager
+    async def locked(self, url: str) -> AsyncIterator[None]:
+        """Hold the lock on `url`'s record: an exclusive `flock` on `<digest>.lock` beside it,
+        so every process (and every store object) using this directory takes its turn.
+
+        Waits without blocking the event loop; raises `TokenStoreError` after `LOCK_WAIT_S`.
+        The kernel releases the lock of a process that dies holding it."""
+        opening = asyncio.ensure_future(asyncio.to_thread(self._open_lock, url))
+        try:
+            fd = await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            opening.add_done_callback(_close_opened)
+            raise
+        try:
+            delay = _POLL_FIRST_S
+            deadline = asyncio.get_running_loop().time() + LOCK_WAIT_S
+            while not _try_flock(fd):
+                if asyncio.get_running_loop().time() > deadline:
+                    raise TokenStoreError(
+                        f"another holder kept the credentials lock in {self.directory} for "
+                        f"over {LOCK_WAIT_S:g} s"
+                    )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _POLL_MAX_S)
+            yield
+        finally:
+            os.close(fd)  # closing the only descriptor releases the lock
+
+    def _open_lock(self, url: str) -> int:
+        directory = self.directory
+        try:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            return os.open(directory / f"{_digest(url)}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise TokenStoreError(
+                f"cannot lock credentials in {directory}: {exc.strerror}"
+            ) from None
 
     async def load(self, url: str) -> Record | None:
         return await asyncio.to_thread(self._load, url)
@@ -144,6 +196,13 @@ class MemoryTokenStore:
 
     def __init__(self) -> None:
         self._records: dict[str, Record] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    @contextlib.asynccontextmanager
+    async def locked(self, url: str) -> AsyncIterator[None]:
+        """Hold the lock on `url`'s record (toolkits of this process sharing the store)."""
+        async with self._locks.setdefault(url, asyncio.Lock()):
+            yield
 
     async def load(self, url: str) -> Record | None:
         record = self._records.get(url)
@@ -157,6 +216,26 @@ class MemoryTokenStore:
 
     def __repr__(self) -> str:
         return f"<MemoryTokenStore {len(self._records)} record(s)>"
+
+
+def _digest(url: str) -> str:
+    return hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def _close_opened(opening: asyncio.Future[int]) -> None:
+    """Close the lock file a cancelled waiter opened (it never locked it)."""
+    if not opening.cancelled() and opening.exception() is None:
+        os.close(opening.result())
+
+
+def _try_flock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError as exc:
+        raise TokenStoreError(f"cannot lock credentials: {exc.strerror}") from None
+    return True
 
 
 def token_store(spec: str | TokenStore | None) -> TokenStore:
