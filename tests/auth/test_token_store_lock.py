@@ -111,9 +111,9 @@ async def test_holders_in_one_process_take_turns(tmp_path: Path, kind: str) -> N
 
 async def test_a_lock_is_per_record(tmp_path: Path) -> None:
     store = FileTokenStore(tmp_path)
-    async with store.locked(URL), asyncio.timeout(10):
-        async with FileTokenStore(tmp_path).locked("https://other.example/mcp"):
-            pass  # another URL's record is not held up
+    other = FileTokenStore(tmp_path).locked("https://other.example/mcp")
+    async with store.locked(URL), asyncio.timeout(10), other:
+        pass  # another URL's record is not held up
 
 
 async def test_a_lock_taken_by_a_cancelled_waiter_is_not_kept(tmp_path: Path) -> None:
