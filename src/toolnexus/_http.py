@@ -1,9 +1,11 @@
-"""The pooled `httpx2.AsyncClient`s of HTTP tools, webfetch, OpenAPI fetches and A2A calls.
+"""The library's own `httpx2.AsyncClient`s: how they are made, and the pooled ones of HTTP
+tools, webfetch, OpenAPI fetches and A2A calls.
 
 Each toolkit owns its clients (`HttpClients`, one per event loop: a client's connections
 belong to the loop that opened them) and closes only those. A tool finds the client of the
 toolkit it runs in through `shared_client()`; outside any toolkit it gets a process-wide one
 that no toolkit closes. The LLM client keeps clients of its own (`client/_transport.py`).
+Every one of them is made by `new_client`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import asyncio
 import contextvars
 import functools
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from toolnexus._otel import request_hooks
 
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
 
     import httpx2
 
-__all__ = ["HttpClients", "http_owner", "shared_client", "ssl_context"]
+__all__ = ["HttpClients", "http_owner", "new_client", "shared_client", "ssl_context"]
 
 
 @functools.cache
@@ -30,6 +32,34 @@ def ssl_context() -> ssl.SSLContext:
     import httpx2
 
     return httpx2.create_ssl_context()
+
+
+def _env_proxy_set() -> bool:
+    """Whether the environment names an HTTP proxy (what `httpx2.AsyncClient` would use)."""
+    import urllib.request
+
+    proxies = urllib.request.getproxies()
+    return any(proxies.get(scheme) for scheme in ("http", "https", "all"))
+
+
+def new_client(
+    *, timeout: httpx2.Timeout, limits: httpx2.Limits, **options: Any
+) -> httpx2.AsyncClient:
+    """An `httpx2.AsyncClient` of ours (`options` as `AsyncClient` takes them).
+
+    It runs on `Http1Transport`, our HTTP/1.1 pool on asyncio; with a proxy named in the
+    environment, on httpx2's own transport instead (only it applies `HTTP(S)_PROXY` and
+    `NO_PROXY`). TLS uses the process's context, built on the first `https` request.
+    """
+    import httpx2
+
+    if _env_proxy_set():
+        return httpx2.AsyncClient(verify=ssl_context(), timeout=timeout, limits=limits, **options)
+    from toolnexus._http1 import Http1Transport
+
+    return httpx2.AsyncClient(
+        transport=Http1Transport(ssl_context, limits), timeout=timeout, limits=limits, **options
+    )
 
 
 class HttpClients:
@@ -49,8 +79,7 @@ class HttpClients:
         if client is None or client.is_closed:
             import httpx2
 
-            client = httpx2.AsyncClient(
-                verify=ssl_context(),
+            client = new_client(
                 timeout=httpx2.Timeout(30.0),
                 limits=httpx2.Limits(max_connections=100, max_keepalive_connections=20),
                 follow_redirects=True,

@@ -212,13 +212,14 @@ async def test_secret_header_values_never_reach_the_output(
 async def test_a_refused_header_value_is_hidden_in_every_spelling(
     server: LocalServer, monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:
-    # The HTTP stack refuses a trailing space and quotes the value as bytes (`b'...'`, with
-    # backslashes and quotes escaped): that spelling of the secret is hidden too.
+    # The HTTP stack refuses a trailing space, without the value (or any spelling of it) in
+    # its message.
     monkeypatch.setenv("TN_TEST_TOKEN", value)
     tool = echo_tool(server, "GET", headers={"Authorization": "${TN_TEST_TOKEN}"})
     res = await tool.execute({})
     assert res.is_error
-    assert re.search(r"LocalProtocolError: Illegal header value b(['\"])\*\*\*\1$", res.output)
+    assert "top-secret" not in res.output
+    assert "LocalProtocolError: Illegal header value for 'Authorization'" in res.output
 
 
 async def test_redirects_keep_secret_headers_on_their_origin(

@@ -320,7 +320,9 @@ class ResponseBody(httpx2.AsyncByteStream):
         self._conn: Connection | None = conn
         self._release = release
         self._timeout = read_timeout
-        self._keep = keep and keeps_alive(head) and body_framing.kind != "close"
+        self._keep = (
+            keep and keeps_alive(head) and body_framing.kind != "close" and head.status != 101
+        )
         self._state = body_framing.kind  # none, length, chunked (size), data, crlf, trailers, close
         self._left = body_framing.length
         if self._state == "none":

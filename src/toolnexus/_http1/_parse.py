@@ -23,8 +23,8 @@ __all__ = [
     "keeps_alive",
     "parse_head",
     "parse_trailers",
+    "request_framing",
     "request_head",
-    "wants_close",
 ]
 
 # A response head (status line and headers) or a chunked body's trailer section larger than
@@ -34,13 +34,34 @@ MAX_HEAD_BYTES = 64 * 1024
 MAX_LINE_BYTES = 4 * 1024
 
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-# Field values: visible characters, spaces, tabs and obs-text; no CR, LF or NUL.
-_FIELD_VALUE = re.compile(rb"[^\x00\r\n]*")
+# A field value we send: visible characters and obs-text, with spaces and tabs only inside.
+_FIELD_VALUE = re.compile(rb"(?:[!-~\x80-\xff](?:[\t !-~\x80-\xff]*[!-~\x80-\xff])?)?")
+# One we receive: anything but CR, LF and NUL (servers are lenient; so are we).
+_RECEIVED_VALUE = re.compile(rb"[^\x00\r\n]*")
 _TARGET = re.compile(rb"[^\x00-\x20\x7f]+")
 _STATUS_LINE = re.compile(rb"HTTP/(\d)\.(\d) ([0-9]{3})(?: ([^\x00\r\n]*))?")
 _HEADER_LINE = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([^\x00\r\n]*?)[ \t]*")
 _CHUNK_SIZE = re.compile(rb"[ \t]*([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?")
 _CONTENT_LENGTH = re.compile(rb"[0-9]{1,18}")
+
+
+# Header fields already checked: a client sends the same few again and again.
+_checked: set[tuple[bytes, bytes]] = set()
+
+
+def _check(field: tuple[bytes, bytes]) -> None:
+    name, value = field
+    if _TOKEN.fullmatch(name) is None:
+        raise httpx2.LocalProtocolError(f"invalid header name {name!r}")
+    if _FIELD_VALUE.fullmatch(value) is None:
+        # The value itself stays out of the message: it may be a credential.
+        raise httpx2.LocalProtocolError(
+            f"Illegal header value for {name.decode('ascii')!r}: a control character, or"
+            " whitespace at either end"
+        )
+    if len(_checked) > 512:
+        _checked.clear()
+    _checked.add(field)
 
 
 def request_head(method: bytes, target: bytes, headers: list[tuple[bytes, bytes]]) -> bytearray:
@@ -53,11 +74,10 @@ def request_head(method: bytes, target: bytes, headers: list[tuple[bytes, bytes]
     head += b" "
     head += target
     head += b" HTTP/1.1\r\n"
-    for name, value in headers:
-        if _TOKEN.fullmatch(name) is None:
-            raise httpx2.LocalProtocolError(f"invalid header name {name!r}")
-        if _FIELD_VALUE.fullmatch(value) is None:
-            raise httpx2.LocalProtocolError(f"invalid value for header {name.decode()!r}")
+    for field in headers:
+        if field not in _checked:
+            _check(field)
+        name, value = field
         head += name
         head += b": "
         head += value
@@ -85,14 +105,40 @@ def find_head_end(buffer: bytes | bytearray, start: int = 0) -> int:
         start = after
 
 
+def _tokens(value: bytes) -> list[bytes]:
+    """The comma-separated tokens of a header value, lowercased."""
+    return [t for t in (part.strip(b" \t").lower() for part in value.split(b",")) if t]
+
+
 @dataclass(slots=True)
 class ResponseHead:
-    """A parsed status line and header block."""
+    """A parsed status line and header block, with the fields that frame the message."""
 
     version: bytes  # b"HTTP/1.1" or b"HTTP/1.0"
     status: int
     reason: bytes
     headers: list[tuple[bytes, bytes]]
+    lengths: list[bytes]  # Content-Length values
+    encodings: list[bytes]  # Transfer-Encoding tokens
+    connection: list[bytes]  # Connection tokens
+
+    @classmethod
+    def of(
+        cls, version: bytes, status: int, reason: bytes, headers: list[tuple[bytes, bytes]]
+    ) -> ResponseHead:
+        lengths: list[bytes] = []
+        encodings: list[bytes] = []
+        connection: list[bytes] = []
+        for name, value in headers:
+            if len(name) in (10, 14, 17):
+                key = name.lower()
+                if key == b"content-length":
+                    lengths.append(value)
+                elif key == b"transfer-encoding":
+                    encodings += _tokens(value)
+                elif key == b"connection":
+                    connection += _tokens(value)
+        return cls(version, status, reason, headers, lengths, encodings, connection)
 
 
 def _lines(block: bytes) -> list[bytes]:
@@ -110,7 +156,7 @@ def _fields(lines: list[bytes], what: str) -> list[tuple[bytes, bytes]]:
                 raise httpx2.RemoteProtocolError(f"{what} starts with a continuation line")
             name, value = fields[-1]
             more = line.strip(b" \t")
-            if _FIELD_VALUE.fullmatch(more) is None:
+            if _RECEIVED_VALUE.fullmatch(more) is None:
                 raise httpx2.RemoteProtocolError(f"malformed {what} line {line[:80]!r}")
             fields[-1] = (name, value + b" " + more if value else more)
             continue
@@ -130,7 +176,8 @@ def parse_head(head: bytes) -> ResponseHead:
     if status[1] != b"1":
         raise httpx2.RemoteProtocolError(f"unsupported HTTP version in {lines[0][:80]!r}")
     version = b"HTTP/1." + status[2]
-    return ResponseHead(version, int(status[3]), status[4] or b"", _fields(lines[1:], "header"))
+    fields = _fields(lines[1:], "header")
+    return ResponseHead.of(version, int(status[3]), status[4] or b"", fields)
 
 
 def parse_trailers(block: bytes) -> list[tuple[bytes, bytes]]:
@@ -159,28 +206,19 @@ _CHUNKED = Framing("chunked")
 _UNTIL_CLOSE = Framing("close")
 
 
-def _tokens(headers: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
-    tokens: list[bytes] = []
-    for key, value in headers:
-        if key.lower() == name:
-            tokens.extend(t.strip(b" \t").lower() for t in value.split(b","))
-    return [t for t in tokens if t]
-
-
 def framing(method: bytes, head: ResponseHead) -> Framing:
     """The body framing of a response to `method`, from its status and headers."""
     status = head.status
     if method == b"HEAD" or status < 200 or status in (204, 304):
         return _NO_BODY
-    encodings = _tokens(head.headers, b"transfer-encoding")
+    encodings = head.encodings
     if encodings:
         # Transfer-Encoding overrides Content-Length; without chunked last, the body runs
         # until the server closes the connection.
         return _CHUNKED if encodings[-1] == b"chunked" else _UNTIL_CLOSE
-    lengths = {v.strip(b" \t") for k, v in head.headers if k.lower() == b"content-length"}
-    if not lengths:
+    if not head.lengths:
         return _UNTIL_CLOSE
-    values = {part.strip(b" \t") for value in lengths for part in value.split(b",")}
+    values = {part.strip(b" \t") for value in head.lengths for part in value.split(b",")}
     if len(values) != 1:
         raise httpx2.RemoteProtocolError("conflicting Content-Length headers")
     (value,) = values
@@ -190,14 +228,29 @@ def framing(method: bytes, head: ResponseHead) -> Framing:
     return Framing("length", length) if length else _NO_BODY
 
 
-def wants_close(headers: list[tuple[bytes, bytes]]) -> bool:
-    """Whether a `Connection` header asks for the connection to close after this message."""
-    return b"close" in _tokens(headers, b"connection")
+def request_framing(headers: list[tuple[bytes, bytes]]) -> tuple[bool, int | None, bool]:
+    """From request headers: whether the body is chunked, its Content-Length if given, and
+    whether the request asks for the connection to close after it."""
+    chunked = False
+    length: int | None = None
+    close = False
+    for name, value in headers:
+        if len(name) in (10, 14, 17):
+            key = name.lower()
+            if key == b"content-length":
+                if _CONTENT_LENGTH.fullmatch(value.strip(b" \t")) is None:
+                    raise httpx2.LocalProtocolError(f"invalid Content-Length {value[:40]!r}")
+                length = int(value)
+            elif key == b"transfer-encoding":
+                chunked = _tokens(value)[-1:] == [b"chunked"]
+            elif key == b"connection":
+                close = close or b"close" in _tokens(value)
+    return chunked, length, close
 
 
 def keeps_alive(head: ResponseHead) -> bool:
     """Whether the server will take another request on this connection after this response."""
-    connection = _tokens(head.headers, b"connection")
+    connection = head.connection
     if b"close" in connection:
         return False
     if head.version == b"HTTP/1.0":

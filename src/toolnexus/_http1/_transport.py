@@ -17,7 +17,7 @@ from typing import Any
 import httpx2
 
 from toolnexus._http1._connection import Connection, ResponseBody, _StaleConnection, exchange, wait
-from toolnexus._http1._parse import request_head, wants_close
+from toolnexus._http1._parse import request_framing, request_head
 
 __all__ = ["Http1Transport"]
 
@@ -27,21 +27,6 @@ _DEFAULT_PORTS = {b"http": 80, b"https": 443}
 _NO_TIMEOUTS: dict[str, Any] = {}
 
 Origin = tuple[bytes, bytes, int]
-
-
-def _framing(headers: list[tuple[bytes, bytes]]) -> tuple[bool, int | None]:
-    """Whether the request headers ask for a chunked body, and the Content-Length they give."""
-    chunked = False
-    length: int | None = None
-    for name, value in headers:
-        if len(name) == 14 and name.lower() == b"content-length":
-            try:
-                length = int(value)
-            except ValueError:
-                raise httpx2.LocalProtocolError(f"invalid Content-Length {value!r}") from None
-        elif len(name) == 17 and name.lower() == b"transfer-encoding":
-            chunked = value.strip().lower().endswith(b"chunked")
-    return chunked, length
 
 
 class Http1Transport(httpx2.AsyncBaseTransport):
@@ -76,9 +61,7 @@ class Http1Transport(httpx2.AsyncBaseTransport):
     def _tls(self) -> ssl.SSLContext:
         context = self._ssl_context
         if context is None:
-            from toolnexus._http import ssl_context
-
-            context = ssl_context()
+            context = httpx2.create_ssl_context()
         elif not isinstance(context, ssl.SSLContext):
             context = context()
         self._ssl_context = context
@@ -209,7 +192,7 @@ class Http1Transport(httpx2.AsyncBaseTransport):
         origin = (scheme, url.raw_host, url.port or default_port)
         method = request.method.encode("ascii")
         headers = request.headers.raw
-        chunked, length = _framing(headers)
+        chunked, length, close = request_framing(headers)
         stream = request.stream
         body: bytes | httpx2.AsyncByteStream
         if isinstance(stream, httpx2.ByteStream):
@@ -243,9 +226,8 @@ class Http1Transport(httpx2.AsyncBaseTransport):
                 self._release(conn, False)
                 raise
             break
-        keep = not wants_close(headers)
         stream_out = ResponseBody(
-            conn, response, framing, keep, self._release, timeouts.get("read")
+            conn, response, framing, not close, self._release, timeouts.get("read")
         )
         return httpx2.Response(
             status_code=response.status,

@@ -2,20 +2,19 @@
 
 `Transport` is what the model seam (`_endpoint.py`) sends one attempt through; `HttpTransport`
 is the HTTP one. Every LLM request goes through an `httpx2.AsyncClient`: the caller's, or one
-of our own on `Http1Transport` (`toolnexus._http1`).
+of our own (`toolnexus._http.new_client`: on `Http1Transport`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol, cast
 
 import httpx2
 
-from toolnexus._http import ssl_context
+from toolnexus._http import new_client
 from toolnexus._json import compact_json
 from toolnexus.client._errors import ProviderConnectionError, ProviderError
 from toolnexus.client._wire import CREDENTIAL_HEADERS
@@ -162,25 +161,6 @@ def _decode(status: int, raw: bytes) -> Any:
         raise ProviderError(status, text, f"response is not JSON ({exc})") from None
 
 
-def _env_proxy_set() -> bool:
-    """Whether the environment names an HTTP proxy (what `httpx2.AsyncClient` would use)."""
-    proxies = urllib.request.getproxies()
-    return any(proxies.get(scheme) for scheme in ("http", "https", "all"))
-
-
-def _own_client(read_timeout_s: float) -> httpx2.AsyncClient:
-    """The client a `Client` owns: on `Http1Transport`, or httpx2's own when a proxy is set
-    in the environment (httpx2 applies `HTTP(S)_PROXY`/`NO_PROXY` only to its transport)."""
-    timeout = httpx2.Timeout(30.0, read=read_timeout_s)
-    if _env_proxy_set():
-        return httpx2.AsyncClient(verify=ssl_context(), timeout=timeout, limits=_LIMITS)
-    from toolnexus._http1 import Http1Transport
-
-    return httpx2.AsyncClient(
-        transport=Http1Transport(ssl_context, _LIMITS), timeout=timeout, limits=_LIMITS
-    )
-
-
 class HttpTransport:
     """HTTP/1.1 keep-alive to the provider through one `httpx2.AsyncClient`.
 
@@ -222,7 +202,8 @@ class HttpTransport:
         if owned is None or self._owned_loop is not loop or owned.is_closed:
             # A client left on another loop cannot be closed from this one; its loop's end
             # releases its sockets.
-            owned = self._owned = _own_client(self._read_timeout_s)
+            timeout = httpx2.Timeout(30.0, read=self._read_timeout_s)
+            owned = self._owned = new_client(timeout=timeout, limits=_LIMITS)
             self._owned_loop = loop
             self._headers.clear()  # merged with that client's default headers
         return owned
