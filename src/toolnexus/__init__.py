@@ -105,6 +105,7 @@ _EXPORTS: dict[str, str] = {
     "RedisConversationStore": "toolnexus.client",
     # errors
     "ToolnexusError": "toolnexus.errors",
+    "McpInputError": "toolnexus.errors",
     "ConfigError": "toolnexus.errors",
     "ConfigTypeError": "toolnexus.errors",
     "EnvVarError": "toolnexus.errors",
@@ -215,6 +216,7 @@ __all__ = [
     "MCPServeConfig",
     "MalformedFrontmatter",
     "McpConfig",
+    "McpInputError",
     "McpInventory",
     "McpServerState",
     "McpSource",
@@ -398,6 +400,7 @@ if TYPE_CHECKING:  # static view of the lazy exports, for type checkers and IDEs
         EnvVarError,
         HeaderValueError,
         MalformedFrontmatter,
+        McpInputError,
         MissingApiKey,
         OutputError,
         ProviderConnectionError,

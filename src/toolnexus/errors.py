@@ -293,3 +293,9 @@ class A2AError(ToolnexusError):
 
 class SpawnError(ToolnexusError, OSError):
     """A server's program could not be started (the message says why)."""
+
+
+class McpInputError(ToolnexusError):
+    """An MCP server asked for input it could not be given while reading a resource or
+    getting a prompt: no `wait_for` to ask the host, an answer refused or not fitting the
+    form, sampling (never provided), or too many rounds. The message names what was asked."""

@@ -1,18 +1,22 @@
-"""Resources, templates, prompts and completions of SDK servers through the toolkit API, and the
-`mcp_read_resource` tool the model uses to follow a `resource_link`."""
+"""Resources, templates, prompts and completions of SDK servers through the toolkit API, the
+`mcp_read_resource` tool the model uses to follow a `resource_link`, and the input a resource
+or a prompt may ask for first (2026-07-28)."""
 
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
+import pytest
 import pytest_asyncio
 
+from support.mcp_fixtures import Asker
 from support.mcp_servers import ThreadedHttpServer
-from support.mcp_servers.sdk_eras import IMAGE_BYTES
-from toolnexus import create_toolkit
-from toolnexus.mcp_source import McpResource
+from support.mcp_servers.sdk_eras import IMAGE_BYTES, input_app
+from toolnexus import McpInputError, ToolnexusError, create_toolkit
+from toolnexus.mcp_source import McpResource, McpSource, load_mcp_with_context
 from toolnexus.toolkit import Toolkit
+from toolnexus.types import Answer
 
 DESCRIPTION = (
     "Read a resource (a file, document or record) from a connected MCP server by its URI, for "
@@ -97,3 +101,66 @@ async def test_prompts_and_completions(toolkit: Toolkit) -> None:
         "one", {"type": "ref/prompt", "name": "review"}, "style", "t"
     )
     assert values == ["terse", "thorough", "tender"]
+
+
+# -- input asked for by a resource or a prompt (2026-07-28) -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def asks() -> Iterator[ThreadedHttpServer]:
+    server = ThreadedHttpServer(input_app())
+    yield server
+    server.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def answered(asks: ThreadedHttpServer) -> AsyncIterator[tuple[McpSource, Asker]]:
+    asker = Asker(answer=lambda r: Answer(r.id, True, {"name": "Ada"}))
+    source = await load_mcp_with_context({"asks": {"url": asks.url(), "roots": ["/srv/ws"]}}, asker)
+    yield source, asker
+    await source.close()
+
+
+async def test_input_a_resource_asks_for_goes_through_wait_for(
+    answered: tuple[McpSource, Asker],
+) -> None:
+    source, asker = answered
+    asker.requests.clear()
+    read = await source.read_mcp_resource("ask://name")
+    assert (read.output, read.is_error) == ("read by Ada (state r1)", False)
+    [request] = asker.requests
+    assert (request.kind, request.prompt) == ("input", "Who is reading?")
+    # roots are answered by toolnexus, the form by the host, in one retry
+    prompt = await source.get_mcp_prompt("asks", "hello")
+    assert prompt.messages == [{"role": "user", "content": "hello Ada in file:///srv/ws"}]
+    with pytest.raises(McpInputError) as sampled:
+        await source.read_mcp_resource("ask://sample")
+    assert str(sampled.value) == (
+        'MCP server "asks" asked for sampling, which toolnexus does not provide'
+    )
+
+
+async def test_without_wait_for_the_question_is_the_error(asks: ThreadedHttpServer) -> None:
+    source = await load_mcp_with_context({"asks": {"url": asks.url()}})
+    try:
+        # it offers no tools at all (no `tools` capability, no tools/list): still connected
+        state = source.servers["asks"]
+        assert (state.status, state.tool_count, state.protocol) == ("connected", 0, "2026-07-28")
+        with pytest.raises(McpInputError) as unanswered:
+            await source.read_mcp_resource("ask://name")
+        assert isinstance(unanswered.value, ToolnexusError)
+        assert str(unanswered.value) == (
+            'MCP server "asks" asked for input to read ask://name, and there is no wait_for '
+            "to ask: Who is reading?"
+        )
+        with pytest.raises(McpInputError) as rootless:
+            await source.get_mcp_prompt("asks", "hello")
+        assert str(rootless.value) == (
+            'MCP server "asks" asked for roots; none are configured (create_toolkit(roots=...))'
+        )
+        tool = next(t for t in source.tools if t.name == "mcp_read_resource")
+        model = await tool.execute({"uri": "ask://name"})
+        assert model.is_error
+        assert model.output.endswith("there is no wait_for to ask: Who is reading?")
+    finally:
+        await source.close()

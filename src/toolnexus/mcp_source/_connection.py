@@ -273,7 +273,7 @@ class Connection:
             name,
             args,
             progress_callback=budget.progress,
-            input_responses=_input_responses(responses),
+            input_responses=input_responses(responses),
             request_state=request_state,
             allow_input_required=True,
             allow_claimed=True,
@@ -478,7 +478,7 @@ class Connection:
             self._adopt_negotiation(session)
             self._arm("tools/list")
             self._listing = listing
-            self.tools = await list_all_tools(session, listing)
+            self.tools = await self._first_listing(session, listing)
             self._arm(None)
             self.session = session
             if self.child is not None:
@@ -491,6 +491,22 @@ class Connection:
                     group.start_soon(self._listen, session)
                     await self._idle(session, listing)
                     group.cancel_scope.cancel()
+
+    @staticmethod
+    async def _first_listing(session: ClientSession, listing: ListingRepair) -> list[types.Tool]:
+        """The tools; none for a server that declares no `tools` and does not know the method
+        (one offering only resources or prompts)."""
+        try:
+            return await list_all_tools(session, listing)
+        except MCPError as exc:
+            capabilities = session.server_capabilities
+            if (
+                exc.code == types.METHOD_NOT_FOUND
+                and capabilities is not None
+                and capabilities.tools is None
+            ):
+                return []
+            raise
 
     def _adopt_negotiation(self, session: ClientSession) -> None:
         """Record what `session` negotiated (what `mcp_servers()` shows)."""
@@ -738,7 +754,7 @@ class Connection:
         return readable_error(root)
 
 
-def _input_responses(responses: dict[str, Any] | None) -> Any:
+def input_responses(responses: dict[str, Any] | None) -> Any:
     """Wire responses as the SDK's typed `InputResponses` (`None` for none)."""
     if responses is None:
         return None

@@ -15,15 +15,17 @@ from mcp.shared.exceptions import MCPError
 from toolnexus._otel import mcp_request
 from toolnexus.content import ContentPart, ContentPartError, incoming_part
 from toolnexus.mcp_source._connection import MAX_PAGES, Connection, LoadError
+from toolnexus.mcp_source._rounds import Rounds, with_input
 from toolnexus.mcp_source._state import (
     McpPrompt,
     McpPromptResult,
     McpResource,
     McpResourceTemplate,
 )
-from toolnexus.types import ToolResult
+from toolnexus.types import Request, ToolResult
 
 T = TypeVar("T")
+WaitFor = Callable[[Request], Any]
 
 
 async def _request(
@@ -145,9 +147,24 @@ async def list_templates(session: Any, server: str, timeout: float) -> list[McpR
     ]
 
 
-async def read_resource(session: Any, server: str, uri: str, timeout: float) -> ToolResult:
-    """`resources/read` as a result: texts joined, each blob a content part and a line."""
-    result = await wire_read(session, uri, timeout)
+async def read_resource(
+    session: Any, server: str, uri: str, timeout: float, wait_for: WaitFor | None
+) -> ToolResult:
+    """`resources/read` as a result: texts joined, each blob a content part and a line. Input
+    the server asks for first (2026-07-28) is answered as for a tool call (`wait_for`)."""
+
+    def send(responses: Any, state: str | None) -> Awaitable[Any]:
+        return _request(
+            session,
+            "resources/read",
+            uri,
+            lambda: session.read_resource(
+                uri, input_responses=responses, request_state=state, allow_input_required=True
+            ),
+            timeout,
+        )
+
+    result = await with_input(Rounds(server, wait_for, session.peer), f"read {uri}", send)
     texts: list[str] = []
     parts: list[ContentPart] = []
     for item in result.contents:
@@ -182,9 +199,31 @@ async def list_prompts(session: Any, server: str, timeout: float) -> list[McpPro
 
 
 async def get_prompt(
-    session: Any, name: str, arguments: dict[str, str] | None, timeout: float
+    session: Any,
+    server: str,
+    name: str,
+    arguments: dict[str, str] | None,
+    timeout: float,
+    wait_for: WaitFor | None,
 ) -> McpPromptResult:
-    result = await wire_get_prompt(session, name, arguments, timeout)
+    """`prompts/get` as plain data; input asked for first is answered as for `read_resource`."""
+
+    def send(responses: Any, state: str | None) -> Awaitable[Any]:
+        return _request(
+            session,
+            "prompts/get",
+            name,
+            lambda: session.get_prompt(
+                name,
+                arguments,
+                input_responses=responses,
+                request_state=state,
+                allow_input_required=True,
+            ),
+            timeout,
+        )
+
+    result = await with_input(Rounds(server, wait_for, session.peer), f"get prompt {name}", send)
     messages: list[dict[str, Any]] = []
     for message in result.messages:
         content = message.content

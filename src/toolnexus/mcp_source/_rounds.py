@@ -9,7 +9,7 @@ handled the same way in either era. Imported with the SDK.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -18,15 +18,135 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from toolnexus._aio import call_in_thread_maybe_async
 from toolnexus._log import warn
+from toolnexus.errors import McpInputError
 from toolnexus.mcp_source import _input
-from toolnexus.mcp_source._connection import Budget, Connection
+from toolnexus.mcp_source._connection import Budget, Connection, input_responses
 from toolnexus.mcp_source._results import map_call_result
 from toolnexus.types import Answer, Request, ToolContext, ToolResult, error_message
 
 _STALE_STATE = "requestState"
 
 
-class Call:
+class Rounds:
+    """Answers a server's rounds of input requests: roots itself, elicitations through the
+    host's `wait_for` (one at a time, in server order), sampling and anything else never."""
+
+    def __init__(
+        self, server: str, wait_for: Callable[[Request], Any] | None, conn: Connection
+    ) -> None:
+        self.name = server
+        self.wait_for = wait_for
+        self.conn = conn
+
+    async def answer_round(
+        self, asked: Mapping[str, Mapping[str, Any]], gathered: dict[str, Any]
+    ) -> str | None:
+        """Answer, into `gathered`, what toolnexus answers itself and (with `wait_for`) what
+        the host answers; the reason when the round cannot be answered."""
+        wait_for = self.wait_for
+        for key, entry in asked.items():
+            if key in gathered:
+                continue
+            method = entry.get("method")
+            if method == _input.ROOTS:
+                if not self.conn.roots:
+                    return self.no_roots()
+                gathered[key] = {"roots": list(self.conn.roots)}
+            elif method == _input.SAMPLING:
+                return self.no_sampling()
+            elif method == _input.ELICIT:
+                if wait_for is None:
+                    continue
+                request = _input.host_request(entry, key)
+                answer = await self.ask(request)
+                problem = self.form_problem(request, answer)
+                if problem is not None:
+                    return problem
+                gathered[key] = _input.elicit_response(request, answer)
+            else:
+                return (
+                    f'MCP server "{self.name}" asked for {method}, which toolnexus does not provide'
+                )
+        return None
+
+    async def ask(self, request: Request) -> Answer | None:
+        wait_for = self.wait_for
+        assert wait_for is not None
+        try:
+            return Answer.coerce(await call_in_thread_maybe_async(wait_for, request))
+        except Exception as exc:
+            warn(
+                f'MCP server "{self.name}": wait_for raised while answering an input request: '
+                f"{error_message(exc)}"
+            )
+            return None
+
+    def form_problem(self, request: Request, answer: Answer | None) -> str | None:
+        """A form answer that breaks the requested schema is never sent: why."""
+        if request.kind != "input" or answer is None or not answer.ok:
+            return None
+        schema = (request.data or {}).get("schema")
+        invalid = _input.invalid_fields(schema, answer.data)
+        if not invalid:
+            return None
+        return (
+            f'The answer does not fit the form MCP server "{self.name}" asked for; invalid: '
+            + ", ".join(invalid)
+        )
+
+    def missing_capability(self, exc: MCPError) -> str:
+        data = exc.error.data if isinstance(exc.error.data, Mapping) else {}
+        required = data.get("requiredCapabilities")
+        if isinstance(required, Mapping):
+            if "sampling" in required:
+                return self.no_sampling()
+            if "roots" in required:
+                return self.no_roots()
+        return exc.message
+
+    def no_sampling(self) -> str:
+        return f'MCP server "{self.name}" asked for sampling, which toolnexus does not provide'
+
+    def no_roots(self) -> str:
+        return (
+            f'MCP server "{self.name}" asked for roots; none are configured '
+            "(create_toolkit(roots=...))"
+        )
+
+
+async def with_input(
+    rounds: Rounds, what: str, send: Callable[[Any, str | None], Awaitable[Any]]
+) -> Any:
+    """What `send(responses, request_state)` answers once it stops asking for input (at most
+    10 rounds, each answered by `rounds`). A question only the host can answer, with no
+    `wait_for` to ask it, ends the request: `McpInputError` naming what the server asked
+    while doing `what` (e.g. `read <uri>`)."""
+    responses: dict[str, Any] | None = None
+    state: str | None = None
+    for _ in range(_input.MAX_ROUNDS + 1):
+        result = await send(input_responses(responses), state)
+        if not isinstance(result, types.InputRequiredResult):
+            return result
+        asked = _input.wire_requests(result.input_requests or {})
+        gathered: dict[str, Any] = {}
+        problem = await rounds.answer_round(asked, gathered)
+        waiting = _input.next_host_key(asked, gathered) if problem is None else None
+        if waiting is not None:
+            request = _input.host_request(asked[waiting], waiting)
+            asked_for = request.prompt if request.url is None else f"{request.prompt} {request.url}"
+            problem = (
+                f'MCP server "{rounds.name}" asked for input to {what}, and there is no '
+                f"wait_for to ask: {asked_for}"
+            )
+        if problem is not None:
+            raise McpInputError(problem)
+        responses, state = gathered, result.request_state
+    raise McpInputError(
+        f'MCP server "{rounds.name}" asked for input more than {_input.MAX_ROUNDS} times to {what}'
+    )
+
+
+class Call(Rounds):
     """A `tools/call` of `tool` with `args` on `server`, from first round to result."""
 
     def __init__(
@@ -39,9 +159,7 @@ class Call:
         ctx: ToolContext,
         budget: Budget,
     ) -> None:
-        self.name = server
-        self.wait_for = wait_for
-        self.conn = conn
+        super().__init__(server, wait_for, conn)
         self.tool = tool
         self.args = args
         self.ctx = ctx
@@ -70,9 +188,9 @@ class Call:
                 asked = dict(mcp.get("inputRequests") or {})
                 responses = dict(mcp.get("responses") or {})
                 key = str(mcp.get("key"))
-                problem = self.check_form(resume, answer)
-                if problem is not None:
-                    return problem
+                refused = self.check_form(resume, answer)
+                if refused is not None:
+                    return refused
                 responses[key] = _input.elicit_response(resume, answer)
                 state = mcp.get("requestState")
                 following = _input.next_host_key(asked, responses)
@@ -143,7 +261,7 @@ class Call:
                 reuse = None
             problem = await self.answer_round(asked, gathered)
             if problem is not None:
-                return problem
+                return self.error(problem)
             state = result.request_state
             following = _input.next_host_key(asked, gathered)
             if following is not None:  # no wait_for: the host answers later
@@ -153,60 +271,9 @@ class Call:
             f"MCP tool {self.tool} asked for input more than {_input.MAX_ROUNDS} times"
         )
 
-    async def answer_round(
-        self, asked: Mapping[str, Mapping[str, Any]], gathered: dict[str, Any]
-    ) -> ToolResult | None:
-        """Answer what toolnexus answers itself, and (with `wait_for`) what the host answers."""
-        wait_for = self.wait_for
-        for key, entry in asked.items():
-            if key in gathered:
-                continue
-            method = entry.get("method")
-            if method == _input.ROOTS:
-                if not self.conn.roots:
-                    return self.error(self.no_roots())
-                gathered[key] = {"roots": list(self.conn.roots)}
-            elif method == _input.SAMPLING:
-                return self.error(self.no_sampling())
-            elif method == _input.ELICIT:
-                if wait_for is None:
-                    continue
-                request = _input.host_request(entry, key)
-                answer = await self.ask(request)
-                problem = self.check_form(request, answer)
-                if problem is not None:
-                    return problem
-                gathered[key] = _input.elicit_response(request, answer)
-            else:
-                return self.error(
-                    f'MCP server "{self.name}" asked for {method}, which toolnexus does not provide'
-                )
-        return None
-
-    async def ask(self, request: Request) -> Answer | None:
-        wait_for = self.wait_for
-        assert wait_for is not None
-        try:
-            return Answer.coerce(await call_in_thread_maybe_async(wait_for, request))
-        except Exception as exc:
-            warn(
-                f'MCP server "{self.name}": wait_for raised while answering an input request: '
-                f"{error_message(exc)}"
-            )
-            return None
-
     def check_form(self, request: Request, answer: Answer | None) -> ToolResult | None:
-        """A form answer that breaks the requested schema is never sent."""
-        if request.kind != "input" or answer is None or not answer.ok:
-            return None
-        schema = (request.data or {}).get("schema")
-        invalid = _input.invalid_fields(schema, answer.data)
-        if not invalid:
-            return None
-        return self.error(
-            f'The answer does not fit the form MCP server "{self.name}" asked for; invalid: '
-            + ", ".join(invalid)
-        )
+        problem = self.form_problem(request, answer)
+        return None if problem is None else self.error(problem)
 
     def suspend(
         self,
@@ -243,22 +310,3 @@ class Call:
             if answer is None or not answer.ok:
                 return self.error(text)
         return None
-
-    def missing_capability(self, exc: MCPError) -> str:
-        data = exc.error.data if isinstance(exc.error.data, Mapping) else {}
-        required = data.get("requiredCapabilities")
-        if isinstance(required, Mapping):
-            if "sampling" in required:
-                return self.no_sampling()
-            if "roots" in required:
-                return self.no_roots()
-        return exc.message
-
-    def no_sampling(self) -> str:
-        return f'MCP server "{self.name}" asked for sampling, which toolnexus does not provide'
-
-    def no_roots(self) -> str:
-        return (
-            f'MCP server "{self.name}" asked for roots; none are configured '
-            "(create_toolkit(roots=...))"
-        )

@@ -207,7 +207,7 @@ class McpSource:
         owner = self.owner_of(uri, server)
         features = sdk_features()
         result: ToolResult = await features.read_resource(
-            owner.session(), owner.name, uri, owner.timeout
+            owner.session(), owner.name, uri, owner.timeout, owner.wait_for
         )
         return result
 
@@ -225,7 +225,7 @@ class McpSource:
         """The prompt `name` of `server`, rendered with `arguments`."""
         [s] = self._offering(server, "prompts")
         prompt: McpPromptResult = await sdk_features().get_prompt(
-            s.session(), name, arguments, s.timeout
+            s.session(), s.name, name, arguments, s.timeout, s.wait_for
         )
         return prompt
 
@@ -466,6 +466,11 @@ class _Server:
     def timeout(self) -> float:
         assert self.spec is not None
         return self.spec.timeout
+
+    @property
+    def wait_for(self) -> WaitFor | None:
+        """The host's answerer of input requests, if it gave one."""
+        return self._wait_for
 
     @property
     def wants_connection(self) -> bool:

@@ -456,6 +456,97 @@ def _unsupported(
     }
 
 
+def input_server() -> Any:
+    """A lowlevel `Server` whose resource and prompt ask for input first (2026-07-28
+    `InputRequiredResult`s, request state unsealed as a lowlevel server sends it):
+    `ask://name` asks a form question; `ask://sample` asks for sampling; the `hello` prompt
+    asks for the client's roots and a form question in one round."""
+    from mcp.server.lowlevel import Server
+    from mcp_types import (
+        CreateMessageRequest,
+        CreateMessageRequestParams,
+        ElicitRequestFormParams,
+        GetPromptResult,
+        ListPromptsResult,
+        ListResourcesResult,
+        ListRootsRequest,
+        Prompt,
+        PromptMessage,
+        ReadResourceResult,
+        Resource,
+    )
+
+    name_form: dict[str, Any] = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "required": ["name"],
+    }
+    ask_name = ElicitRequest(
+        params=ElicitRequestFormParams(message="Who is reading?", requested_schema=name_form)
+    )
+
+    async def list_resources(ctx: Any, params: Any) -> ListResourcesResult:
+        return ListResourcesResult(
+            resources=[
+                Resource(uri="ask://name", name="name", mime_type="text/plain"),
+                Resource(uri="ask://sample", name="sample", mime_type="text/plain"),
+            ]
+        )
+
+    async def read_resource(ctx: Any, params: Any) -> ReadResourceResult | InputRequiredResult:
+        answers = params.input_responses or {}
+        if params.uri == "ask://sample" and "sample" not in answers:
+            sampling = CreateMessageRequest(
+                params=CreateMessageRequestParams(
+                    messages=[SamplingMessage(role="user", content=TextContent(text="hi"))],
+                    max_tokens=5,
+                )
+            )
+            return InputRequiredResult(input_requests={"sample": sampling})
+        if "name" not in answers:
+            return InputRequiredResult(input_requests={"name": ask_name}, request_state="r1")
+        who = (_field(answers["name"], "content") or {}).get("name")
+        text = f"read by {who} (state {params.request_state})"
+        return ReadResourceResult(
+            contents=[TextResourceContents(uri=params.uri, mime_type="text/plain", text=text)]
+        )
+
+    async def list_prompts(ctx: Any, params: Any) -> ListPromptsResult:
+        return ListPromptsResult(prompts=[Prompt(name="hello")])
+
+    async def get_prompt(ctx: Any, params: Any) -> GetPromptResult | InputRequiredResult:
+        answers = params.input_responses or {}
+        if not {"roots", "name"} <= set(answers):
+            return InputRequiredResult(
+                input_requests={"roots": ListRootsRequest(), "name": ask_name},
+                request_state="p1",
+            )
+        roots = [str(_field(r, "uri")) for r in _field(answers["roots"], "roots") or []]
+        who = (_field(answers["name"], "content") or {}).get("name")
+        text = f"hello {who} in {', '.join(roots)}"
+        return GetPromptResult(
+            messages=[PromptMessage(role="user", content=TextContent(text=text))]
+        )
+
+    return Server(
+        "asks",
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )
+
+
+def _field(value: Any, name: str) -> Any:
+    """`name` of an answer, whether the SDK handed it over as a model or a dict."""
+    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+
+
+def input_app() -> Any:
+    """`input_server()` over streamable HTTP (stateless: the era is 2026-07-28)."""
+    return input_server().streamable_http_app(stateless_http=True)
+
+
 class EraSwitch:
     """What an HTTP era server accepts, changed while it runs (as if upgraded in place).
 
