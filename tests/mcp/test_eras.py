@@ -7,6 +7,7 @@ stdio (a child process) and streamable HTTP.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import time
@@ -154,8 +155,11 @@ async def test_a_changed_tool_list_reaches_the_toolkit(
         await source.close()
 
 
-async def test_a_killed_dual_stdio_server_is_reported_once_and_respawned() -> None:
+async def test_a_killed_dual_stdio_server_is_reported_once_and_respawned(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     source = await load_mcp_with_context({"d": {"command": command(ERAS)}})
+    caplog.set_level(logging.WARNING, logger="toolnexus")
     try:
         tools = {t.name: t for t in source.tools}
         first_pid = int((await tools["d_pid"].execute()).output)
@@ -172,6 +176,8 @@ async def test_a_killed_dual_stdio_server_is_reported_once_and_respawned() -> No
         assert int(again.output) != first_pid
         assert source.servers["d"].protocol == MODERN
         assert source.status["d"] == "connected"
+        about = [m for m in caplog.messages if m.startswith('[toolnexus] MCP server "d"')]
+        assert len(about) == 1 and "exited" in about[0], about  # the death, told once
     finally:
         await source.close()
 

@@ -109,8 +109,21 @@ async def test_a_suspension_reaches_a_modern_client_as_an_input_request(
         assert raw.request_state is not None and "Your name" not in raw.request_state  # sealed
         done = await client.call_tool("ask", {})  # the SDK's own driver answers and retries
         assert done.content[0].text == "hello Ada"  # type: ignore[union-attr]
+    asked: list[Any] = []
+
+    async def record(context: Any, params: Any) -> Any:
+        asked.append(params)
+        return await _answer_form(context, params)
+
+    async with Client(gateway.url + "/mcp", elicitation_callback=record) as client:
         signed = await client.call_tool("sign_in", {})
         assert signed.content[0].text == "signed in: True"  # type: ignore[union-attr]
+    [url_mode] = asked  # an `authorization` suspension is a URL-mode entry
+    assert (url_mode.mode, url_mode.message, url_mode.url) == (
+        "url",
+        "Sign in",
+        "https://example.test/sso",
+    )
 
 
 async def test_replicas_sharing_a_key_finish_each_others_rounds(

@@ -78,6 +78,17 @@ async def test_a_url_request_is_an_authorization_request(eras: ErasShared) -> No
     assert request.data == {"elicitationId": "visit"}
 
 
+async def test_a_server_that_never_stops_asking_is_cut_after_10_rounds(eras: ErasShared) -> None:
+    eras.asker.requests.clear()
+    eras.asker.answer = accept({"answer": "yes"})
+    result = await eras.tool("h_dual", "nag").execute({})
+    assert (result.output, result.is_error) == (
+        "MCP tool nag asked for input more than 10 times",
+        True,
+    )
+    assert len(eras.asker.requests) == 10
+
+
 async def test_two_questions_in_one_round_are_asked_in_server_order(eras: ErasShared) -> None:
     eras.asker.requests.clear()
     eras.asker.answer = lambda r: Answer(

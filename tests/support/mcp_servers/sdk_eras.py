@@ -40,6 +40,7 @@ from mcp_types import (
     AudioContent,
     CallToolResult,
     ElicitRequest,
+    ElicitRequestFormParams,
     ElicitRequestURLParams,
     EmbeddedResource,
     ImageContent,
@@ -140,6 +141,14 @@ def build(name: str = "eras", state_key: str | None = None) -> MCPServer:
             )
         result = await ctx.elicit_url("Please sign in", "https://example.test/login", "el-visit-1")
         return CallToolResult(content=[TextContent(text=f"visited: {result.action}")])
+
+    @mcp.tool(description="Ask the same question on every round, forever (2026-07-28).")
+    def nag() -> InputRequiredResult:
+        form = ElicitRequestFormParams(
+            message="Again?",
+            requested_schema={"type": "object", "properties": {"answer": {"type": "string"}}},
+        )
+        return InputRequiredResult(input_requests={"again": ElicitRequest(params=form)})
 
     @mcp.tool(description="Show the client's roots.")
     def show_roots(found: Annotated[ListRootsResult, Resolve(roots)]) -> str:
