@@ -30,6 +30,7 @@ __all__ = [
     "EnvVarError",
     "HeaderValueError",
     "MalformedFrontmatter",
+    "McpInputError",
     "MissingApiKey",
     "OutputError",
     "ProviderConnectionError",
