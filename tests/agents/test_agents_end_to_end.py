@@ -3,7 +3,6 @@ parallel under one token budget, and one child suspends for input that the host 
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,10 +18,6 @@ from toolnexus.types import Answer, Request
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeLLM]:
-    # Garbage left by earlier tests (a2a-sdk task producers never awaited) is finalized here,
-    # in this thread: collected later inside the fake server's thread, one of them once
-    # blocked that thread for good on its queue's lock, and the test waited for an answer.
-    gc.collect()
     with running() as llm:
         yield llm
 

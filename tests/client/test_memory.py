@@ -229,10 +229,11 @@ async def test_killed_mid_save_loses_nothing_saved_before(tmp_path: Path):
                 err = await proc.stderr.read() if proc.stderr else b""
                 pytest.fail(f"saver exited early: {err.decode(errors='replace')}")
             reported = int(line.split()[1])
-        proc.send_signal(signal.SIGKILL)
     finally:
+        # One signal only: a second `kill()` polls the child (waitpid) and can reap it before
+        # asyncio's child watcher does, which then reports exit code 255 instead of -SIGKILL.
         if proc.returncode is None:
-            proc.kill()
+            proc.kill()  # SIGKILL, mid-save
         await proc.wait()
     assert proc.returncode == -signal.SIGKILL
     # Saves it printed after we read our target were also reported before it died.

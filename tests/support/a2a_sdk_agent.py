@@ -38,6 +38,7 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from support.media import FIXTURE_PNG, GOLDEN_B64
+from support.polling import wait_until
 
 PNG = FIXTURE_PNG.read_bytes()
 GOLDEN_PNG_B64 = GOLDEN_B64
@@ -188,8 +189,30 @@ def card_for(
 class SdkAgent:
     url: str
     seen: Seen
-    server: uvicorn.Server
-    task: asyncio.Task[None]
+
+
+@contextlib.asynccontextmanager
+async def serve_handler(
+    sock: socket.socket, app: ASGIApp, handler: DefaultRequestHandler
+) -> AsyncIterator[None]:
+    """Serve `app` (built on `handler`) on the bound `sock` for the block; afterwards stop the
+    server and close the handler. Closing matters: a task left interrupted (input or auth
+    required) keeps a producer waiting for its next request; dropped unclosed, that producer
+    is finalized by the garbage collector in whatever thread runs next, where its teardown
+    once blocked another test's server thread for good."""
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", ws="none"))
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+    try:
+        await wait_until(lambda: server.started or task.done(), timeout=30)
+        if task.done():
+            task.result()
+        yield
+    finally:
+        server.should_exit = True
+        await handler.aclose()  # ends every task's producer and consumer, and open streams
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(task, 5)
+        sock.close()
 
 
 @contextlib.asynccontextmanager
@@ -214,18 +237,5 @@ async def sdk_agent(
         *create_agent_card_routes(card),
         *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=compat),
     ]
-    app = _Recorder(Starlette(routes=routes), seen)
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", ws="none")
-    server = uvicorn.Server(config)
-    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    try:
-        yield SdkAgent(base, seen, server, task)
-    finally:
-        server.should_exit = True
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(task, 5)
-        sock.close()
+    async with serve_handler(sock, _Recorder(Starlette(routes=routes), seen), handler):
+        yield SdkAgent(base, seen)

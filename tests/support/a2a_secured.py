@@ -4,14 +4,12 @@ Also the small tool and task answer the auth tests serve with toolnexus."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import uvicorn
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore
@@ -21,8 +19,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from support.a2a_sdk_agent import Executor, Seen, _Recorder, card_for
-from support.polling import wait_until
+from support.a2a_sdk_agent import Executor, Seen, _Recorder, card_for, serve_handler
 from toolnexus.types import Tool, ToolContext
 
 __all__ = ["SecuredAgent", "answer_did", "echo_tool", "secured_agent"]
@@ -97,15 +94,5 @@ async def secured_agent(
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")]
     refused: list[dict[str, str]] = []
     app: Any = _Gate(_Recorder(Starlette(routes=routes), seen), allow, refused)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", ws="none"))
-    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
-    await wait_until(lambda: server.started or task.done(), timeout=30)
-    if task.done():
-        task.result()
-    try:
+    async with serve_handler(sock, app, handler):
         yield SecuredAgent(base, seen, refused)
-    finally:
-        server.should_exit = True
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(task, 5)
-        sock.close()
