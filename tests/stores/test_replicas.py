@@ -24,33 +24,78 @@ RUNNING = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
 REPLICA = Path(__file__).parent.parent / "support" / "store_replica.py"
 
 
-@pytest.fixture(params=["postgres", "redis"])
-async def replicas(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[list[tuple[Any, str]]]:
+class _Pair:
+    """Two replica processes on one shared store, kept for the module (each start costs
+    seconds on a loaded machine); a replica a test killed is started again for the next."""
+
+    def __init__(self, kind: str, url: str, marks: Path) -> None:
+        self.kind, self.url, self.marks = kind, url, marks
+        self.procs: list[asyncio.subprocess.Process | None] = [None, None]
+        self.urls = ["", ""]
+
+    async def _start(self) -> tuple[asyncio.subprocess.Process, str]:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(REPLICA),
+            self.kind,
+            self.url,
+            str(self.marks),
+            stdout=asyncio.subprocess.PIPE,
+        )
+        try:
+            assert proc.stdout is not None
+            url = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode().strip()
+        except BaseException:
+            proc.kill()
+            await proc.wait()
+            raise
+        return proc, url
+
+    async def live(self) -> list[tuple[Any, str]]:
+        """Both replicas, dead ones replaced first (started side by side)."""
+        dead = [i for i, p in enumerate(self.procs) if p is None or p.returncode is not None]
+        started = await asyncio.gather(*(self._start() for _ in dead), return_exceptions=True)
+        for i, outcome in zip(dead, started, strict=True):
+            if not isinstance(outcome, BaseException):
+                self.procs[i], self.urls[i] = outcome
+        for outcome in started:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return list(zip(self.procs, self.urls, strict=True))
+
+    async def stop(self) -> None:
+        for proc in self.procs:
+            if proc is None:
+                continue
+            if proc.returncode is None:
+                proc.kill()
+            await proc.wait()
+
+
+@pytest.fixture(scope="module", params=["postgres", "redis"])
+async def replica_pair(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[_Pair]:
     if request.param == "postgres":
         url = request.getfixturevalue("postgres").database(f"rep_{uuid.uuid4().hex[:8]}")
     else:
         url = request.getfixturevalue("redis_server").database(3)
-    procs = []
+    pair = _Pair(request.param, url, tmp_path_factory.mktemp(f"marks-{request.param}"))
     try:
-        for _ in range(2):
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                str(REPLICA),
-                request.param,
-                url,
-                str(tmp_path),
-                stdout=asyncio.subprocess.PIPE,
-            )
-            procs.append(proc)
-        urls = [(await asyncio.wait_for(p.stdout.readline(), 30)).decode().strip() for p in procs]
-        yield list(zip(procs, urls, strict=True))
+        yield pair
     finally:
-        for proc in procs:
-            if proc.returncode is None:
-                proc.kill()
-            await proc.wait()
+        await pair.stop()
+
+
+@pytest.fixture
+async def replicas(replica_pair: _Pair) -> list[tuple[Any, str]]:
+    return await replica_pair.live()
+
+
+@pytest.fixture
+def marks(replica_pair: _Pair) -> Path:
+    """The replicas' folder for `hold`/`gate` marks (each test uses prompts of its own)."""
+    return replica_pair.marks
 
 
 def state(answer: dict[str, Any]) -> str:
@@ -95,7 +140,7 @@ class Subscription:
         await self._context.__aexit__(*exc_info)
 
 
-async def test_any_replica_answers_gets_and_stops_the_runs_of_another(replicas, tmp_path):
+async def test_any_replica_answers_gets_and_stops_the_runs_of_another(replicas, marks):
     (_, url_a), (_, url_b) = replicas
     async with httpx2.AsyncClient(timeout=20) as http:
         sent = await rpc(http, url_a, "SendMessage", {"message": message("hello")})
@@ -109,21 +154,21 @@ async def test_any_replica_answers_gets_and_stops_the_runs_of_another(replicas, 
         canceled = await rpc(http, url_b, "CancelTask", {"id": held_id})
         assert state(canceled) == "TASK_STATE_CANCELED"
         # ...which reaches the run on A: its model call is stopped.
-        await wait_until((tmp_path / "hold one.stopped").exists, timeout=15)
+        await wait_until((marks / "hold one.stopped").exists, timeout=15)
         for url in (url_a, url_b):
             assert state(await rpc(http, url, "GetTask", {"id": held_id})) == "TASK_STATE_CANCELED"
         again = await rpc(http, url_a, "CancelTask", {"id": held_id})
         assert again["error"]["code"] == -32002  # not cancelable twice, on either replica
 
 
-async def test_a_subscriber_on_one_replica_follows_a_run_on_another(replicas, tmp_path):
+async def test_a_subscriber_on_one_replica_follows_a_run_on_another(replicas, marks):
     (_, url_a), (_, url_b) = replicas
     async with httpx2.AsyncClient(timeout=20) as http:
         task_id = await send_held(http, url_a, "gate one")
         async with Subscription(http, url_b, task_id) as stream:
             first = await stream.next()
             assert first is not None and first["task"]["status"]["state"] in RUNNING
-            (tmp_path / "gate one").touch()  # let A finish the run
+            (marks / "gate one").touch()  # let A finish the run
             events = await asyncio.wait_for(stream.rest(), 20)
         *updates, last = events
         artifacts = [e["artifactUpdate"]["artifact"] for e in updates if "artifactUpdate" in e]
@@ -131,27 +176,6 @@ async def test_a_subscriber_on_one_replica_follows_a_run_on_another(replicas, tm
         assert last["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
         final = await rpc(http, url_b, "GetTask", {"id": task_id})
         assert final["result"]["artifacts"] == artifacts
-
-
-async def test_a_dead_replicas_task_ends_failed_for_pollers_and_subscribers(replicas):
-    (a, url_a), (_, url_b) = replicas
-    async with httpx2.AsyncClient(timeout=20) as http:
-        doomed_id = await send_held(http, url_a, "hold two")
-        assert state(await rpc(http, url_b, "GetTask", {"id": doomed_id})) in RUNNING
-        async with Subscription(http, url_b, doomed_id) as stream:
-            first = await stream.next()
-            assert first is not None and first["task"]["status"]["state"] in RUNNING
-            a.send_signal(signal.SIGKILL)
-            await a.wait()
-            # one lease (0.6 s) in practice; the bound is generous for a loaded machine
-            events = await asyncio.wait_for(stream.rest(), 20)
-        status = events[-1]["statusUpdate"]["status"]
-        assert status["state"] == "TASK_STATE_FAILED"
-        assert (
-            status["message"]["parts"][0]["text"] == "the server restarted before the task finished"
-        )
-        got = await rpc(http, url_b, "GetTask", {"id": doomed_id})
-        assert state(got) == "TASK_STATE_FAILED"
 
 
 async def test_serve_store_flag_shares_tasks_and_conversations(redis_server) -> None:
@@ -164,8 +188,13 @@ async def test_serve_store_flag_shares_tasks_and_conversations(redis_server) -> 
         llm.push(text("Hello from a replica."))
         model = ["--base-url", llm.url + "/v1", "--style", "openai", "--model", "m"]
         flags = ["--a2a", "--store", url, "--port", "0", *model, "--api-key", "k-unused"]
-        started = [await start_serve(*flags, env=clean_env()) for _ in range(2)]
+        starts = (start_serve(*flags, env=clean_env()) for _ in range(2))
+        outcomes = await asyncio.gather(*starts, return_exceptions=True)
+        started = [o for o in outcomes if not isinstance(o, BaseException)]
         try:
+            for outcome in outcomes:
+                if isinstance(outcome, BaseException):
+                    raise outcome
             (_, a), (_, b) = ((p, u["a2a"].rstrip("/")) for p, u in started)
             async with httpx2.AsyncClient(timeout=30) as http:
                 sent = await rpc(http, a, "SendMessage", {"message": message("hi")})
@@ -174,8 +203,7 @@ async def test_serve_store_flag_shares_tasks_and_conversations(redis_server) -> 
                 got = await rpc(http, b, "GetTask", {"id": task["id"]})
                 assert got["result"] == task
         finally:
-            for proc, _ in started:
-                await stop_serve(proc, signal.SIGTERM)
+            await asyncio.gather(*(stop_serve(proc, signal.SIGTERM) for proc, _ in started))
     async with RedisConversationStore(url) as conversations:
         turns = await conversations.get(task["contextId"])
     assert [m["content"] for m in turns or []] == ["hi", "Hello from a replica."]
@@ -204,3 +232,25 @@ async def test_a_task_waiting_for_input_resumes_on_another_replica_and_its_subsc
         artifacts = [e["artifactUpdate"]["artifact"] for e in events if "artifactUpdate" in e]
         assert artifacts == resumed["result"]["task"]["artifacts"]
         assert "Ada" in artifacts[0]["parts"][0]["text"]
+
+
+# Last of the module: it kills a replica (the next test would wait for a new one).
+async def test_a_dead_replicas_task_ends_failed_for_pollers_and_subscribers(replicas):
+    (a, url_a), (_, url_b) = replicas
+    async with httpx2.AsyncClient(timeout=20) as http:
+        doomed_id = await send_held(http, url_a, "hold two")
+        assert state(await rpc(http, url_b, "GetTask", {"id": doomed_id})) in RUNNING
+        async with Subscription(http, url_b, doomed_id) as stream:
+            first = await stream.next()
+            assert first is not None and first["task"]["status"]["state"] in RUNNING
+            a.send_signal(signal.SIGKILL)
+            await a.wait()
+            # one lease (0.6 s) in practice; the bound is generous for a loaded machine
+            events = await asyncio.wait_for(stream.rest(), 20)
+        status = events[-1]["statusUpdate"]["status"]
+        assert status["state"] == "TASK_STATE_FAILED"
+        assert (
+            status["message"]["parts"][0]["text"] == "the server restarted before the task finished"
+        )
+        got = await rpc(http, url_b, "GetTask", {"id": doomed_id})
+        assert state(got) == "TASK_STATE_FAILED"

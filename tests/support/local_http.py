@@ -320,7 +320,10 @@ class ServerThread:
             time.sleep(0.005)
 
     def stop(self) -> None:
+        """Stop at once: a connection still open is cut, not waited for (uvicorn's graceful
+        shutdown would wait for it up to the join's timeout)."""
         self.server.should_exit = True
+        self.server.force_exit = True
         self.thread.join(timeout=10)
         self.sock.close()
 
