@@ -12,6 +12,12 @@ the gateway's; `added_ms` = gateway p50 − direct p50. The two targets: `native
 native gateway p50 / SDK HTTP p50 (≤ 1.1) and `stdio_ratio` = gateway p50 / (SDK HTTP p50 +
 direct p50) (≤ 1.2). `*_server_cpu_us_per_call` is the server process's CPU per call with
 `--inflight` outstanding (Linux), and `native_cpu_ratio` the native gateway's over the SDK's.
+
+`--instructions` instead counts each HTTP server process's instructions per call under
+callgrind (`valgrind --tool=callgrind --instr-atstart=no`, switched on with `callgrind_control`
+only around the measured calls, `--inflight` outstanding): the SDK's HTTP server, the native
+gateway and the gateway in front of the stdio server (its own process; the upstream server is
+not counted). Unlike wall-clock and `/proc` figures, these do not move with the machine's load.
 """
 
 from __future__ import annotations
@@ -21,8 +27,11 @@ import asyncio
 import contextlib
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -177,14 +186,10 @@ async def raw_session(url: str) -> AsyncIterator[Any]:
         await session.aclose()
 
 
-async def over_http(
-    command: list[str], args: argparse.Namespace, *, reports_rss: bool = False, raw: bool = False
-) -> dict[str, Any]:
-    """Measure an MCP server process that prints its streamable-HTTP endpoint URL.
-
-    With `reports_rss` the process exits on stdin EOF after printing `{"rss_mb": ...}`.
-    """
-
+@contextlib.contextmanager
+def http_server(command: list[str]) -> Any:
+    """Start an MCP server process that prints its streamable-HTTP endpoint URL; yield
+    `(process, url)`; stop it on the way out (unless it already exited)."""
     server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert server.stdin is not None and server.stdout is not None
     try:
@@ -195,20 +200,7 @@ async def over_http(
                 break
         if not url.startswith("http"):
             raise RuntimeError(f"{command[-1]} did not start (printed {url!r})")
-        async with (raw_session if raw else sdk_session)(url) as session:
-            names = [t.name for t in (await session.list_tools()).tools]
-            tool = next((n for n in names if n == "add" or n.endswith("_add")), None)
-            if tool is None:
-                raise RuntimeError(f"{url} exposes no add tool: {names}")
-            stats: dict[str, Any] = await measure(session, tool, args, server.pid)
-        stats["rss_mb"] = None
-        if reports_rss:
-            try:
-                out, _ = server.communicate(timeout=10)
-                stats["rss_mb"] = json.loads(out.strip().splitlines()[-1])["rss_mb"]
-            except (subprocess.TimeoutExpired, ValueError, KeyError, IndexError):
-                pass
-        return stats
+        yield server, url
     finally:
         if server.poll() is None:
             server.terminate()
@@ -217,6 +209,107 @@ async def over_http(
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+
+
+async def add_tool(session: Any) -> str:
+    names = [t.name for t in (await session.list_tools()).tools]
+    tool = next((n for n in names if n == "add" or n.endswith("_add")), None)
+    if tool is None:
+        raise RuntimeError(f"the server exposes no add tool: {names}")
+    return tool
+
+
+async def over_http(
+    command: list[str], args: argparse.Namespace, *, reports_rss: bool = False, raw: bool = False
+) -> dict[str, Any]:
+    """Measure an MCP server process that prints its streamable-HTTP endpoint URL.
+
+    With `reports_rss` the process exits on stdin EOF after printing `{"rss_mb": ...}`.
+    """
+    with http_server(command) as (server, url):
+        async with (raw_session if raw else sdk_session)(url) as session:
+            stats: dict[str, Any] = await measure(
+                session, await add_tool(session), args, server.pid
+            )
+        stats["rss_mb"] = None
+        if reports_rss:
+            try:
+                out, _ = server.communicate(timeout=10)
+                stats["rss_mb"] = json.loads(out.strip().splitlines()[-1])["rss_mb"]
+            except (subprocess.TimeoutExpired, ValueError, KeyError, IndexError):
+                pass
+        return stats
+
+
+async def server_instructions(command: list[str], args: argparse.Namespace) -> float:
+    """Instructions per `tools/call` the server process spends, `--inflight` outstanding."""
+    with tempfile.TemporaryDirectory(prefix="bench-gateway-") as folder:
+        out = Path(folder) / "callgrind.out"
+        valgrind = [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={out}",
+            "--log-file=/dev/null",
+        ]
+        with http_server([*valgrind, *command]) as (server, url):
+            async with sdk_session(url) as session:
+                tool = await add_tool(session)
+                for _ in range(args.warmup):
+                    await session.call_tool(tool, {"a": 2, "b": 2})
+                remaining = args.calls
+
+                async def worker() -> None:
+                    nonlocal remaining
+                    while remaining > 0:
+                        remaining -= 1
+                        await session.call_tool(tool, {"a": 2, "b": 2})
+
+                subprocess.run(
+                    ["callgrind_control", "-i", "on", str(server.pid)],
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                )
+                await asyncio.gather(*(worker() for _ in range(args.inflight)))
+                subprocess.run(
+                    ["callgrind_control", "-i", "off", str(server.pid)],
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                )
+            # the measured part, written now: the process is stopped on the way out
+            subprocess.run(
+                ["callgrind_control", "-d", str(server.pid)], check=True, stdout=subprocess.DEVNULL
+            )
+        totals = 0
+        for dump in Path(folder).glob("callgrind.out*"):
+            match = re.search(r"^totals: (\d+)", dump.read_text(), re.M)
+            totals += int(match.group(1)) if match else 0
+        if not totals:
+            raise RuntimeError(f"no callgrind totals for {command[-1]}")
+        return totals / args.calls
+
+
+async def instructions(args: argparse.Namespace) -> dict[str, Any]:
+    """The `--instructions` row: instructions per call in each HTTP server process."""
+    gateway = [c.repo_python(), str(c.FIXTURES_DIR / "gateway.py")]
+    sdk = await server_instructions([*c.mcp_server_command(), "--http"], args)
+    native = await server_instructions([*gateway, "--native"], args)
+    stdio = await server_instructions(gateway, args)
+    return {
+        "name": "scale_gateway_instructions",
+        "ok": True,
+        "calls": args.calls,
+        "inflight": args.inflight,
+        "sdk_http_instructions_per_call": sdk,
+        "native_gateway_instructions_per_call": native,
+        "gateway_instructions_per_call": stdio,
+        "native_instructions_ratio": native / sdk,
+        "headline": (
+            f"instructions per tools/call in the server process, {args.inflight} in flight: "
+            f"SDK HTTP server {sdk / 1e6:.2f} M, native gateway {native / 1e6:.2f} M "
+            f"({native / sdk:.2f}x), gateway over stdio {stdio / 1e6:.2f} M"
+        ),
+    }
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -290,7 +383,15 @@ if __name__ == "__main__":
     parser.add_argument("--inflight", type=int, default=8)
     parser.add_argument("--base-url", help="unused (the harness passes it to every runner)")
     parser.add_argument("--quick", action="store_true", help="50 calls, gateway vs direct only")
+    parser.add_argument(
+        "--instructions", action="store_true", help="server instructions per call (callgrind)"
+    )
     ARGS = parser.parse_args()
+    if ARGS.instructions:
+        if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+            sys.exit("--instructions needs valgrind (callgrind and callgrind_control) on PATH")
+        c.guarded("scale_gateway_instructions", lambda: instructions(ARGS))
+        sys.exit(0)
     if ARGS.quick:
         ARGS.calls, ARGS.warmup = min(ARGS.calls, 50), min(ARGS.warmup, 5)
     c.guarded("scale_gateway", lambda: main(ARGS))

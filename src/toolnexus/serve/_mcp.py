@@ -434,7 +434,13 @@ class McpHttpEndpoint:
     """The `/mcp` ASGI app, stateless: a 2025-11-25 request is answered as plain JSON unless it
     asks for progress (then SSE, so progress can stream); a 2026-07-28 request goes through the
     SDK's modern entry with SSE enabled (plain JSON unless the handler sends a notification).
-    `run()` is its lifespan."""
+    `run()` is its lifespan.
+
+    A well-formed 2025-11-25 request answered as JSON is served as one exchange: the SDK's
+    `serve_one` kernel (negotiated version, middleware, request-state boundary, result sieve)
+    without the per-POST transport, dispatcher and task group of its stateless transport, and
+    answered the bytes that transport would answer. Everything else (`initialize`,
+    notifications, malformed bodies, wrong headers) goes through the SDK's transport itself."""
 
     def __init__(self, server: Server[Any], *, security_settings: Any, max_body: int) -> None:
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -449,13 +455,18 @@ class McpHttpEndpoint:
                 max_request_body_size=max_body,
             )
 
+        self._server = server
+        self._max_body = max_body
+        self._lifespan_state: Any = None
         self._plain = manager(True)
         self._streaming = manager(False)
         self._handshake = {v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS}
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        async with self._plain.run(), self._streaming.run():
+        server = self._server
+        async with server.lifespan(server) as state, self._plain.run(), self._streaming.run():
+            self._lifespan_state = state
             yield
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -478,9 +489,14 @@ class McpHttpEndpoint:
         if b'"progressToken"' in body:
             await streaming.handle_request(scope, _replay(bytes(body), receive), send)
             return
-        await self._plain_call(scope, bytes(body), receive, send)
+        exchange = (
+            _one_exchange(scope, bytes(body), version) if len(body) <= self._max_body else None
+        )
+        await self._plain_call(scope, bytes(body), exchange, receive, send)
 
-    async def _plain_call(self, scope: Any, body: bytes, receive: Any, send: Any) -> None:
+    async def _plain_call(
+        self, scope: Any, body: bytes, exchange: _Exchange | None, receive: Any, send: Any
+    ) -> None:
         """A JSON-answered request, cancelled when the client goes away (an SSE answer notices
         that itself): closing the request is how a stateless caller cancels."""
         after_body: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -488,9 +504,13 @@ class McpHttpEndpoint:
         async def rest() -> Any:
             return await asyncio.shield(after_body)
 
-        handler = asyncio.ensure_future(
-            self._plain.handle_request(scope, _replay(body, rest), send)
-        )
+        if exchange is None:
+            handler = asyncio.ensure_future(
+                self._plain.handle_request(scope, _replay(body, rest), send)
+            )
+        else:
+            exchange.receive = rest
+            handler = asyncio.ensure_future(self._answer(exchange, send))
 
         async def watch() -> None:
             message = await receive()
@@ -506,6 +526,150 @@ class McpHttpEndpoint:
                 raise
         finally:
             watcher.cancel()
+
+    async def _answer(self, exchange: _Exchange, send: Any) -> None:
+        """Serve one request with the SDK's kernel; answer as its JSON-response transport does."""
+        from mcp.server.runner import serve_one
+        from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+
+        request = exchange.request
+        message: types.JSONRPCResponse | types.JSONRPCError
+        try:
+            result = await serve_one(
+                self._server,
+                exchange,
+                request.method,
+                request.params,
+                connection=exchange.connection(),
+                lifespan_state=self._lifespan_state,
+            )
+        except Exception as exc:
+            error = handler_exception_to_error_data(exc)
+            if error is None:  # the code the SDK's dispatcher answers an unmapped failure with
+                logger.debug("[toolnexus] MCP handler for %r raised", request.method, exc_info=True)
+                error = types.ErrorData(code=0, message=str(exc))
+            message = types.JSONRPCError(jsonrpc="2.0", id=request.id, error=error)
+        else:
+            message = types.JSONRPCResponse(jsonrpc="2.0", id=request.id, result=result)
+        payload = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-length", str(len(payload)).encode()),
+                    (b"content-type", b"application/json"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
+
+
+class _Exchange:
+    """The dispatch context of one JSON-answered 2025-11-25 request over stateless HTTP: no
+    back-channel (a server request raises `NoBackChannelError`, as on the SDK's transport),
+    and notifications, progress included, have no wire in a JSON answer."""
+
+    can_send_request = False
+
+    def __init__(self, scope: Any, request: types.JSONRPCRequest, version: str) -> None:
+        from mcp.shared.transport_context import TransportContext
+
+        self.scope = scope
+        self.request = request
+        self.version = version
+        self.request_id = request.id
+        self.transport = TransportContext(kind="streamable-http", can_send_request=False)
+        self.receive: Callable[[], Awaitable[Any]] | None = None
+        self._metadata: Any = None
+        self._cancel: Any = None
+
+    def connection(self) -> Any:
+        from mcp.server.connection import Connection
+
+        return Connection.from_envelope(self.version, None, None)
+
+    @property
+    def message_metadata(self) -> Any:
+        if self._metadata is None:  # built only when a handler looks (the HTTP request)
+            from mcp.shared.message import ServerMessageMetadata
+            from starlette.requests import Request as HttpRequest
+
+            self._metadata = ServerMessageMetadata(
+                request_context=HttpRequest(self.scope, self.receive),  # type: ignore[arg-type]
+                can_send_request=False,
+            )
+        return self._metadata
+
+    @property
+    def cancel_requested(self) -> Any:
+        if self._cancel is None:  # nothing can cancel it but the client going away
+            import anyio
+
+            self._cancel = anyio.Event()
+        return self._cancel
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: Any = None
+    ) -> dict[str, Any]:
+        from mcp.shared.exceptions import NoBackChannelError
+
+        raise NoBackChannelError(method)
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> None:
+        return None
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        return None
+
+
+def _one_exchange(scope: Any, body: bytes, version: bytes | None) -> _Exchange | None:
+    """The request as one exchange, or `None` when the SDK's transport must answer it (its
+    checks fail, it is not one request, or it is `initialize`)."""
+    from mcp_types import DEFAULT_NEGOTIATED_VERSION
+    from pydantic import ValidationError
+
+    accept = content_type = b""
+    for key, value in scope["headers"]:
+        if key == b"accept":
+            accept = value
+        elif key == b"content-type":
+            content_type = value
+    if not _accepts_json(accept) or not _is_json_type(content_type):
+        return None
+    try:
+        decoded = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if (
+        not isinstance(decoded, dict)
+        or "id" not in decoded
+        or decoded.get("method") == "initialize"
+    ):
+        return None
+    try:
+        request = types.JSONRPCRequest.model_validate(decoded, by_name=False)
+    except ValidationError:
+        return None
+    negotiated = DEFAULT_NEGOTIATED_VERSION if version is None else version.decode("latin-1")
+    return _Exchange(scope, request, negotiated)
+
+
+def _accepts_json(accept: bytes) -> bool:
+    """The SDK transport's rule: `application/json`, `application/*` or `*/*` is accepted."""
+    kinds = {part.split(b";")[0].strip().lower() for part in accept.split(b",")}
+    return not kinds.isdisjoint((b"application/json", b"application/*", b"*/*"))
+
+
+def _is_json_type(content_type: bytes) -> bool:
+    """The SDK transport's two rules: the value starts with `application/json` (any case), and
+    its media type (before `;`) lists `application/json` exactly."""
+    media = content_type.decode("latin-1")
+    if not media.lower().startswith("application/json"):
+        return False
+    return any(part.strip() == "application/json" for part in media.split(";")[0].split(","))
 
 
 def _replay(body: bytes, receive: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
