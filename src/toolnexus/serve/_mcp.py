@@ -628,6 +628,7 @@ class _Exchange:
 def _one_exchange(scope: Any, body: bytes, version: bytes | None) -> _Exchange | None:
     """The request as one exchange, or `None` when the SDK's transport must answer it (its
     checks fail, it is not one request, or it is `initialize`)."""
+    import pydantic_core
     from mcp_types import DEFAULT_NEGOTIATED_VERSION
     from pydantic import ValidationError
 
@@ -639,9 +640,9 @@ def _one_exchange(scope: Any, body: bytes, version: bytes | None) -> _Exchange |
             content_type = value
     if not _accepts_json(accept) or not _is_json_type(content_type):
         return None
-    try:
-        decoded = json.loads(body)
-    except (ValueError, RecursionError):
+    try:  # the SDK transport's parser, so both read every body alike
+        decoded = pydantic_core.from_json(body)
+    except ValueError:
         return None
     if (
         not isinstance(decoded, dict)
