@@ -15,6 +15,7 @@ from toolnexus.errors import ToolnexusError
 T = TypeVar("T")
 
 __all__ = [
+    "CancelSignal",
     "Expired",
     "LoopThread",
     "Signalled",
@@ -22,6 +23,7 @@ __all__ = [
     "bounded",
     "call_in_thread_maybe_async",
     "call_maybe_async",
+    "cancelled_by",
     "is_async_callable",
     "run_in_thread",
     "until_signalled",
@@ -80,6 +82,72 @@ class Expired(ToolnexusError, TimeoutError):
 
 
 _SIGNAL_POLL_SECONDS = 0.01
+
+
+class CancelSignal(asyncio.Event):
+    """An `asyncio.Event` that also calls back when set, so that work can be bounded by it in
+    the caller's own task (`cancelled_by`) instead of a watcher task."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._callbacks: list[Callable[[], None]] = []
+
+    def set(self) -> None:
+        if self.is_set():
+            return
+        super().set()
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_set(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback()` once when the signal is set (now, if it is); returns its remover."""
+        if self.is_set():
+            callback()
+            return _nothing
+        self._callbacks.append(callback)
+
+        def remove() -> None:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+        return remove
+
+
+def _nothing() -> None:
+    return None
+
+
+async def cancelled_by(work: Awaitable[T], signal: Any, *, unwind_s: float | None = None) -> T:
+    """Await `work` until it finishes or `signal` is set (then `Signalled`).
+
+    With a `CancelSignal` the work runs in the caller's task and setting the signal cancels it
+    there, as a deadline would: for work that unwinds promptly when cancelled. Any other signal
+    is watched beside the work (`bounded`, which waits `unwind_s` at most for it to unwind)."""
+    if not isinstance(signal, CancelSignal):
+        return await bounded(work, signal=signal, unwind_s=unwind_s)
+    if signal.is_set():
+        if inspect.iscoroutine(work):
+            work.close()  # never started
+        raise Signalled("cancelled")
+    task = asyncio.current_task()
+    assert task is not None
+    fired = False
+
+    def fire() -> None:
+        nonlocal fired
+        fired = True
+        task.cancel()
+
+    remove = signal.on_set(fire)
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if fired and task.uncancel() == 0:
+            raise Signalled("cancelled") from None
+        raise
+    finally:
+        remove()
 
 
 async def wait_signal(signal: Any) -> None:

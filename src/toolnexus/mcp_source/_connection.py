@@ -40,7 +40,12 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
 from toolnexus import __version__
-from toolnexus._aio import Signalled, bounded, call_in_thread_maybe_async, call_maybe_async
+from toolnexus._aio import (
+    Signalled,
+    call_in_thread_maybe_async,
+    call_maybe_async,
+    cancelled_by,
+)
 from toolnexus._env import EnvVarError, expand_env_headers
 from toolnexus._http import ssl_context
 from toolnexus._log import logger, warn
@@ -914,7 +919,7 @@ class Budget:
 
 async def _until_signal(call: Awaitable[T], signal: Signal) -> T:
     try:
-        return await bounded(call, signal=signal, unwind_s=_CANCEL_SETTLE)
+        return await cancelled_by(call, signal, unwind_s=_CANCEL_SETTLE)
     except Signalled:
         raise CallCancelled from None
 

@@ -23,7 +23,7 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from toolnexus._aio import call_maybe_async
+from toolnexus._aio import CancelSignal, call_maybe_async
 from toolnexus._env import expand_env
 from toolnexus._log import logger
 from toolnexus.errors import ConfigError, ConfigTypeError
@@ -309,7 +309,7 @@ def make_mcp_server(
     ) -> ToolResult:
         # Set when the request is cancelled (a client cancel or disconnect) before the call is
         # cancelled, so the tool sees the signal whether it awaits or runs in a worker thread.
-        signal = asyncio.Event()
+        signal = CancelSignal()
         session = ctx.session
 
         async def progress(event: dict[str, Any]) -> None:
