@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from toolnexus._log import warn
 from toolnexus._schema import allows_null, inline_refs, map_subschemas, resolve_pointer
+from toolnexus.errors import WireFormatError
 from toolnexus.types import Tool, ToolResult
 
 __all__ = [
@@ -427,21 +428,21 @@ def _call(id_: Any, name: Any, raw_args: Any) -> ToolCall:
 def parse_openai_tool_calls(message: Mapping[str, Any]) -> list[ToolCall]:
     """Tool calls of an OpenAI assistant message (`choices[0].message`).
 
-    A malformed shape raises `ValueError` naming what is wrong (the client reports it as a
-    `ProviderError`)."""
+    A malformed shape raises `WireFormatError` (a `ValueError`) naming what is wrong (the
+    client reports it as a `ProviderError`)."""
     calls = message.get("tool_calls") or []
     if not isinstance(calls, list):
-        raise ValueError(f"tool_calls is not a list (got {type(calls).__name__})")
+        raise WireFormatError(f"tool_calls is not a list (got {type(calls).__name__})")
     out: list[ToolCall] = []
     for i, call in enumerate(calls):
         if not isinstance(call, Mapping):
-            raise ValueError(f"tool_calls[{i}] is not an object (got {type(call).__name__})")
+            raise WireFormatError(f"tool_calls[{i}] is not an object (got {type(call).__name__})")
         fn = call.get("function") or {}
         if not isinstance(fn, Mapping):
-            raise ValueError(f"tool_calls[{i}].function is not an object")
+            raise WireFormatError(f"tool_calls[{i}].function is not an object")
         name = fn.get("name")
         if name is not None and not isinstance(name, str):
-            raise ValueError(f"tool_calls[{i}].function.name is not a string")
+            raise WireFormatError(f"tool_calls[{i}].function.name is not a string")
         out.append(_call(call.get("id") or f"call_{i}", name, fn.get("arguments")))
     return out
 

@@ -25,25 +25,34 @@ if TYPE_CHECKING:
 
 __all__ = [
     "A2AError",
+    "AgentError",
     "ConfigError",
+    "ConfigFileNotFound",
     "ConfigTypeError",
     "EnvVarError",
+    "EventLoopError",
     "HeaderValueError",
     "MalformedFrontmatter",
     "McpInputError",
     "MissingApiKey",
+    "NoSuchRequest",
+    "NotConnected",
     "OutputError",
     "ProviderConnectionError",
     "ProviderError",
     "RunCancelled",
     "RunTimeout",
+    "ServeError",
+    "ServeTimeout",
     "ServerConfigError",
     "SpawnError",
     "StoreConfigError",
     "StoreError",
     "StreamingUnsupported",
     "ToolnexusError",
+    "UnsupportedOperation",
     "UsageLimitExceeded",
+    "WireFormatError",
 ]
 
 NO_API_KEY_MESSAGE = (
@@ -117,6 +126,11 @@ class HeaderValueError(ConfigError):
 
 class ServerConfigError(ConfigError):
     """An MCP server entry has a wrong-typed or missing key; the message names the key."""
+
+
+class ConfigFileNotFound(ConfigError, FileNotFoundError):
+    """A file or folder the configuration names does not exist (a persona folder, a soul file).
+    Also a `FileNotFoundError`, as opening it would have raised."""
 
 
 class MalformedFrontmatter(ConfigError):
@@ -240,6 +254,16 @@ class RunCancelled(ToolnexusError):
         super().__init__(message)
 
 
+class EventLoopError(ToolnexusError, RuntimeError):
+    """A blocking call was made on the event loop it would block: a `*_sync` method, or a
+    blocking `close()`, inside a running loop. Await the async method there instead."""
+
+
+class WireFormatError(ToolnexusError, ValueError):
+    """Data in a wire format has the wrong shape: a field is missing or of the wrong type in a
+    provider's tool calls or a wire dict read back into a typed value. The message names it."""
+
+
 # --- stores ----------------------------------------------------------------------------------
 
 
@@ -256,7 +280,12 @@ class OutputError(ToolnexusError):
         self.errors = errors
 
 
-class StreamingUnsupported(ToolnexusError, NotImplementedError):
+class UnsupportedOperation(ToolnexusError, NotImplementedError):
+    """What was asked is not offered by the code behind it, e.g. an `http_transport` whose
+    `post` raises `NotImplementedError`. Also a `NotImplementedError`."""
+
+
+class StreamingUnsupported(UnsupportedOperation):
     """The model behind this client answers in whole replies only (an in-process `generate`, a
     synchronous transport without `open()`), so `stream` and `on_text` are refused."""
 
@@ -300,3 +329,34 @@ class McpInputError(ToolnexusError):
     """An MCP server asked for input it could not be given while reading a resource or
     getting a prompt: no `wait_for` to ask the host, an answer refused or not fitting the
     form, sampling (never provided), or too many rounds. The message names what was asked."""
+
+
+class NotConnected(ToolnexusError, ValueError):
+    """An MCP server has no live session (it is still connecting, failed or was closed).
+
+    `server` is its name."""
+
+    def __init__(self, server: str) -> None:
+        super().__init__(f'MCP server "{server}" is not connected')
+        self.server = server
+
+
+# --- serving and agents ----------------------------------------------------------------------
+
+
+class ServeError(ToolnexusError, OSError):
+    """A server could not start: its host does not resolve, its port cannot be bound (`errno`
+    says why, e.g. `EADDRINUSE`), or it stopped while starting."""
+
+
+class ServeTimeout(ServeError, TimeoutError):
+    """A server did not finish starting in time."""
+
+
+class AgentError(ToolnexusError, RuntimeError):
+    """An agent runtime cannot do what was asked: an agent cannot be spawned (unknown name, a
+    depth, children or budget limit), or there is nothing suspended to resume."""
+
+
+class NoSuchRequest(AgentError, ValueError):
+    """`resume` got an answer whose id matches no suspended request."""

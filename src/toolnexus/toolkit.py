@@ -15,7 +15,7 @@ from toolnexus._dispatch import dispatch
 from toolnexus._http import HttpClients, http_owner
 from toolnexus._log import warn
 from toolnexus._naming import add_unique
-from toolnexus.errors import ConfigError, ConfigTypeError
+from toolnexus.errors import ConfigError, ConfigTypeError, EventLoopError
 from toolnexus.types import Answer, Request, Tool, ToolContext, ToolResult, error_message
 
 if TYPE_CHECKING:
@@ -364,7 +364,7 @@ class Toolkit:
         if running is loop:
             if asyncio.iscoroutine(coro):
                 coro.close()
-            raise RuntimeError(
+            raise EventLoopError(
                 "execute_sync() was called from the toolkit's own event loop; "
                 "use `await toolkit.execute(...)` there"
             )

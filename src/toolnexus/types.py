@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias
 from typing_extensions import TypeVar
 
 from toolnexus._aio import is_async_callable, run_in_thread
-from toolnexus.errors import ConfigTypeError
+from toolnexus.errors import ConfigTypeError, WireFormatError
 
 if TYPE_CHECKING:
     from toolnexus.content import ContentPart
@@ -168,7 +168,7 @@ def _present(**fields: Any) -> dict[str, Any]:
 def _required(data: Mapping[str, Any], key: str, what: str) -> Any:
     if key not in data:
         got = ", ".join(map(str, data)) or "none"
-        raise ValueError(f'{what} wire data needs "{key}" (got keys: {got})')
+        raise WireFormatError(f'{what} wire data needs "{key}" (got keys: {got})')
     return data[key]
 
 

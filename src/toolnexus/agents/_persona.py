@@ -17,7 +17,7 @@ from toolnexus.agents._constants import TASK_STATUS_PENDING
 from toolnexus.agents._handle import Handle
 from toolnexus.agents._results import InboxItem, SpawnError, TaskResult
 from toolnexus.agents._runtime import AgentRuntime
-from toolnexus.errors import ConfigError, ConfigTypeError
+from toolnexus.errors import AgentError, ConfigError, ConfigFileNotFound, ConfigTypeError
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message, sanitize
 
 __all__ = [
@@ -85,7 +85,7 @@ def compose_soul(dir: str | os.PathLike[str]) -> tuple[str, list[str]]:
     """
     home = Path(dir)
     if not home.is_dir():
-        raise FileNotFoundError(f"persona folder not found: {home}")
+        raise ConfigFileNotFound(f"persona folder not found: {home}")
     sections: list[str] = []
     found: list[str] = []
     for name in BOOTSTRAP_ORDER:
@@ -252,7 +252,7 @@ def start_agent(
     rt = AgentRuntime(registry=agent.registry(), **runtime_options)
     handle = rt.spawn(rt.root, agent.name)
     if isinstance(handle, SpawnError):
-        raise RuntimeError(f"start_agent: {handle.error}")
+        raise AgentError(f"start_agent: {handle.error}")
     clock = rt.clock
     state: dict[str, Any] = {"timer": None, "stopped": False}
     reports: set[asyncio.Task[None]] = set()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from toolnexus.errors import AgentError
 from toolnexus.types import Request
 
 __all__ = ["HandleView", "InboxItem", "PostResult", "ResumableRuntime", "SpawnError", "TaskResult"]
@@ -40,7 +41,7 @@ class TaskResult:
     async def resume(self, answer: Any) -> TaskResult:
         """Continue a `pending` result of `Agent.run` with the host's `Answer`."""
         if self.runtime is None:
-            raise RuntimeError("this result has no runtime to resume (only Agent.run sets one)")
+            raise AgentError("this result has no runtime to resume (only Agent.run sets one)")
         return await self.runtime.resume(answer)
 
 

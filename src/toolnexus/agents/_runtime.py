@@ -51,7 +51,7 @@ from toolnexus.agents._task import make_task_tool
 from toolnexus.client import Client
 from toolnexus.client._hooks import resolve_hooks
 from toolnexus.client.memory import ConversationStore, InMemoryConversationStore, KeyedLock
-from toolnexus.errors import ConfigError, ConfigTypeError
+from toolnexus.errors import AgentError, ConfigError, ConfigTypeError, NoSuchRequest
 from toolnexus.toolkit import Toolkit
 from toolnexus.types import Answer, Request, Tool, error_message
 
@@ -814,20 +814,21 @@ class AgentRuntime:
     async def resume(self, answer: Answer | Mapping[str, Any]) -> TaskResult:
         """Answer a durably suspended request and replay the suspended turns bottom-up.
 
-        Returns the result of the outermost turn replayed. Raises `RuntimeError` when nothing is
-        suspended and `ValueError` when no suspended request has the answer's id.
+        Returns the result of the outermost turn replayed. Raises `AgentError` (a
+        `RuntimeError`) when nothing is suspended and `NoSuchRequest` (also a `ValueError`) when
+        no suspended request has the answer's id.
         """
         coerced = Answer.coerce(answer)
         if coerced is None:
             raise ConfigTypeError("resume() needs an Answer (or its wire dict)")
         suspended = [n for n in self._walk_tree(self._root) if n.durably_suspended]
         if not suspended:
-            raise RuntimeError("no suspended handle")
+            raise AgentError("no suspended handle")
         matching = [
             n for n in suspended if n.pending_req is not None and n.pending_req.id == coerced.id
         ]
         if not matching:
-            raise ValueError(f"no suspended request with id {coerced.id!r}")
+            raise NoSuchRequest(f"no suspended request with id {coerced.id!r}")
         deepest = max(matching, key=lambda n: n.depth)
         ok = "true" if coerced.ok else "false"
         self._log(

@@ -21,7 +21,7 @@ from toolnexus.client._metrics import Metrics
 from toolnexus.client._sync_transport import ThreadedTransport
 from toolnexus.client._transport import StreamBody, Transport
 from toolnexus.client.memory import ConversationStore, KeyedLock
-from toolnexus.errors import ConfigError, ConfigTypeError
+from toolnexus.errors import ConfigError, ConfigTypeError, StreamingUnsupported
 
 __all__ = [
     "MODEL_OPTIONS",
@@ -138,7 +138,7 @@ class _GatedTransport:
     async def open_stream(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> StreamBody:
-        raise RuntimeError("toolnexus.agents: agent turns never stream")
+        raise StreamingUnsupported("toolnexus.agents: agent turns never stream")
 
     async def aclose(self) -> None:
         return None  # the shared transport belongs to the base client

@@ -16,6 +16,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iter
 from typing import Any, TypeVar
 
 from toolnexus._aio import LoopThread
+from toolnexus.errors import EventLoopError
 from toolnexus.toolkit import Toolkit
 
 __all__ = ["SyncRunner"]
@@ -89,7 +90,7 @@ class SyncRunner:
             except RuntimeError:
                 asyncio.run(_close_all(aclose, toolkits))
                 return
-            raise RuntimeError("close() was called inside a running event loop; await aclose()")
+            raise EventLoopError("close() was called inside a running event loop; await aclose()")
         try:
             self.call(thread.loop, _close_all(aclose, toolkits))
         finally:
@@ -115,7 +116,7 @@ def _refuse_running_loop(coro: Coroutine[Any, Any, Any]) -> None:
     except RuntimeError:
         return
     coro.close()
-    raise RuntimeError(
+    raise EventLoopError(
         "a *_sync method was called inside a running event loop; await the async method "
         "there (or call it from a worker thread)"
     )

@@ -31,6 +31,7 @@ from toolnexus.errors import (
     ProviderConnectionError,
     ProviderError,
     StreamingUnsupported,
+    UnsupportedOperation,
 )
 from toolnexus.types import error_message
 
@@ -294,8 +295,9 @@ class ThreadedTransport:
             data = await _in_thread(self._target.post, url, sent, body, self._timeout)
         except asyncio.CancelledError:
             raise
-        except NotImplementedError:
-            raise
+        except NotImplementedError as exc:  # not a network failure: retrying cannot help
+            reason = str(exc) or "this http_transport does not implement post()"
+            raise UnsupportedOperation(reason) from exc
         except Exception as exc:
             raise _mapped(exc, url, sent) from exc
         if not isinstance(data, dict):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from toolnexus._aio import wait_signal
 from toolnexus._filters import apply_name_filter
 from toolnexus._log import warn
-from toolnexus.errors import ConfigError
+from toolnexus.errors import ConfigError, NotConnected
 from toolnexus.mcp_source import _input
 from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_server, is_enabled
 from toolnexus.mcp_source._config import parse_mcp_config as _parse_mcp_config
@@ -456,10 +456,10 @@ class _Server:
         return capability in (conn.capabilities or {})
 
     def session(self) -> Any:
-        """The live SDK session (`ValueError` when there is none)."""
+        """The live SDK session (`NotConnected`, a `ValueError`, when there is none)."""
         conn = self.conn
         if conn is None or conn.session is None:
-            raise ValueError(f'MCP server "{self.name}" is not connected')
+            raise NotConnected(self.name)
         return conn.session
 
     @property

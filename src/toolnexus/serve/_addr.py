@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 
-from toolnexus.errors import ConfigError, ConfigTypeError
+from toolnexus.errors import ConfigError, ConfigTypeError, ServeError
 
 DEFAULT_HOST = "127.0.0.1"
 _LOOPBACK_NAMES = frozenset({"localhost"})
@@ -82,7 +82,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
-        raise OSError(f"cannot resolve serve host {host!r}: {exc.strerror}") from None
+        raise ServeError(f"cannot resolve serve host {host!r}: {exc.strerror}") from None
     infos.sort(key=lambda info: info[0] != socket.AF_INET)
     family, kind, proto, _, sockaddr = infos[0]
     sock = socket.socket(family, kind, proto)
@@ -98,7 +98,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        error = OSError(f"cannot listen on {where}: {exc.strerror or exc}")
+        error = ServeError(f"cannot listen on {where}: {exc.strerror or exc}")
         error.errno = exc.errno  # e.g. EADDRINUSE, for callers that branch on it
         raise error from None
     sock.setblocking(False)

@@ -25,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from toolnexus import _otel
+from toolnexus.errors import ServeError, ServeTimeout
 from toolnexus.serve._a2a import A2AEndpoint
 from toolnexus.serve._addr import is_loopback
 from toolnexus.serve._auth import OAuthCard, OAuthGate, TokenVerifierImpl, metadata_routes
@@ -500,7 +501,7 @@ async def start_server(
         try:
             await server.serve(sockets=[sock])
         except SystemExit:  # uvicorn exits the process on a failed startup; we must not
-            raise RuntimeError(f"the server at {url} failed to start") from None
+            raise ServeError(f"the server at {url} failed to start") from None
         finally:
             sock.close()
 
@@ -510,12 +511,12 @@ async def start_server(
     while not server.started:
         if task.done():
             task.result()  # raises the startup failure
-            raise RuntimeError(f"the server at {url} stopped while starting")
+            raise ServeError(f"the server at {url} stopped while starting")
         if loop.time() > deadline:
             server.should_exit = True
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
-            raise TimeoutError(f"the server at {url} did not start within {START_TIMEOUT_S:g}s")
+            raise ServeTimeout(f"the server at {url} did not start within {START_TIMEOUT_S:g}s")
         await asyncio.sleep(0.005)
     return ServeHandle(url, host, port, server, task, a2a)
