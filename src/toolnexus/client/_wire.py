@@ -13,7 +13,7 @@ from toolnexus.adapters import ToolCall
 from toolnexus.client._errors import ProviderError, is_error_payload
 from toolnexus.client._parts import canonical_messages
 from toolnexus.client._results import add_usage
-from toolnexus.errors import ConfigError, ToolnexusError
+from toolnexus.errors import ConfigError, ToolnexusError, WireFormatError
 
 if TYPE_CHECKING:
     from toolnexus.client._output import OutputSpec
@@ -356,6 +356,8 @@ def provider_data(status: int, raw: bytes | str = b"") -> Iterator[None]:
     naming what was wrong (never a bare `TypeError`, `AttributeError`, `RecursionError`...)."""
     try:
         yield
+    except WireFormatError as exc:  # the shape checks of the shared parsers
+        raise ProviderError(status, _text(raw), f"malformed response ({exc})") from None
     except ToolnexusError:
         raise
     except RecursionError:
