@@ -26,6 +26,7 @@ __all__ = [
     "cancelled_by",
     "is_async_callable",
     "run_in_thread",
+    "run_together",
     "until_signalled",
     "wait_signal",
 ]
@@ -225,6 +226,83 @@ async def until_signalled(work: Awaitable[T], signal: Any) -> T:
     `signal=None` just awaits. The work is always finished (or cancelled and awaited) on return.
     """
     return await bounded(work, signal=signal)
+
+
+# -- running coroutines together -----------------------------------------------------------------
+
+
+class _Together:
+    """What `run_together`'s task callbacks share with it."""
+
+    __slots__ = ("failure", "interrupted", "parent", "waiting")
+
+    def __init__(self, parent: asyncio.Task[Any]) -> None:
+        self.parent = parent
+        self.waiting = True  # the caller is awaiting one of the coroutines: interrupt it
+        self.failure: BaseException | None = None  # the first failure of a spawned coroutine
+        self.interrupted = False  # the caller was cancelled for that failure
+
+    def done(self, task: asyncio.Task[Any]) -> None:
+        if task.cancelled() or self.failure is not None:
+            return
+        failure = task.exception()
+        if failure is None:
+            return
+        self.failure = failure
+        if self.waiting:
+            self.interrupted = True
+            self.parent.cancel()
+
+
+async def run_together(coros: list[Coroutine[Any, Any, T]]) -> list[T]:
+    """Run `coros` concurrently; their results in order. As with a `TaskGroup`, the first
+    failure cancels the others (each is awaited while it unwinds) and is raised, and cancelling
+    the caller cancels them all.
+
+    The first coroutine runs in the caller's task and the others in tasks of their own, started
+    in order once it first waits: n coroutines cost n - 1 tasks."""
+    if len(coros) <= 1:
+        return [await coro for coro in coros]
+    parent = asyncio.current_task()
+    assert parent is not None
+    loop = asyncio.get_running_loop()
+    tasks = [loop.create_task(coro) for coro in coros[1:]]
+    state = _Together(parent)
+    for task in tasks:
+        task.add_done_callback(state.done)
+    try:
+        first = await coros[0]
+        for task in tasks:
+            await task
+    except BaseException as exc:
+        state.waiting = False
+        failure: BaseException = exc
+        if state.interrupted and parent.uncancel() == 0 and state.failure is not None:
+            failure = state.failure  # a spawned coroutine failed first: it is the error
+        if await _unwind(tasks) and not isinstance(failure, asyncio.CancelledError):
+            raise asyncio.CancelledError from None  # the caller was cancelled meanwhile
+        if failure is exc:
+            raise
+        raise failure from None
+    state.waiting = False
+    return [first, *(task.result() for task in tasks)]
+
+
+async def _unwind(tasks: list[asyncio.Task[Any]]) -> bool:
+    """Cancel `tasks` and wait until each has finished; whether the caller was cancelled
+    meanwhile (it still waits for them all, as a `TaskGroup` does)."""
+    for task in tasks:
+        task.cancel()
+    cancelled = False
+    while pending := [task for task in tasks if not task.done()]:
+        try:
+            await asyncio.wait(pending)
+        except asyncio.CancelledError:
+            cancelled = True
+    for task in tasks:
+        if not task.cancelled():
+            task.exception()  # seen: their failure is ours to report, or superseded
+    return cancelled
 
 
 # -- the background loop of the synchronous API ------------------------------------------------

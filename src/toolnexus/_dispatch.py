@@ -31,42 +31,31 @@ async def dispatch(
     use (`None`: the process-wide ones)."""
     tool = by_name.get(name)
     with _otel.tool_call(name, tool) as traced:
-        result = await _run(tool, by_name, name, args, ctx, http)
+        if tool is None:
+            available = ", ".join(by_name) or "none"
+            result = ToolResult(f"Unknown tool: {name}. Available tools: {available}", True)
+        elif args is not None and not isinstance(args, dict):
+            result = ToolResult(
+                f"Invalid arguments for tool {name}: expected a JSON object, "
+                f"got {type(args).__name__}",
+                True,
+            )
+        else:
+            args, problems = check_arguments(tool, {} if args is None else args)
+            if problems is not None:
+                result = ToolResult(problems, True)
+            else:
+                owner = http_owner.set(http)
+                try:
+                    result = await tool.execute(args, ctx)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # Tool.execute already maps failures; belt and braces
+                    result = ToolResult(redact(error_message(exc)), True)
+                finally:
+                    http_owner.reset(owner)
+                # A server or endpoint that echoes a credential back never hands it to the model.
+                if isinstance(result.output, str):
+                    result.output = redact(result.output)
         traced.result(result)
-    return result
-
-
-async def _run(
-    tool: Tool | None,
-    by_name: Mapping[str, Tool],
-    name: str,
-    args: dict[str, Any] | None,
-    ctx: ToolContext | None,
-    http: HttpClients | None,
-) -> ToolResult:
-    if tool is None:
-        available = ", ".join(by_name) or "none"
-        return ToolResult(f"Unknown tool: {name}. Available tools: {available}", True)
-    if args is None:
-        args = {}
-    elif not isinstance(args, dict):
-        return ToolResult(
-            f"Invalid arguments for tool {name}: expected a JSON object, got {type(args).__name__}",
-            True,
-        )
-    args, problems = check_arguments(tool, args)
-    if problems is not None:
-        return ToolResult(problems, True)
-    owner = http_owner.set(http)
-    try:
-        result = await tool.execute(args, ctx)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:  # Tool.execute already maps failures; belt and braces
-        return ToolResult(redact(error_message(exc)), True)
-    finally:
-        http_owner.reset(owner)
-    # A server or endpoint that echoes a credential back never hands it to the model.
-    if isinstance(result.output, str):
-        result.output = redact(result.output)
     return result

@@ -93,6 +93,7 @@ _resolved: Telemetry | None = None
 # imported the metrics API (so nobody can have set a meter provider).
 _api: tuple[Any, Any] | None = None
 _METRICS = "opentelemetry.metrics._internal"
+_TRACE = "opentelemetry.trace"
 
 
 def telemetry() -> Telemetry | None:
@@ -102,7 +103,10 @@ def telemetry() -> Telemetry | None:
     if _resolved is not None:
         return _resolved
     api = _api
-    if api is not None and api[0]._TRACER_PROVIDER is None:
+    if api is None:
+        if _TRACE not in sys.modules:
+            return None  # nobody loaded OpenTelemetry, so nobody configured it
+    elif api[0]._TRACER_PROVIDER is None:
         meters = api[1]
         if meters is None:
             if _METRICS not in sys.modules:
@@ -120,7 +124,7 @@ _ENV_PROVIDERS = any(
 def _probe() -> Telemetry | None:
     """The slow check: find the API modules, remember them, resolve a configured provider."""
     global _api
-    trace_mod = sys.modules.get("opentelemetry.trace")
+    trace_mod = sys.modules.get(_TRACE)
     if trace_mod is None:
         return None  # nobody loaded OpenTelemetry, so nobody configured it
     if _ENV_PROVIDERS:

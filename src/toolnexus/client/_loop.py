@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus import _otel
-from toolnexus._aio import call_in_thread_maybe_async
+from toolnexus._aio import call_in_thread_maybe_async, run_together
 from toolnexus._log import logger, warn
 from toolnexus._secrets import redact
 from toolnexus.adapters import ToolCall
@@ -517,37 +517,19 @@ class RunLoop:
         if len(calls) == 1:
             return [await scope.race(self._execute_one(calls[0], turn, scope, drawn[0]))]
         limit = self.c.tool_concurrency
-        semaphore = asyncio.Semaphore(limit) if len(calls) > limit else None
+        if len(calls) <= limit:
+            runs = [self._execute_one(c, turn, scope, s) for c, s in zip(calls, drawn, strict=True)]
+        else:
+            semaphore = asyncio.Semaphore(limit)
 
-        async def bounded(call: ToolCall, step: ToolStep | None) -> _Outcome:
-            if semaphore is None:
-                return await self._execute_one(call, turn, scope, step)
-            async with semaphore:
-                return await self._execute_one(call, turn, scope, step)
+            async def bounded(call: ToolCall, step: ToolStep | None) -> _Outcome:
+                async with semaphore:
+                    return await self._execute_one(call, turn, scope, step)
 
-        async def all_calls() -> list[_Outcome]:
-            try:
-                async with asyncio.TaskGroup() as group:
-                    tasks = [
-                        group.create_task(bounded(call, step))
-                        for call, step in zip(calls, drawn, strict=True)
-                    ]
-            except BaseExceptionGroup as group_error:
-                raise group_error.exceptions[0] from None  # a hook raised: the run aborts
-            return [t.result() for t in tasks]
-
-        return await scope.race(all_calls())
-
-    async def _run_tool(
-        self, call: ToolCall, args: dict[str, Any], ctx: ToolContext, step: ToolStep | None = None
-    ) -> ToolResult:
-        toolkit = self.toolkit
-        if toolkit is None:
-            return ToolResult(f"Unknown tool: {call.name}. Available tools: none", True)
-        with _otel.model_call(call.id):
-            if step is None:
-                return await toolkit.execute(call.name, args, ctx)
-            return await step(lambda: toolkit.execute(call.name, args, ctx))
+            runs = [bounded(call, step) for call, step in zip(calls, drawn, strict=True)]
+        # A hook that raises aborts the run: the other calls are cancelled.
+        together = run_together(runs)
+        return await scope.race(together)
 
     async def _run_reported(
         self,
@@ -558,21 +540,25 @@ class RunLoop:
         step: ToolStep | None = None,
     ) -> ToolResult:
         """Run the call with `ctx.on_progress` reporting to the run; later reports are dropped."""
-        reporter = _Reporter(self, call, turn)
-        ctx.on_progress = reporter
+        toolkit = self.toolkit
+        if toolkit is None:
+            return ToolResult(f"Unknown tool: {call.name}. Available tools: none", True)
+        reporter = ctx.on_progress = _Reporter(self, call, turn)
         try:
-            return await self._run_tool(call, args, ctx, step)
+            with _otel.model_call(call.id):
+                if step is None:
+                    return await toolkit.execute(call.name, args, ctx)
+                return await step(lambda: toolkit.execute(call.name, args, ctx))
         finally:
             reporter.open = False
 
     def _tool(self, name: str) -> Tool | None:
         return self.toolkit.get(name) if self.toolkit is not None else None
 
-    def _tool_event(self, name: str, result: ToolResult, started: float) -> None:
+    def _tool_event(self, name: str, result: ToolResult, started: float, suspended: bool) -> None:
         if self.finished:
             return  # a tool that outlived its aborted run: the `run` event stays last
         tool = self.toolkit.get(name) if self.toolkit is not None else None
-        suspended = pending_of(result) is not None
         event: ToolEvent = {
             "event": "tool",
             "tool": name,
@@ -613,16 +599,19 @@ class RunLoop:
                 if reply.get("result") is not None:
                     result = _as_result(reply["result"], "before_tool")
                     self._short_circuited(call, result)
-                    self._tool_event(call.name, result, started)
-                    return _Outcome(call, args, result, pending_of(result) is not None)
+                    suspended = pending_of(result) is not None
+                    self._tool_event(call.name, result, started, suspended)
+                    return _Outcome(call, args, result, suspended)
                 if reply.get("args") is not None:
                     args = reply["args"]
         ctx = scope.tool_context(deps=self.c.deps)
         result = await self._run_reported(call, args, ctx, turn, step)
-        self._tool_event(call.name, result, started)
         if pending_of(result) is not None:
+            self._tool_event(call.name, result, started, True)
             return _Outcome(call, args, result, True)  # after_tool never sees a suspension
-        result = await self._after_tool(call, args, result, turn)
+        self._tool_event(call.name, result, started, False)
+        if hooks is not None and hooks.after_tool is not None:
+            result = await self._after_tool(call, args, result, turn)
         return _Outcome(call, args, result, False)
 
     async def _after_tool(
@@ -661,9 +650,10 @@ class RunLoop:
                 outcome.call, args, scope.tool_context(answer, self.c.deps), turn, step
             )
         )
-        self._tool_event(name, result, started)
         if pending_of(result) is not None:
+            self._tool_event(name, result, started, True)
             return ToolResult("unresolved: " + request.prompt, True)  # never a second wait
+        self._tool_event(name, result, started, False)
         return await self._after_tool(outcome.call, args, result, turn)
 
 

@@ -119,15 +119,23 @@ def _label_string(names: tuple[str, ...], values: _Labels) -> str:
 
 
 def _seconds(ms: Any) -> float:
+    kind = type(ms)
+    if kind is float or kind is int:  # what the client emits
+        return float(ms / 1000)
     return ms / 1000 if isinstance(ms, (int, float)) else 0
 
 
 def _count(value: Any) -> float:
+    if type(value) is int:  # what the client emits
+        return value
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
-def _flag(value: Any) -> str:
-    return "true" if value else "false"
+def _observe(family: dict[_Labels, _Histogram], key: _Labels, seconds: float) -> None:
+    histogram = family.get(key)
+    if histogram is None:
+        histogram = family[key] = _Histogram()
+    histogram.observe(seconds)
 
 
 class Metrics:
@@ -148,40 +156,40 @@ class Metrics:
 
     def record(self, event: Mapping[str, Any]) -> None:
         """Count one event; unknown events are ignored."""
-        kind = event.get("event")
-        with self._lock:
-            if kind == "llm":
-                model = event.get("model", "")
-                status = event.get("status", "ok")
-                key: _Labels = (model, status)
-                self._llm_requests[key] = self._llm_requests.get(key, 0) + 1
+        get = event.get
+        kind = get("event")
+        if kind == "tool":
+            tool = get("tool", "")
+            key: _Labels = (
+                tool,
+                get("source") or "custom",
+                "true" if get("is_error") else "false",
+                "true" if get("pending") else "false",
+            )
+            seconds = _seconds(get("ms"))
+            with self._lock:
+                calls = self._tool_calls
+                calls[key] = calls.get(key, 0) + 1
+                _observe(self._tool_durations, (tool,), seconds)
+        elif kind == "llm":
+            model = get("model", "")
+            status = get("status", "ok")
+            key = (model, status)
+            seconds = _seconds(get("ms"))
+            with self._lock:
+                requests = self._llm_requests
+                requests[key] = requests.get(key, 0) + 1
                 if status == "ok":
                     tokens = self._tokens
-                    tokens[_PROMPT] = tokens.get(_PROMPT, 0) + _count(event.get("prompt_tokens"))
+                    tokens[_PROMPT] = tokens.get(_PROMPT, 0) + _count(get("prompt_tokens"))
                     tokens[_COMPLETION] = tokens.get(_COMPLETION, 0) + _count(
-                        event.get("completion_tokens")
+                        get("completion_tokens")
                     )
-                self._observe(self._llm_durations, (model,), event.get("ms"))
-            elif kind == "tool":
-                tool = event.get("tool", "")
-                key = (
-                    tool,
-                    event.get("source") or "custom",
-                    _flag(event.get("is_error")),
-                    _flag(event.get("pending")),
-                )
-                self._tool_calls[key] = self._tool_calls.get(key, 0) + 1
-                self._observe(self._tool_durations, (tool,), event.get("ms"))
-            elif kind == "run" and event.get("error") is not None:
-                key = (event.get("model", ""),)
+                _observe(self._llm_durations, (model,), seconds)
+        elif kind == "run" and get("error") is not None:
+            key = (get("model", ""),)
+            with self._lock:
                 self._run_errors[key] = self._run_errors.get(key, 0) + 1
-
-    @staticmethod
-    def _observe(family: dict[_Labels, _Histogram], key: _Labels, ms: Any) -> None:
-        histogram = family.get(key)
-        if histogram is None:
-            histogram = family[key] = _Histogram()
-        histogram.observe(_seconds(ms))
 
     def render(self) -> str:
         """The Prometheus text exposition (byte-exact), ending with a newline."""
