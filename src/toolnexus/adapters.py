@@ -421,6 +421,14 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
 
 
 def _call(id_: Any, name: Any, raw_args: Any) -> ToolCall:
+    if type(raw_args) is str and raw_args[:1] == "{":  # the usual case: one JSON object
+        try:
+            value = json.loads(raw_args)
+        except (ValueError, RecursionError):
+            pass  # parse_arguments says what is wrong
+        else:
+            if type(value) is dict:
+                return ToolCall(str(id_ or ""), str(name or ""), value)
     args, error = parse_arguments(raw_args)
     return ToolCall(id=str(id_ or ""), name=str(name or ""), args=args, error=error)
 

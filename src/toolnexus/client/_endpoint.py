@@ -269,7 +269,9 @@ class Endpoint:
 
     async def complete(self, request: ModelRequest, scope: RunScope, emit: Emit) -> Turn:
         """One whole answer, with its retries."""
-        body = await self.shape(request.body)
+        body = request.body
+        if self._params or self._body_transform is not None:
+            body = await self.shape(body)
         started = time.perf_counter()
         url, headers = self.url, self.credentials.headers()
         call = _otel.chat(self.dialect.provider, request, url)

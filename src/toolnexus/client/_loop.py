@@ -142,12 +142,15 @@ class RunLoop:
         if self.streaming:
             self.progress = asyncio.Queue()
         try:
-            async with contextlib.AsyncExitStack() as memory:
+            # The stack holds a conversation's claim; a run without one needs none.
+            stack = contextlib.AsyncExitStack() if self.conversation_id is not None else _NO_STACK
+            async with stack as memory:
                 history = self.history
                 lease: ConversationLease | None = None
                 if self.conversation_id is not None:
                     # Queued behind another run on this id: the deadline and `cancel` still count.
                     claim = claim_conversation(c.store, c.locks, self.conversation_id)
+                    assert memory is not None
                     lease = await scope.race(memory.enter_async_context(claim))
                     history = await scope.race(lease.get()) or []
                 scope.check()
@@ -166,10 +169,13 @@ class RunLoop:
                 limit: str | None = "maxTurns"
                 pending: Request | None = None
                 refusal: str | None = None
+                hooks = c.hooks
+                model = c.model
                 for turn_index in range(c.max_turns):
-                    messages, tools, model = await before_llm(
-                        c.hooks, messages, tools, c.model, turn_index, c.deps
-                    )
+                    if hooks is not None and hooks.before_llm is not None:
+                        messages, tools, model = await before_llm(
+                            hooks, messages, tools, c.model, turn_index, c.deps
+                        )
                     seen: list[dict[str, Any]] = []  # the summaries of the parts sent
                     body = wire.body(
                         model, system, messages, tools, self.streaming, parts=c.parts, seen=seen
@@ -197,7 +203,8 @@ class RunLoop:
                         turn = await c.endpoint.complete(request, scope, c.emit)
                     self.turns += 1
                     self._add_usage(turn.usage)
-                    await self._after_llm(turn, model, turn_index)
+                    if hooks is not None and hooks.after_llm is not None:
+                        await self._after_llm(turn, model, turn_index)
                     messages.extend(turn.entries())
                     text = turn.text
                     if turn.refusal is not None and not turn.calls:
@@ -699,6 +706,7 @@ async def _observed(reply: Awaitable[Any]) -> None:
 
 
 _NO_VALUE: Any = object()
+_NO_STACK: contextlib.nullcontext[None] = contextlib.nullcontext()
 
 _NOT_RUN = "Not run: the final result was given in the same turn."
 

@@ -21,8 +21,9 @@ __all__ = ["Metrics", "elapsed_ms", "js_number", "llm_event"]
 
 
 def elapsed_ms(since: float) -> float:
-    """Milliseconds since `since` (a `time.perf_counter()` reading), for metric events."""
-    return round((time.perf_counter() - since) * 1000, 3)
+    """Milliseconds since `since` (a `time.perf_counter()` reading), for metric events, to the
+    microsecond (an integer count of microseconds over 1000 prints with at most 3 decimals)."""
+    return int((time.perf_counter() - since) * 1_000_000 + 0.5) / 1000
 
 
 def llm_event(
@@ -131,11 +132,28 @@ def _count(value: Any) -> float:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
-def _observe(family: dict[_Labels, _Histogram], key: _Labels, seconds: float) -> None:
-    histogram = family.get(key)
+class _Series:
+    """One labelled counter and the histogram of its duration family (shared by every series
+    with the same tool or model): one lookup per event counts both."""
+
+    __slots__ = ("count", "histogram")
+
+    def __init__(self, histogram: _Histogram) -> None:
+        self.count = 0
+        self.histogram = histogram
+
+
+def _series(
+    table: dict[_Labels, _Series],
+    durations: dict[_Labels, _Histogram],
+    key: _Labels,
+    name: Any,
+) -> _Series:
+    histogram = durations.get((name,))
     if histogram is None:
-        histogram = family[key] = _Histogram()
-    histogram.observe(seconds)
+        histogram = durations[(name,)] = _Histogram()
+    series = table[key] = _Series(histogram)
+    return series
 
 
 class Metrics:
@@ -147,12 +165,13 @@ class Metrics:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._llm_requests: dict[_Labels, int] = {}
-        self._tokens: dict[_Labels, float] = {}
+        self._llm_requests: dict[_Labels, _Series] = {}
+        self._tokens: dict[_Labels, float] = {_PROMPT: 0, _COMPLETION: 0}
         self._llm_durations: dict[_Labels, _Histogram] = {}
-        self._tool_calls: dict[_Labels, int] = {}
+        self._tool_calls: dict[_Labels, _Series] = {}
         self._tool_durations: dict[_Labels, _Histogram] = {}
         self._run_errors: dict[_Labels, int] = {}
+        self._tokens_seen = False  # the token family appears with the first successful call
 
     def record(self, event: Mapping[str, Any]) -> None:
         """Count one event; unknown events are ignored."""
@@ -168,24 +187,27 @@ class Metrics:
             )
             seconds = _seconds(get("ms"))
             with self._lock:
-                calls = self._tool_calls
-                calls[key] = calls.get(key, 0) + 1
-                _observe(self._tool_durations, (tool,), seconds)
+                series = self._tool_calls.get(key)
+                if series is None:
+                    series = _series(self._tool_calls, self._tool_durations, key, tool)
+                series.count += 1
+                series.histogram.observe(seconds)
         elif kind == "llm":
             model = get("model", "")
             status = get("status", "ok")
             key = (model, status)
             seconds = _seconds(get("ms"))
             with self._lock:
-                requests = self._llm_requests
-                requests[key] = requests.get(key, 0) + 1
+                series = self._llm_requests.get(key)
+                if series is None:
+                    series = _series(self._llm_requests, self._llm_durations, key, model)
+                series.count += 1
+                series.histogram.observe(seconds)
                 if status == "ok":
                     tokens = self._tokens
-                    tokens[_PROMPT] = tokens.get(_PROMPT, 0) + _count(get("prompt_tokens"))
-                    tokens[_COMPLETION] = tokens.get(_COMPLETION, 0) + _count(
-                        get("completion_tokens")
-                    )
-                _observe(self._llm_durations, (model,), seconds)
+                    tokens[_PROMPT] += _count(get("prompt_tokens"))
+                    tokens[_COMPLETION] += _count(get("completion_tokens"))
+                    self._tokens_seen = True
         elif kind == "run" and get("error") is not None:
             key = (get("model", ""),)
             with self._lock:
@@ -194,10 +216,10 @@ class Metrics:
     def render(self) -> str:
         """The Prometheus text exposition (byte-exact), ending with a newline."""
         with self._lock:
-            llm_requests = dict(self._llm_requests)
-            tokens = dict(self._tokens)
+            llm_requests = {k: series.count for k, series in self._llm_requests.items()}
+            tokens = dict(self._tokens) if self._tokens_seen else {}
             llm_durations = {k: _snapshot(h) for k, h in self._llm_durations.items()}
-            tool_calls = dict(self._tool_calls)
+            tool_calls = {k: series.count for k, series in self._tool_calls.items()}
             tool_durations = {k: _snapshot(h) for k, h in self._tool_durations.items()}
             run_errors = dict(self._run_errors)
         lines: list[str] = []

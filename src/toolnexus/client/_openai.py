@@ -38,10 +38,9 @@ def openai_usage(raw: Any) -> dict[str, int] | None:
     """Normalise an OpenAI `usage` object (cached prompt tokens kept as `cache_read_tokens`)."""
     if not isinstance(raw, dict):
         return None
-    usage = token_usage(
-        raw.get("prompt_tokens"), raw.get("completion_tokens"), raw.get("total_tokens")
-    )
-    details = raw.get("prompt_tokens_details")
+    get = raw.get
+    usage = token_usage(get("prompt_tokens"), get("completion_tokens"), get("total_tokens"))
+    details = get("prompt_tokens_details")
     if isinstance(details, dict):
         if details.get("cached_tokens") is not None:
             usage["cache_read_tokens"] = as_int(details["cached_tokens"])

@@ -205,7 +205,10 @@ def openai_request_messages(
     A tool message keeps its text (plus any text parts); its other parts move, labelled and in
     call order, into one synthetic user message after the run of tool messages they answer.
     """
-    if not any(_needs_work_openai(m) for m in messages):
+    for message in messages:
+        if _needs_work_openai(message):
+            break
+    else:  # the usual transcript: text and plain tool results only
         return list(messages)
     out: list[Message] = []
     moved: list[dict[str, Any]] = []  # blocks for the synthetic message of the current run

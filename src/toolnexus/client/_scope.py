@@ -46,13 +46,14 @@ class RunScope:
         self.timeout_ms = timeout_ms
         self.cancel = cancel
         self.deadline = loop.time() + timeout_ms / 1000 if timeout_ms is not None else None
-        self.signal = asyncio.Event()
+        self.signal: asyncio.Event | None = None  # only a run that can be aborted has one
         self._kind: str | None = None
         self._abort: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._watch: asyncio.Task[None] | None = None
         if self.deadline is None and cancel is None:
             return
+        self.signal = asyncio.Event()
         self._abort = loop.create_future()
         if self.deadline is not None:
             self._timer = loop.call_at(self.deadline, self._fire, "timeout")
@@ -69,7 +70,8 @@ class RunScope:
     def _fire(self, kind: str) -> None:
         if self._kind is None:
             self._kind = kind
-            self.signal.set()
+            if self.signal is not None:
+                self.signal.set()
             if self._abort is not None and not self._abort.done():
                 self._abort.set_result(None)
 
@@ -78,6 +80,11 @@ class RunScope:
         if self._kind == "timeout":
             return RunTimeout(self.timeout_ms or 0)
         return RunCancelled()
+
+    @property
+    def abortable(self) -> bool:
+        """Whether the run has a deadline or a `cancel` event (else nothing can abort it)."""
+        return self._abort is not None
 
     @property
     def aborted(self) -> bool:
@@ -97,8 +104,8 @@ class RunScope:
         return max(0.0, self.deadline - asyncio.get_running_loop().time())
 
     def tool_context(self, answer: Any = None, deps: Any = None) -> ToolContext:
-        signal = self.signal if self._abort is not None else None
-        return ToolContext(signal=signal, timeout=self.time_left(), answer=answer, deps=deps)
+        timeout = self.time_left() if self.deadline is not None else None
+        return ToolContext(signal=self.signal, timeout=timeout, answer=answer, deps=deps)
 
     async def race(self, awaitable: Awaitable[T]) -> T:
         """Await `awaitable`, aborting it when the deadline passes or `cancel` is set."""

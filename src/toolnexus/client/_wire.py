@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -341,6 +340,8 @@ def token_usage(prompt: Any, completion: Any, total: Any = None) -> dict[str, in
 
 def as_int(value: Any) -> int:
     """A token count from provider data; anything unusable counts 0."""
+    if type(value) is int:  # the usual case
+        return value
     if isinstance(value, bool):
         return 0
     if isinstance(value, int):
@@ -350,20 +351,38 @@ def as_int(value: Any) -> int:
     return 0
 
 
-@contextmanager
-def provider_data(status: int, raw: bytes | str = b"") -> Iterator[None]:
+_MALFORMED = (TypeError, AttributeError, KeyError, IndexError, ValueError)
+
+
+class provider_data:
     """Reading provider data: whatever shape it has, a failure ends as a `ProviderError`
-    naming what was wrong (never a bare `TypeError`, `AttributeError`, `RecursionError`...)."""
-    try:
-        yield
-    except WireFormatError as exc:  # the shape checks of the shared parsers
-        raise ProviderError(status, _text(raw), f"malformed response ({exc})") from None
-    except ToolnexusError:
-        raise
-    except RecursionError:
-        raise ProviderError(status, _text(raw), "malformed response (nested too deeply)") from None
-    except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
-        raise ProviderError(status, _text(raw), f"malformed response ({exc})") from None
+    naming what was wrong (never a bare `TypeError`, `AttributeError`, `RecursionError`...).
+
+    A class rather than a generator context manager: it wraps every reply a client parses."""
+
+    __slots__ = ("_raw", "_status")
+
+    def __init__(self, status: int, raw: bytes | str = b"") -> None:
+        self._status = status
+        self._raw = raw
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> None:
+        if exc is None:
+            return
+        if isinstance(exc, _MALFORMED) and (
+            isinstance(exc, WireFormatError) or not isinstance(exc, ToolnexusError)
+        ):
+            reason = f"malformed response ({exc})"
+        elif isinstance(exc, RecursionError):
+            reason = "malformed response (nested too deeply)"
+        else:
+            return  # ours (already a clear error) or not about the data: as it is
+        raise ProviderError(self._status, _text(self._raw), reason) from None
 
 
 def texts(blocks: Sequence[Any], where: str) -> str:
