@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest_asyncio
 
+from support.llm_fixtures import llm, llm_server, make_client
 from support.oauth_server import AuthServer, running_auth_server
 from support.sdk_oauth import OAuthWorld, running_oauth_world
 
@@ -23,3 +24,6 @@ async def oauth_world() -> AsyncIterator[OAuthWorld]:
     """The SDK-built authorization server and the protected SDK MCP server in front of it."""
     async with running_oauth_world() as world:
         yield world
+
+
+__all__ = ["authz", "llm", "llm_server", "make_client", "oauth_world"]

@@ -10,15 +10,16 @@ import os
 import stat
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from support.fake_llm import FakeLLM, call, text, tools
 from support.polling import wait_until
 from support.sdk_oauth import OAuthWorld, follow_authorization
-from toolnexus import Answer, FileTokenStore, MemoryTokenStore, Request, create_toolkit
+from toolnexus import Answer, Context, FileTokenStore, MemoryTokenStore, Request, create_toolkit
 from toolnexus.toolkit import Toolkit
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -283,42 +284,47 @@ async def test_a_revoked_refresh_token_returns_the_server_to_needs_auth(
         await tk.close()
 
 
-async def test_a_refresh_refused_mid_session_says_so_and_parks_a_new_sign_in(
+async def test_a_refresh_refused_mid_session_hands_the_new_sign_in_to_the_host(
     oauth_world: OAuthWorld,
 ) -> None:
     oauth_world.provider.access_lifetime = 1
     tk = await signed_in(oauth_world)
     try:
-        first = tk.mcp_servers()["p"]
-        assert first.status == "connected"
+        assert tk.mcp_status() == {"p": "connected"}
         oauth_world.provider.revoke_refresh_tokens()
 
-        async def refused() -> Any:
+        async def suspended() -> Any:
             result = await tk.execute("p_whoami", {})
             return result if result.is_error else None
 
-        result = await wait_until(refused, timeout=30, check_every=0.1)
-        assert result.output == (
-            'MCP server "p" authorization required: the authorization server refused the '
-            "stored refresh token (HTTP 400); sign in again"
+        # (A refresh already under way at the revocation may renew the tokens once more.)
+        result = await wait_until(suspended, timeout=30, check_every=0.1)
+        request = pending_of(result)
+        assert result.output == f"{request.prompt}\n{request.url}"
+        assert tk.mcp_status() == {"p": "connected"}  # the call waits, the server stays
+        landed = await follow_authorization(request.url or "")
+        resumed = await tk.execute(
+            "p_whoami",
+            {},
+            Context(answer=Answer(request.id, True, {"callbackUrl": landed}), request=request),
         )
-        assert tk.mcp_status() == {"p": "needs_auth"}
-        assert [t.name for t in tk.tools()] == []
-
-        async def parked() -> Request | None:
-            found = tk.mcp_auth_request("p")
-            if found is None and tk.mcp_status() == {"p": "connected"}:
-                # A refresh already under way at the revocation renewed the tokens once; the
-                # next refresh is refused in turn.
-                await tk.execute("p_whoami", {})
-            return found
-
-        again = await wait_until(parked, timeout=30, check_every=0.1)
-        landed = await follow_authorization(again.url or "")
-        assert await tk.mcp_authorize("p", Answer(again.id, True, {"callbackUrl": landed}))
-        assert (await tk.execute("p_whoami", {})).output == "user-1"
+        assert (resumed.output, resumed.is_error) == ("user-1", False)
+        assert oauth_world.provider.authorizations == 2
     finally:
         await tk.close()
+
+
+def pending_of(result: Any) -> Request:
+    """The `authorization` Request of a mid-call sign-in's suspension, checked."""
+    assert result.is_error
+    request = (result.metadata or {}).get("pending")
+    assert isinstance(request, Request), result.output
+    assert request.kind == "authorization"
+    assert request.prompt == 'Sign in to MCP server "p"'
+    assert request.url is not None and "code_challenge_method=S256" in request.url
+    assert request.expiresAt is not None
+    assert result.metadata == {"pending": request, "server": "p"}
+    return request
 
 
 async def test_a_tool_needing_more_scope_steps_up(oauth_world: OAuthWorld) -> None:
@@ -511,18 +517,123 @@ async def test_the_call_budget_stops_while_a_person_steps_up(oauth_world: OAuthW
         await tk.close()
 
 
-async def test_a_step_up_without_wait_for_says_what_is_missing(oauth_world: OAuthWorld) -> None:
+async def test_a_step_up_without_wait_for_is_a_suspension_the_host_resumes(
+    oauth_world: OAuthWorld,
+) -> None:
     tk = await signed_in(oauth_world)
     try:
         result = await tk.execute("p_admin_report", {})
-        assert result.is_error
-        assert result.output == (
-            'MCP server "p" authorization required: the server asks for more access (scope '
-            "admin); with no wait_for nobody can grant it during a call"
+        request = pending_of(result)
+        assert "scope=mcp+admin" in (request.url or "")
+        assert request.data is not None
+        assert request.data["mcp"] == {
+            "server": "p",
+            "tool": "admin_report",
+            "arguments": {},
+            "signIn": True,
+        }
+        assert request.data["server"] == "p"
+        json.dumps(request.data)  # plain JSON: a host can keep it with the conversation
+        # Meanwhile the server stays connected; another call needing no more scope is answered
+        # once the sign-in is, a call made now shares the same sign-in.
+        assert tk.mcp_status() == {"p": "connected"}
+        landed = await follow_authorization(request.url or "")
+        answer = Answer(request.id, True, {"callbackUrl": landed})
+        assert (await tk.execute("p_admin_report", {}, Context(answer=answer))).output == (
+            "admin report"  # the answer alone will do: the Request is remembered here
         )
-        # The sign-in itself still holds: the server comes back on its own.
-        await wait_until(lambda: tk.mcp_status() == {"p": "connected"}, timeout=30)
         assert (await tk.execute("p_whoami", {})).output == "user-1"
+        assert (await tk.execute("p_admin_report", {})).output == "admin report"  # granted now
+    finally:
+        await tk.close()
+
+
+async def test_a_declined_step_up_is_an_error_and_the_server_carries_on(
+    oauth_world: OAuthWorld,
+) -> None:
+    tk = await signed_in(oauth_world)
+    try:
+        request = pending_of(await tk.execute("p_admin_report", {}))
+        declined = await tk.execute(
+            "p_admin_report",
+            {},
+            Context(answer=Answer(request.id, False, reason="not now"), request=request),
+        )
+        assert (declined.output, declined.is_error) == (
+            'MCP server "p" authorization declined (not now)',
+            True,
+        )
+        assert tk.mcp_status() == {"p": "connected"}  # the connection lived through it
+        assert (await tk.execute("p_whoami", {})).output == "user-1"
+    finally:
+        await tk.close()
+
+
+async def test_an_answer_for_another_call_is_refused(oauth_world: OAuthWorld) -> None:
+    tk = await signed_in(oauth_world)
+    try:
+        request = pending_of(await tk.execute("p_admin_report", {}))
+        answer = Answer(request.id, True, {"callbackUrl": "http://127.0.0.1:33418/callback"})
+        other = await tk.execute("p_whoami", {}, Context(answer=answer, request=request))
+        assert (other.output, other.is_error) == ("the answer does not belong to this call", True)
+    finally:
+        await tk.close()
+
+
+async def test_a_call_made_while_a_sign_in_waits_shares_it(oauth_world: OAuthWorld) -> None:
+    tk = await signed_in(oauth_world)
+    try:
+        first = pending_of(await tk.execute("p_admin_report", {}))
+        second = pending_of(await tk.execute("p_whoami", {}))
+        assert second.id != first.id and second.url == first.url
+        landed = await follow_authorization(first.url or "")
+        answer = Answer(second.id, True, {"callbackUrl": landed})
+        assert (await tk.execute("p_whoami", {}, Context(answer=answer))).output == "user-1"
+        # The first call went on once the sign-in was done; its own resume returns its result.
+        done = Answer(first.id, True, {"callbackUrl": landed})
+        assert (await tk.execute("p_admin_report", {}, Context(answer=done))).output == (
+            "admin report"
+        )
+        assert oauth_world.provider.authorizations == 2  # one sign-in for both
+    finally:
+        await tk.close()
+
+
+async def test_the_client_loop_hands_a_mid_call_sign_in_to_its_wait_for(
+    oauth_world: OAuthWorld, llm: FakeLLM, make_client: Callable[..., Any]
+) -> None:
+    tk = await signed_in(oauth_world)  # the toolkit has no wait_for: the client's answers
+    try:
+        browser = Browser()
+        llm.push(tools(call("p_admin_report", {}, id="c1")), text("done"))
+        result = await make_client("openai", wait_for=browser).run("report", tk)
+        assert result.status == "done"
+        assert [(c["name"], c["output"], c["is_error"]) for c in result.tool_calls] == [
+            ("p_admin_report", "admin report", False)
+        ]
+        [request] = browser.requests
+        assert request.kind == "authorization" and "scope=mcp+admin" in (request.url or "")
+    finally:
+        await tk.close()
+
+
+async def test_without_wait_for_the_run_is_pending_on_the_sign_in(
+    oauth_world: OAuthWorld, llm: FakeLLM, make_client: Callable[..., Any]
+) -> None:
+    tk = await signed_in(oauth_world)
+    try:
+        llm.push(tools(call("p_admin_report", {}, id="c1")))
+        result = await make_client("openai").run("report", tk)
+        assert result.status == "pending"
+        request = result.pending
+        assert request is not None and request.kind == "authorization"
+        [made] = result.tool_calls
+        landed = await follow_authorization(request.url or "")
+        answer = Answer(request.id, True, {"callbackUrl": landed})
+        resumed = await tk.execute(
+            made["name"], made["args"], Context(answer=answer, request=request)
+        )
+        assert (resumed.output, resumed.is_error) == ("admin report", False)
     finally:
         await tk.close()
 

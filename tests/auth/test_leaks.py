@@ -7,6 +7,7 @@ clients' and servers' loggers included), then greps everything it saw for every 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -183,9 +184,12 @@ async def test_no_secret_anywhere(authz: AuthServer, everything, monkeypatch):
         assert secret not in text_seen, f"leaked: {secret[:6]}…"
 
 
-async def test_no_secret_anywhere_on_the_mcp_client_side(oauth_world, everything, monkeypatch):
-    """Signing in to an OAuth-protected MCP server (wait_for, step-up), client credentials,
-    a wrong client secret: nothing issued or configured shows up."""
+async def test_no_secret_anywhere_on_the_mcp_client_side(
+    oauth_world, everything, monkeypatch, tmp_path
+):
+    """Signing in to an OAuth-protected MCP server (wait_for, step-up; without wait_for, a
+    step-up's suspension resumed), client credentials, a wrong client secret: nothing issued or
+    configured shows up."""
     monkeypatch.setenv("LEAK_M2M_SECRET", M2M_SECRET)
     monkeypatch.setenv("LEAK_WRONG_SECRET", "leak-wrong-m2m-secret-66")
     provider = oauth_world.provider
@@ -242,6 +246,37 @@ async def test_no_secret_anywhere_on_the_mcp_client_side(oauth_world, everything
         assert "admin report" in repr(result.messages)
     finally:
         await toolkit.close()
+
+    # No wait_for: the sign-in is finished later, then a step-up in the middle of a call is a
+    # suspension the host resumes, once declined and once accepted; the credentials live in a
+    # file store (with its lock file) this time.
+    store = f"file:{tmp_path / 'auth'}"
+    later = await create_toolkit(
+        {"mcpServers": {"person": {"url": oauth_world.mcp_url, "auth": {"store": store}}}},
+        builtins=False,
+    )
+    try:
+        first = later.mcp_auth_request("person")
+        assert first is not None
+        seen += [repr(first), json.dumps(first.to_dict()), repr(later.mcp_servers())]
+        assert await later.mcp_authorize("person", await wait_for(first))
+        for decline in (True, False):
+            suspended = await later.execute("person_admin_report", {})
+            request = suspended.metadata["pending"] if suspended.metadata else None
+            assert isinstance(request, Request)
+            seen += [repr(suspended), json.dumps(request.to_dict()), repr(later.mcp_servers())]
+            answer = Answer(request.id, False, reason="no") if decline else await wait_for(request)
+            resumed = await later.execute(
+                "person_admin_report", {}, ToolContext(answer=answer, request=request)
+            )
+            seen.append(repr(resumed))
+        assert resumed.output == "admin report"
+    finally:
+        await later.close()
+    for path in (tmp_path / "auth").iterdir():
+        if path.suffix == ".lock":
+            seen.append(path.read_text())  # the record itself holds the tokens, by design
+
     secrets = [*provider.issued_secrets(), M2M_SECRET, "leak-wrong-m2m-secret-66", PROVIDER_KEY]
     text_seen = "\n".join(everything.lines + seen)
     assert provider.issued_secrets() and len(everything.lines) > 50

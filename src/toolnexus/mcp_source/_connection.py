@@ -58,6 +58,7 @@ from toolnexus.mcp_source._elicitation import elicit_result_fields, elicitation_
 from toolnexus.mcp_source._listing import ListingRepair
 from toolnexus.mcp_source._process import SpawnError, kill_tree_now
 from toolnexus.mcp_source._server_log import ServerLog
+from toolnexus.mcp_source._sign_in import park_for
 from toolnexus.mcp_source._state import Transport
 from toolnexus.mcp_source._stdio import ChildState, TransportStreams, stdio_transport
 from toolnexus.oauth._authorization import Authorization, SignInFailed, SignInRequired
@@ -394,6 +395,7 @@ class Connection:
         if oauth is not None:
             oauth.hold = True  # while connecting, a sign-in may wait for its answer
             oauth.pause = self._person_pause
+            oauth.park_for = park_for  # a call without wait_for hands its sign-in to its host
         tls = await _tls_context()
 
         def http_client(

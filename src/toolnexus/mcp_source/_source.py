@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import importlib
 import os
 import threading
@@ -26,6 +27,7 @@ from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_se
 from toolnexus.mcp_source._config import parse_mcp_config as _parse_mcp_config
 from toolnexus.mcp_source._process import SpawnError, discard, spawn
 from toolnexus.mcp_source._roots import RootInput, server_roots
+from toolnexus.mcp_source._sign_in import CallSignIns, resumes_sign_in
 from toolnexus.mcp_source._state import (
     McpInventory,
     McpPrompt,
@@ -422,6 +424,7 @@ class _Server:
         self._workspace = workspace
         self._token_store = token_store
         self.oauth: Authorization | None = None  # built on first connect (it needs the SDK)
+        self._sign_ins = CallSignIns(name)  # calls waiting for a sign-in (no wait_for)
         self._background: asyncio.Task[None] | None = None
         self.source: McpSource | None = None
         self.spec: ServerSpec | None = None
@@ -726,7 +729,39 @@ class _Server:
         (`ctx.answer` with `ctx.request`) continues the round it stands for. A call whose
         answer was lost with the connection is sent again once, after reconnecting, only when
         the tool says it is safe to repeat (`readOnlyHint` or `idempotentHint`)."""
-        return await self._call(tool_name, args, ctx, may_resend=True)
+        if ctx.answer is not None:
+            resume = self._resumed(ctx)
+            if resume is not None and resumes_sign_in(resume):
+                return await self._resume_sign_in(tool_name, args, ctx, resume)
+        return await self._signed_call(tool_name, args, ctx)
+
+    async def _signed_call(
+        self, tool_name: str, args: dict[str, Any], ctx: ToolContext
+    ) -> ToolResult:
+        """The call; with OAuth and no `wait_for`, a sign-in it needs becomes a suspension."""
+        oauth = self.oauth
+        if oauth is None or self._wait_for is not None:
+            return await self._call(tool_name, args, ctx, may_resend=True)
+        return await self._sign_ins.run(
+            oauth, lambda: self._call(tool_name, args, ctx, may_resend=True), tool_name, args
+        )
+
+    async def _resume_sign_in(
+        self, tool_name: str, args: dict[str, Any], ctx: ToolContext, resume: Request
+    ) -> ToolResult:
+        oauth, answer = self.oauth, ctx.answer
+        if (
+            oauth is None
+            or answer is None
+            or not _input.belongs(resume, answer, self.name, tool_name)
+        ):
+            return ToolResult(
+                "the answer does not belong to this call", True, {"server": self.name}
+            )
+        fresh = dataclasses.replace(ctx, answer=None, request=None)
+        return await self._sign_ins.resume(
+            oauth, answer, lambda: self._signed_call(tool_name, args, fresh)
+        )
 
     async def _call(
         self, tool_name: str, args: dict[str, Any], ctx: ToolContext, *, may_resend: bool
@@ -911,6 +946,7 @@ class _Server:
 
     async def close(self) -> None:
         self._closed = True
+        self._sign_ins.close()
         background = self._background
         if background is not None and not background.done():
             background.cancel()

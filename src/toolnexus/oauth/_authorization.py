@@ -58,7 +58,13 @@ class SignInRequired(ToolnexusError):
 
 
 class SignInFailed(ToolnexusError):
-    """The sign-in was declined, or its answer could not be used."""
+    """The sign-in was declined, or its answer could not be used.
+
+    `during_call` is true when the sign-in was handed to a caller's host in the middle of a
+    call (see `Authorization.park_for`): the request that needed it is then answered with the
+    server's refusal instead of failing the connection."""
+
+    during_call = False
 
 
 class _ExpectedEnds(logging.Filter):
@@ -85,8 +91,10 @@ class Authorization:
     When a person must sign in, `wait_for` (sync or async, `Request -> Answer`) is asked inline.
     Without it the sign-in is *parked*: `pending` holds the `Request`, `wait_parked()` returns,
     and the flow resumes once `answer()` delivers the host's `Answer`. With `hold` false (the
-    owner is serving calls, not connecting) a sign-in fails at once with `SignInRequired`
-    instead of parking. `pause` is set by the owner to stop its own clock while a person is
+    owner is serving calls, not connecting) a sign-in parks only for a request made on behalf
+    of a caller that can hand the `Request` to its host — `park_for()`, set by the owner,
+    returns that caller (then `parked_for`) or `None` — and otherwise fails at once with
+    `SignInRequired`. `pause` is set by the owner to stop its own clock while a person is
     asked.
     """
 
@@ -107,7 +115,10 @@ class Authorization:
         self.wait_for = wait_for
         self.hold = True
         self.pause: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+        self.park_for: Callable[[], object | None] = _nobody
         self.pending: Request | None = None
+        self.parked_for: object | None = None
+        self._asked_for: object | None = None
         self._prompt = prompt or f'Sign in to "{name}"'
         self._data = data or {}
         self._store_spec = settings.store if settings.store is not None else store
@@ -234,7 +245,10 @@ class Authorization:
     # -- the SDK's redirect and callback handlers -----------------------------------------------
 
     async def _redirect(self, authorization_url: str) -> None:
+        self._asked_for = None
         if self.wait_for is None and not self.hold:
+            self._asked_for = self.park_for()
+        if self.wait_for is None and not self.hold and self._asked_for is None:
             provider = self._provider
             more = provider.more_scope if isinstance(provider, _Persisting) else None
             why = self.refresh_refused
@@ -268,14 +282,18 @@ class Authorization:
                 except Exception as exc:
                     raise SignInFailed(f"wait_for raised: {error_message(exc)}") from None
                 answer = Answer.coerce(reply)
-            else:
-                answer = await self._park(request)
-        return _code_result(answer)
+                return _code_result(answer)
+            owner = self._asked_for
+            try:
+                return _code_result(await self._park(request, owner))
+            except SignInFailed as exc:
+                exc.during_call = owner is not None
+                raise
 
-    async def _park(self, request: Request) -> Answer | None:
+    async def _park(self, request: Request, owner: object | None) -> Answer | None:
         waiting: asyncio.Future[Answer | None] = asyncio.get_running_loop().create_future()
         self._answer = waiting
-        self.pending = request
+        self.pending, self.parked_for = request, owner
         self._parked.set()
         try:
             return await waiting
@@ -283,10 +301,16 @@ class Authorization:
             self._answer = None
             if self.pending is request:
                 self.pending = None
+            self.parked_for = None
+            self._parked.set()  # waiters look again
 
     def __repr__(self) -> str:
         state = "parked" if self.pending is not None else "idle"
         return f"<Authorization {self.name!r} {self.settings.grant} {state}>"
+
+
+def _nobody() -> None:
+    return None
 
 
 def _expanded(secret: str | None) -> str | None:
@@ -375,7 +399,15 @@ class _Persisting(OAuthClientProvider):
                 outgoing = await flow.__anext__()
                 while True:
                     response = yield outgoing
-                    outgoing = await flow.asend(response)
+                    try:
+                        outgoing = await flow.asend(response)
+                    except SignInFailed as exc:
+                        if not exc.during_call:
+                            raise
+                        # The caller's host declined the sign-in (or never answered): the
+                        # request gets the server's refusal again, and the connection lives on.
+                        yield request
+                        return
                     await renewal.aclose()
             except StopAsyncIteration:
                 return
