@@ -157,3 +157,22 @@ async def test_other_requests_are_rediscovered_and_resent_too(
     prompts = await source.list_mcp_prompts("auto")
     assert [p.name for p in prompts] == ["review"]
     assert switch.seen["server/discover"] - probes == 2
+
+
+@pytest.mark.parametrize("server", ["--stateless"], indirect=True)
+async def test_a_refused_refresh_of_the_tool_list_is_rediscovered_too(
+    source: McpSource, server: tuple[ThreadedHttpServer, EraSwitch]
+) -> None:
+    _, switch = server
+    switch.refuse["tools/list"] = 1  # the first of the listings the change sets off
+    probes = switch.seen["server/discover"]
+    assert (await call(source, "auto_add_tool_now", {"name": "fresh"})).output == "added fresh"
+    deadline = time.monotonic() + 15
+    while not any(t.name == "auto_fresh" for t in source.tools):
+        assert time.monotonic() < deadline, "the refused listing was never made again"
+        await asyncio.sleep(0.02)
+    while not any(t.name == "pinned_fresh" for t in source.tools):
+        assert time.monotonic() < deadline, "the refused listing was never made again"
+        await asyncio.sleep(0.02)
+    assert switch.seen["server/discover"] - probes == 1
+    assert (await call(source, "auto_fresh")).output == "fresh works"

@@ -310,6 +310,8 @@ class Connection:
             try:
                 async with asyncio.timeout(self.spec.timeout):
                     await negotiate(session, protocol)
+                    if self._sets_log_level(session):
+                        await self._set_log_level(session)
             except TimeoutError:
                 reason = self._timeout_text("discover" if protocol == MODERN else "negotiation")
                 raise ProtocolRefused(f"no longer accepts protocol {refused}: {reason}") from None
@@ -473,15 +475,9 @@ class Connection:
                 raise
             except RuntimeError as exc:  # the SDK's "no mutual version" verdicts
                 raise LoadError(str(exc)) from None
-            if (
-                self.era_is_legacy(session)
-                and spec.log_level_explicit
-                and spec.log_level is not None
-                and (session.server_capabilities or types.ServerCapabilities()).logging is not None
-            ):
+            if self._sets_log_level(session):
                 self._arm("logging/setLevel")
-                with mcp_request("logging/setLevel", None, self):
-                    await session.set_logging_level(spec.log_level)  # type: ignore[arg-type]
+                await self._set_log_level(session)
             self._adopt_negotiation(session)
             self._arm("tools/list")
             self._listing = listing
@@ -498,6 +494,21 @@ class Connection:
                     group.start_soon(self._listen, session)
                     await self._idle(session, listing)
                     group.cancel_scope.cancel()
+
+    def _sets_log_level(self, session: ClientSession) -> bool:
+        """At 2025-11-25 `logging/setLevel` goes to a server declaring `logging`, and only
+        for a `logLevel` the config chose (2026-07-28 stamps it on every request instead)."""
+        spec = self.spec
+        return (
+            self.era_is_legacy(session)
+            and spec.log_level_explicit
+            and spec.log_level is not None
+            and (session.server_capabilities or types.ServerCapabilities()).logging is not None
+        )
+
+    async def _set_log_level(self, session: ClientSession) -> None:
+        with mcp_request("logging/setLevel", None, self):
+            await session.set_logging_level(self.spec.log_level)  # type: ignore[arg-type]
 
     @staticmethod
     async def _first_listing(session: ClientSession, listing: ListingRepair) -> list[types.Tool]:
@@ -593,7 +604,14 @@ class Connection:
         name = self.spec.name
         with anyio.move_on_after(self.spec.timeout) as scope:
             try:
-                tools = await list_all_tools(session, listing)
+                negotiation = self.negotiation
+                try:
+                    tools = await list_all_tools(session, listing)
+                except MCPError as exc:
+                    if exc.code != types.UNSUPPORTED_PROTOCOL_VERSION:
+                        raise
+                    await self.renegotiate(negotiation)  # not executed: negotiate, ask again
+                    tools = await list_all_tools(session, listing)
             except Exception as exc:
                 warn(f'MCP server "{name}" tool list refresh failed: {self._describe(exc)}')
                 return
