@@ -16,7 +16,11 @@ on a shared machine cannot. Switching instrumentation on and off is counted too 
 Scenarios: `run` (the benchmark request: 2 LLM calls, 2 MCP calls), `stream` (the same
 through `client.stream`), `llm` (one LLM call, no tools), `mcp` (two concurrent
 `toolkit.execute` calls on the MCP server), `floor` (the `floor` runner's request: raw asyncio
-HTTP and a bare SDK `ClientSession`).
+HTTP and a bare SDK `ClientSession`). The HTTP layer alone, one POST of a chat request and its
+answer read whole: `post_raw` (the floor's hand-written asyncio POST), `post_transport` (a
+request built once, sent straight through `Http1Transport.handle_async_request`), `post_http1`
+(`httpx2.AsyncClient` on our `Http1Transport`), `post_httpx2` (`httpx2.AsyncClient` on its own
+transport: httpcore2 + h11 on anyio).
 """
 
 from __future__ import annotations
@@ -39,7 +43,18 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "runners"))
 import _common as c  # noqa: E402 - bench/ is not a package
 
-SCENARIOS = ("run", "stream", "llm", "mcp", "floor")
+SCENARIOS = (
+    "run",
+    "stream",
+    "llm",
+    "mcp",
+    "floor",
+    "post_raw",
+    "post_transport",
+    "post_http1",
+    "post_httpx2",
+)
+_CHAT = {"model": "mock", "messages": [{"role": "user", "content": "hi"}]}
 WARMUP = 20
 
 
@@ -139,8 +154,54 @@ async def _floor(base_url: str, n: int) -> None:
             await http.close()
 
 
+async def _post(scenario: str, base_url: str, n: int) -> None:
+    if scenario == "post_raw":
+        from floor import RawHTTP
+
+        raw = RawHTTP(base_url)
+        await raw.connect()
+        try:
+            await _measure(lambda: raw.post(_CHAT), n)
+        finally:
+            await raw.close()
+        return
+    import httpx2
+
+    from toolnexus._http1 import Http1Transport
+
+    transport = None if scenario == "post_httpx2" else Http1Transport()
+    url = base_url.rstrip("/") + "/chat/completions"
+    headers = {"Authorization": "Bearer bench"}
+    if transport is not None and scenario == "post_transport":
+        request = httpx2.Request("POST", url, json=_CHAT, headers=headers)
+        content = request.read()
+
+        async def send() -> Any:
+            request.stream = httpx2.ByteStream(content)
+            response = await transport.handle_async_request(request)
+            body = b"".join([part async for part in response.stream])  # type: ignore[union-attr]
+            await response.aclose()
+            return json.loads(body)
+
+        try:
+            await _measure(send, n)
+        finally:
+            await transport.aclose()
+        return
+    async with httpx2.AsyncClient(transport=transport) as http:
+
+        async def post() -> Any:
+            response = await http.post(url, json=_CHAT, headers=headers)
+            response.raise_for_status()
+            return response.json()
+
+        await _measure(post, n)
+
+
 def _child(scenario: str, base_url: str, n: int) -> None:
-    if scenario == "floor":
+    if scenario.startswith("post_"):
+        asyncio.run(_post(scenario, base_url, n))
+    elif scenario == "floor":
         asyncio.run(_floor(base_url, n))
     else:
         asyncio.run(_toolnexus(scenario, base_url, n))
@@ -197,7 +258,7 @@ def main() -> int:
     with c.MockLLMProcess() as base_url:
         for scenario in chosen:
             per_request = _count(scenario, base_url, args.n, args.src)
-            print(f"{scenario:8} {per_request / 1e6:8.3f} M instructions per request")
+            print(f"{scenario:14} {per_request / 1e6:8.3f} M instructions per request")
     return 0
 
 

@@ -142,6 +142,8 @@ class ResponseHead:
 
 
 def _lines(block: bytes) -> list[bytes]:
+    if block.count(b"\n") == block.count(b"\r\n"):  # CRLF throughout, as servers mostly send
+        return block.split(b"\r\n")
     lines = block.split(b"\n")
     return [line[:-1] if line.endswith(b"\r") else line for line in lines]
 
