@@ -207,6 +207,15 @@ async def test_a_server_that_closes_after_the_answer_gets_a_new_connection(reply
     assert raw.connections == 3
 
 
+async def test_an_http_1_0_server_that_offers_keep_alive_keeps_its_connection() -> None:
+    reply = b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nhi"
+    async with raw_server(serve_each(lambda h, b: reply)) as raw, client() as http:
+        for _ in range(3):
+            response = await http.get(raw.url)
+            assert (response.content, response.http_version) == (b"hi", "HTTP/1.0")
+    assert raw.connections == 1
+
+
 async def test_a_request_asking_to_close_is_not_kept() -> None:
     async with raw_server(serve_each(lambda h, b: answer())) as raw, client() as http:
         for _ in range(2):
