@@ -10,8 +10,10 @@ Paths to the same `add` function, each with the SDK's `ClientSession`:
 Latency is sequential calls of `add`; throughput keeps `--inflight` calls outstanding. p50 is
 the gateway's; `added_ms` = gateway p50 − direct p50. The two targets: `native_ratio` =
 native gateway p50 / SDK HTTP p50 (≤ 1.1) and `stdio_ratio` = gateway p50 / (SDK HTTP p50 +
-direct p50) (≤ 1.2). `*_server_cpu_us_per_call` is the server process's CPU per call with
-`--inflight` outstanding (Linux), and `native_cpu_ratio` the native gateway's over the SDK's.
+direct p50) (≤ 1.2). `--rounds N` measures every path N times in rotating order and reports
+medians (steadier on a busy machine). `*_server_cpu_us_per_call` is the server process's CPU
+per call with `--inflight` outstanding (Linux), and `native_cpu_ratio` the native gateway's
+over the SDK's.
 
 `--instructions` instead counts each HTTP server process's instructions per call under
 callgrind (`valgrind --tool=callgrind --instr-atstart=no`, switched on with `callgrind_control`
@@ -29,11 +31,12 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -312,10 +315,39 @@ async def instructions(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-async def main(args: argparse.Namespace) -> dict[str, Any]:
-    base = await direct(args)
+async def measure_paths(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Each path's figures: with `--rounds N`, every path is measured N times, the order
+    rotating each round so a slow phase of the machine hits every path, and each figure is the
+    median over the rounds."""
     gateway = [c.repo_python(), str(c.FIXTURES_DIR / "gateway.py")]
-    gate = await over_http(gateway, args, reports_rss=True)
+    paths: dict[str, Callable[[], Awaitable[dict[str, Any]]]] = {
+        "direct": lambda: direct(args),
+        "gateway": lambda: over_http(gateway, args, reports_rss=True),
+    }
+    if not args.quick:
+        paths["sdk_http"] = lambda: over_http([*c.mcp_server_command(), "--http"], args)
+        paths["gateway_raw"] = lambda: over_http(gateway, args, raw=True)
+        paths["native"] = lambda: over_http([*gateway, "--native"], args)
+    names = list(paths)
+    seen: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for round_number in range(args.rounds):
+        turn = round_number % len(names)
+        for name in names[turn:] + names[:turn]:
+            seen[name].append(await paths[name]())
+    return {name: _medians(rows) for name, rows in seen.items()}
+
+
+def _medians(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for key in rows[0]:
+        values = [r[key] for r in rows if r.get(key) is not None]
+        merged[key] = statistics.median(values) if values else None
+    return merged
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    measured = await measure_paths(args)
+    base, gate = measured["direct"], measured["gateway"]
     added = gate["p50_ms"] - base["p50_ms"]
     row: dict[str, Any] = {
         "name": "scale_gateway",
@@ -341,9 +373,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.quick:  # the smoke test checks that the gateway works, not the breakdown
         return row
-    sdk_http = await over_http([*c.mcp_server_command(), "--http"], args)
-    gate_raw = await over_http(gateway, args, raw=True)
-    native = await over_http([*gateway, "--native"], args)
+    sdk_http, gate_raw, native = measured["sdk_http"], measured["gateway_raw"], measured["native"]
+    row["rounds"] = args.rounds
     native_ratio = native["p50_ms"] / sdk_http["p50_ms"]
     stdio_ratio = gate["p50_ms"] / (sdk_http["p50_ms"] + base["p50_ms"])
     if native["server_cpu_us_per_call"] and sdk_http["server_cpu_us_per_call"]:
@@ -381,6 +412,9 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--inflight", type=int, default=8)
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="measure every path N times, medians reported"
+    )
     parser.add_argument("--base-url", help="unused (the harness passes it to every runner)")
     parser.add_argument("--quick", action="store_true", help="50 calls, gateway vs direct only")
     parser.add_argument(
@@ -393,5 +427,5 @@ if __name__ == "__main__":
         c.guarded("scale_gateway_instructions", lambda: instructions(ARGS))
         sys.exit(0)
     if ARGS.quick:
-        ARGS.calls, ARGS.warmup = min(ARGS.calls, 50), min(ARGS.warmup, 5)
+        ARGS.calls, ARGS.warmup, ARGS.rounds = min(ARGS.calls, 50), min(ARGS.warmup, 5), 1
     c.guarded("scale_gateway", lambda: main(ARGS))

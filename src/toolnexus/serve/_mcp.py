@@ -215,39 +215,34 @@ def _part_block(part: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+# A complete result (a 2026-07-28 `resultType`; the SDK drops it for earlier versions).
+_COMPLETE = {"resultType": "complete"}
+
+
 def _call_result(
     tool: Tool, result: ToolResult, output_schemas: Mapping[str, Any]
-) -> types.CallToolResult:
+) -> dict[str, Any]:
+    """The `tools/call` result in wire form (the SDK validates and shapes it for the
+    negotiated version once, on the way out)."""
     metadata = result.metadata if isinstance(result.metadata, dict) else {}
     upstream = metadata.get("content") if tool.source == "mcp" else None
     structured = metadata.get("structured", metadata.get("structuredContent"))
     if not isinstance(structured, dict):
         structured = None
     if not result.is_error and structured is None and output_schemas.get(tool.name) is not None:
-        return types.CallToolResult(
-            content=[
-                types.TextContent(
-                    text=f"Tool {tool.name} has an output schema but returned no structured content"
-                )
-            ],
-            is_error=True,
-        )
+        text = f"Tool {tool.name} has an output schema but returned no structured content"
+        return {"content": [{"type": "text", "text": text}], "isError": True, **_COMPLETE}
+    content: list[Any]
     if isinstance(upstream, list):
-        return types.CallToolResult.model_validate(
-            {"content": upstream, "structuredContent": structured, "isError": result.is_error}
-        )
-    parts = result.parts or ()
-    if not parts and structured is None:  # the hot path: one text block
-        return types.CallToolResult(
-            content=[types.TextContent(text=result.output)], is_error=result.is_error
-        )
-    content: list[Any] = []
-    if result.output or not parts:
-        content.append({"type": "text", "text": result.output})
-    content.extend(_part_block(p) for p in parts)
-    return types.CallToolResult.model_validate(
-        {"content": content, "structuredContent": structured, "isError": result.is_error}
-    )
+        content = upstream
+    else:
+        parts = result.parts or ()
+        content = [{"type": "text", "text": result.output}] if result.output or not parts else []
+        content.extend(_part_block(p) for p in parts)
+    wire: dict[str, Any] = {"content": content, "isError": result.is_error, **_COMPLETE}
+    if structured is not None:
+        wire["structuredContent"] = structured
+    return wire
 
 
 def _scoped_listings(
