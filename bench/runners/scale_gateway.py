@@ -13,7 +13,8 @@ native gateway p50 / SDK HTTP p50 (≤ 1.1) and `stdio_ratio` = gateway p50 / (S
 direct p50) (≤ 1.2). `--rounds N` measures every path N times in rotating order and reports
 medians (steadier on a busy machine). `*_server_cpu_us_per_call` is the server process's CPU
 per call with `--inflight` outstanding (Linux), and `native_cpu_ratio` the native gateway's
-over the SDK's.
+over the SDK's. With `--modern` the HTTP paths' SDK clients are `mcp.Client`, which negotiates
+2026-07-28 (the direct stdio path stays a 2025-11-25 `ClientSession`).
 
 `--instructions` instead counts each HTTP server process's instructions per call under
 callgrind (`valgrind --tool=callgrind --instr-atstart=no`, switched on with `callgrind_control`
@@ -166,7 +167,15 @@ class RawSession:
 
 
 @contextlib.asynccontextmanager
-async def sdk_session(url: str) -> AsyncIterator[Any]:
+async def sdk_session(url: str, modern: bool = False) -> AsyncIterator[Any]:
+    """The SDK's `ClientSession` after `initialize` (2025-11-25), or with `modern` the SDK's
+    `Client`, which negotiates 2026-07-28 (no handshake, per-request `_meta`)."""
+    if modern:
+        from mcp import Client
+
+        async with Client(url) as client:
+            yield client
+        return
     from mcp.client.streamable_http import streamable_http_client
 
     from mcp import ClientSession
@@ -230,7 +239,8 @@ async def over_http(
     With `reports_rss` the process exits on stdin EOF after printing `{"rss_mb": ...}`.
     """
     with http_server(command) as (server, url):
-        async with (raw_session if raw else sdk_session)(url) as session:
+        opened = raw_session(url) if raw else sdk_session(url, args.modern)
+        async with opened as session:
             stats: dict[str, Any] = await measure(
                 session, await add_tool(session), args, server.pid
             )
@@ -256,7 +266,7 @@ async def server_instructions(command: list[str], args: argparse.Namespace) -> f
             "--log-file=/dev/null",
         ]
         with http_server([*valgrind, *command]) as (server, url):
-            async with sdk_session(url) as session:
+            async with sdk_session(url, args.modern) as session:
                 tool = await add_tool(session)
                 for _ in range(args.warmup):
                     await session.call_tool(tool, {"a": 2, "b": 2})
@@ -303,6 +313,7 @@ async def instructions(args: argparse.Namespace) -> dict[str, Any]:
         "ok": True,
         "calls": args.calls,
         "inflight": args.inflight,
+        "protocol": "2026-07-28" if args.modern else "2025-11-25",
         "sdk_http_instructions_per_call": sdk,
         "native_gateway_instructions_per_call": native,
         "gateway_instructions_per_call": stdio,
@@ -419,6 +430,9 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="50 calls, gateway vs direct only")
     parser.add_argument(
         "--instructions", action="store_true", help="server instructions per call (callgrind)"
+    )
+    parser.add_argument(
+        "--modern", action="store_true", help="SDK clients negotiate 2026-07-28 (mcp.Client)"
     )
     ARGS = parser.parse_args()
     if ARGS.instructions:
