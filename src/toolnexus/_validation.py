@@ -30,23 +30,18 @@ _OBJECT_KEYWORDS = _ANNOTATIONS | {"type", "properties", "required", "additional
 _PROPERTY_KEYWORDS = _ANNOTATIONS | {"type"}
 
 
-def _surely(kind: str, value: Any) -> bool:
-    """True when `value` is certainly of JSON type `kind` (`False` also means "not sure")."""
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "integer":  # a float such as 1.0 is left to jsonschema (drafts differ)
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "object":
-        return isinstance(value, dict)
-    if kind == "array":
-        return isinstance(value, list)
-    if kind == "null":
-        return value is None
-    return False
+# The Python types whose values certainly have each JSON type (exact types: a subclass, or a
+# float such as 1.0 for "integer", where drafts differ, is left to jsonschema).
+_CERTAIN: dict[str, frozenset[type]] = {
+    "string": frozenset({str}),
+    "integer": frozenset({int}),
+    "number": frozenset({int, float}),
+    "boolean": frozenset({bool}),
+    "object": frozenset({dict}),
+    "array": frozenset({list}),
+    "null": frozenset({type(None)}),
+}
+_NO_TYPE: frozenset[type] = frozenset()
 
 
 def _plain_object_check(schema: Any) -> Callable[[dict[str, Any]], bool] | None:
@@ -70,15 +65,18 @@ def _plain_object_check(schema: Any) -> Callable[[dict[str, Any]], bool] | None:
         or not isinstance(extra, bool)
     ):
         return None
-    kinds: dict[str, tuple[str, ...] | None] = {}  # property → accepted types (None: any)
+    # property → the Python types certainly accepted (`None`: any value)
+    kinds: dict[str, frozenset[type] | None] = {}
     for name, sub in properties.items():
         if not isinstance(sub, dict) or not _PROPERTY_KEYWORDS.issuperset(sub):
             return None
         kind = sub.get("type")
-        if kind is None or isinstance(kind, str):
-            kinds[name] = None if kind is None else (kind,)
+        if kind is None:
+            kinds[name] = None
+        elif isinstance(kind, str):
+            kinds[name] = _CERTAIN.get(kind, _NO_TYPE)
         elif isinstance(kind, list) and all(isinstance(k, str) for k in kind):
-            kinds[name] = tuple(kind)
+            kinds[name] = frozenset().union(*(_CERTAIN.get(k, _NO_TYPE) for k in kind))
         else:
             return None
     needed = tuple(required)
@@ -88,12 +86,14 @@ def _plain_object_check(schema: Any) -> Callable[[dict[str, Any]], bool] | None:
             if name not in args:
                 return False
         for name, value in args.items():
-            if name not in kinds:
+            accepted = kinds.get(name, _NO_TYPE)
+            if accepted is None:
+                continue
+            if accepted is _NO_TYPE and name not in kinds:
                 if not extra:
                     return False
                 continue
-            accepted = kinds[name]
-            if accepted is not None and not any(_surely(kind, value) for kind in accepted):
+            if type(value) not in accepted:
                 return False
         return True
 

@@ -443,10 +443,11 @@ def parse_openai_tool_calls(message: Mapping[str, Any]) -> list[ToolCall]:
         raise WireFormatError(f"tool_calls is not a list (got {type(calls).__name__})")
     out: list[ToolCall] = []
     for i, call in enumerate(calls):
-        if not isinstance(call, Mapping):
+        # `type(...) is dict` first: decoded JSON always is, and an ABC check costs more.
+        if type(call) is not dict and not isinstance(call, Mapping):
             raise WireFormatError(f"tool_calls[{i}] is not an object (got {type(call).__name__})")
         fn = call.get("function") or {}
-        if not isinstance(fn, Mapping):
+        if type(fn) is not dict and not isinstance(fn, Mapping):
             raise WireFormatError(f"tool_calls[{i}].function is not an object")
         name = fn.get("name")
         if name is not None and not isinstance(name, str):

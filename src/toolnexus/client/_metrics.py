@@ -91,18 +91,16 @@ _LE = (*(f'le="{js_number(b)}"' for b in _BOUNDS), 'le="+Inf"')
 
 
 class _Histogram:
-    __slots__ = ("counts", "sum", "total")
+    __slots__ = ("counts", "sum")
 
     def __init__(self) -> None:
         self.counts = [0] * (len(_BOUNDS) + 1)  # per bucket, not cumulative; last is +Inf
         self.sum: float = 0
-        self.total = 0
 
     def observe(self, seconds: float) -> None:
         # The first bound >= the value: exactly 0.05 lands in le="0.05".
         self.counts[bisect_left(_BOUNDS, seconds)] += 1
         self.sum += seconds
-        self.total += 1
 
 
 _Labels = tuple[Any, ...]
@@ -264,7 +262,7 @@ class Metrics:
 
 
 def _snapshot(h: _Histogram) -> tuple[list[int], float, int]:
-    return list(h.counts), h.sum, h.total
+    return list(h.counts), h.sum, sum(h.counts)
 
 
 def _sorted_series(names: tuple[str, ...], series: dict[_Labels, Any]) -> Iterable[tuple[str, Any]]:
