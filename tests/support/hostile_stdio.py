@@ -77,6 +77,9 @@ def main() -> None:
                 sys.stdout.flush()
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": msg_id, "result": {}})
+        elif msg_id is not None:  # e.g. the 2026-07-28 probe: refused at once, as servers do
+            error = {"code": -32601, "message": f"Method not found: {method}"}
+            send({"jsonrpc": "2.0", "id": msg_id, "error": error})
     while STUBBORN:  # end of input ignored
         time.sleep(1)
 
