@@ -1,10 +1,51 @@
-"""Shared test setup: `tests/support` (fake LLM, MCP test servers, helpers) is importable."""
+"""Shared test setup: `tests/support` (fake LLM, MCP test servers, helpers) is importable, and
+asyncio tasks garbage-collected while still pending are listed at the end of the run."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
+
+import pytest
 
 TESTS = Path(__file__).parent
 REPO = TESTS.parent
 sys.path.insert(0, str(TESTS))
+
+
+class _DroppedTasks(logging.Handler):
+    """Records asyncio's "Task was destroyed but it is pending!" reports with the test that was
+    running. Such a task was dropped by whoever started it; its coroutine is then finalized by
+    the garbage collector in whatever thread happens to run, which once hung a test server."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.test = "(outside a test)"
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith("Task was destroyed but it is pending"):
+            task = message.partition("task: ")[2][:200]
+            self.seen.append(f"{self.test}: {task}")
+
+
+_dropped = _DroppedTasks()
+logging.getLogger("asyncio").addHandler(_dropped)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    _dropped.test = item.nodeid
+    try:
+        return (yield)
+    finally:
+        _dropped.test = "(between tests)"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _dropped.seen:
+        terminalreporter.write_sep("=", "asyncio tasks destroyed while pending (a leak to fix)")
+        for line in _dropped.seen:
+            terminalreporter.write_line(line)
