@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import httpx2
 import pytest
 
 from support.client_helpers import STYLES, base_url, kit
-from support.fake_llm import call, error, text, tools
+from support.fake_llm import FakeLLM, RecordedRequest, Reply, call, error, running, text, tools
 from toolnexus import ProviderConnectionError
-from toolnexus.client import ProviderError, RunCancelled, RunTimeout, create_client
+from toolnexus.client import Client, ProviderError, RunCancelled, RunTimeout, create_client
 from toolnexus.client._retry import parse_retry_after
 from toolnexus.types import Tool
 
@@ -209,18 +211,64 @@ async def test_read_timeout_ends_a_dead_connection(llm, make_client):
 # -- the deadline ---------------------------------------------------------------------------------
 
 
+# A deadline short enough to keep the suite fast can run out on a loaded machine before the
+# phase under test even begins (the request not yet at the server, the tool not yet started).
+# Such a try proves nothing: it is made again, on a fresh fake server (nothing of the void try
+# can reach it), with a deadline four times longer.
+DEADLINES_MS = (400, 1600, 6400)
+
+
+async def deadline_midway(attempt: Callable[[FakeLLM, int], Awaitable[bool]]) -> None:
+    """Run `attempt(server, deadline_ms)` until it reports that the deadline fell where the
+    test needs it (it asserts what it checks only then)."""
+    for ms in DEADLINES_MS:
+        with running() as llm:
+            if await attempt(llm, ms):
+                return
+    pytest.fail("the deadline always ran out before the phase under test began")
+
+
+def deadline_client(llm: FakeLLM, style: str, ms: int, **options: Any) -> Client:
+    return create_client(
+        base_url=base_url(llm, style), style=style, model="m", api_key="k", timeout_ms=ms,
+        retry_base_ms=1, **options,
+    )  # fmt: skip
+
+
+async def timed_out(client: Client, run: Awaitable[Any]) -> RunTimeout:
+    """The `RunTimeout` that `run` (a run or a stream of `client`) ends with; closes `client`."""
+    try:
+        with pytest.raises(RunTimeout) as info:
+            await run
+    finally:
+        await client.aclose()
+    return info.value
+
+
 @pytest.mark.parametrize("style", STYLES)
-async def test_deadline_during_a_slow_response_aborts_the_request(llm, make_client, style):
-    events = []
-    llm.push(text("never", hang=True))
-    client = make_client(style, timeout_ms=400, on_metric=events.append)
-    with pytest.raises(RunTimeout) as info:
-        await client.run("x")
-    assert str(info.value) == "run timeout after 400ms"
-    assert isinstance(info.value, TimeoutError)
-    await llm.until(lambda: llm.disconnects >= 1)  # the in-flight request was really aborted
-    assert events[-1]["event"] == "run" and events[-1]["error"] == "run timeout after 400ms"
-    assert events[-2]["event"] == "llm" and events[-2]["status"] == "error"
+async def test_deadline_during_a_slow_response_aborts_the_request(style):
+    async def attempt(llm: FakeLLM, ms: int) -> bool:
+        events: list[dict[str, Any]] = []
+        received = threading.Event()
+
+        def hang(request: RecordedRequest) -> Reply:
+            received.set()
+            return text("never", hang=True)
+
+        llm.push(hang)
+        client = deadline_client(llm, style, ms, on_metric=events.append)
+        raised = await timed_out(client, client.run("x"))
+        if not received.is_set():
+            return False  # the deadline came before the request reached the server
+        assert str(raised) == f"run timeout after {ms}ms"
+        assert isinstance(raised, TimeoutError)
+        await llm.until(lambda: llm.disconnects >= 1)  # the in-flight request was aborted
+        assert events[-1]["event"] == "run"
+        assert events[-1]["error"] == f"run timeout after {ms}ms"
+        assert events[-2]["event"] == "llm" and events[-2]["status"] == "error"
+        return True
+
+    await deadline_midway(attempt)
 
 
 async def test_an_aborted_run_leaves_its_task_uncancelled(llm, make_client):
@@ -243,78 +291,98 @@ async def test_a_callers_own_cancellation_is_not_turned_into_a_run_error(llm, ma
 
 
 @pytest.mark.parametrize("owned", [True, False])
-async def test_deadline_ends_a_stalled_stream_with_either_http_client(llm, owned):
-    llm.push(text("abcdef", chunk_size=1, stall_after=2))
-    async with httpx2.AsyncClient() as http:
-        client = create_client(
-            base_url=base_url(llm, "openai"),
-            style="openai",
-            model="m",
-            api_key="k",
-            timeout_ms=300,
-            http_client=None if owned else http,
-        )
+async def test_deadline_ends_a_stalled_stream_with_either_http_client(owned):
+    async def attempt(llm: FakeLLM, ms: int) -> bool:
+        llm.push(text("abcdef", chunk_size=1, stall_after=2))
         seen = []
-        with pytest.raises(RunTimeout):
-            async for event in client.stream("x"):
-                seen.append(event["type"])
-        await client.aclose()
-    assert seen and set(seen) == {"text"}
-    await llm.until(lambda: llm.disconnects >= 1)
+        async with httpx2.AsyncClient() as http:
+            client = deadline_client(llm, "openai", ms, http_client=None if owned else http)
+
+            async def read() -> None:
+                async for event in client.stream("x"):
+                    seen.append(event["type"])
+
+            await timed_out(client, read())
+        if not seen:
+            return False  # the deadline came before the first events
+        assert set(seen) == {"text"}
+        await llm.until(lambda: llm.disconnects >= 1)
+        return True
+
+    await deadline_midway(attempt)
 
 
-async def test_deadline_cuts_a_long_retry_after_and_is_never_classified(llm, make_client):
-    infos = []
-    llm.push(error(429, headers={"Retry-After": "3600"}), text("never"))
-    client = make_client("openai", timeout_ms=400, on_error=lambda i: infos.append(i) or "retry")
-    with pytest.raises(RunTimeout):
-        await client.run("x")
-    assert infos == [{"status": 429, "attempt": 0, "retryable": True}]
-    assert len(llm.requests) == 1
+async def test_deadline_cuts_a_long_retry_after_and_is_never_classified():
+    async def attempt(llm: FakeLLM, ms: int) -> bool:
+        infos: list[dict[str, Any]] = []
+        llm.push(error(429, headers={"Retry-After": "3600"}), text("never"))
+        client = deadline_client(llm, "openai", ms, on_error=lambda i: infos.append(i) or "retry")
+        await timed_out(client, client.run("x"))
+        if not infos:
+            return False  # the deadline came before the 429
+        assert infos == [{"status": 429, "attempt": 0, "retryable": True}]
+        assert len(llm.requests) == 1
+        return True
+
+    await deadline_midway(attempt)
 
 
-async def test_deadline_cancels_a_slow_async_tool(llm, make_client):
-    seen = {}
-    cancelled = asyncio.Event()
+async def test_deadline_cancels_a_slow_async_tool():
+    async def attempt(llm: FakeLLM, ms: int) -> bool:
+        seen: dict[str, Any] = {}
+        cancelled = asyncio.Event()
 
-    async def slow(args, ctx):
-        seen["timeout"] = ctx.timeout
-        seen["signal"] = ctx.signal
+        async def slow(args, ctx):
+            seen["timeout"] = ctx.timeout
+            seen["signal"] = ctx.signal
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+            return "never"
+
+        llm.push(tools(call("slow")), text("never"))
+        client = deadline_client(llm, "openai", ms)
+        await timed_out(client, client.run("x", kit(Tool("slow", "", None, "native", slow))))
+        if not seen:
+            return False  # the deadline came before the tool started
+        assert cancelled.is_set()
+        assert 0 < seen["timeout"] <= ms / 1000
+        assert seen["signal"].is_set()
+        assert len(llm.requests) == 1
+        return True
+
+    await deadline_midway(attempt)
+
+
+async def test_deadline_returns_while_a_sync_tool_thread_finishes():
+    async def attempt(llm: FakeLLM, ms: int) -> bool:
+        started, release = threading.Event(), threading.Event()
+        state = {"finished": False, "signal_seen": None}
+
+        def blocking(args, ctx):
+            started.set()
+            release.wait(30)
+            state["signal_seen"] = ctx.signal.is_set()
+            state["finished"] = True
+            return "late"
+
+        llm.push(tools(call("blocking")), text("never"))
+        client = deadline_client(llm, "openai", ms)
+        toolkit = kit(Tool("blocking", "", None, "native", blocking))
         try:
-            await asyncio.sleep(3600)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return "never"
+            await timed_out(client, client.run("x", toolkit))
+            if not started.is_set():
+                return False  # the deadline came before the tool started
+            assert state["finished"] is False  # the run did not wait for the thread
+        finally:
+            release.set()
+        await llm.until(lambda: state["finished"])
+        assert state["signal_seen"] is True  # the tool could see the run was over
+        return True
 
-    llm.push(tools(call("slow")), text("never"))
-    client = make_client("openai", timeout_ms=400)
-    with pytest.raises(RunTimeout):
-        await client.run("x", kit(Tool("slow", "", None, "native", slow)))
-    assert cancelled.is_set()
-    assert 0 < seen["timeout"] <= 0.4
-    assert seen["signal"].is_set()
-    assert len(llm.requests) == 1
-
-
-async def test_deadline_returns_while_a_sync_tool_thread_finishes(llm, make_client):
-    release = threading.Event()
-    state = {"finished": False, "signal_seen": None}
-
-    def blocking(args, ctx):
-        release.wait(30)
-        state["signal_seen"] = ctx.signal.is_set()
-        state["finished"] = True
-        return "late"
-
-    llm.push(tools(call("blocking")), text("never"))
-    client = make_client("openai", timeout_ms=400)
-    with pytest.raises(RunTimeout):
-        await client.run("x", kit(Tool("blocking", "", None, "native", blocking)))
-    assert state["finished"] is False  # the run did not wait for the thread
-    release.set()
-    await llm.until(lambda: state["finished"])
-    assert state["signal_seen"] is True  # the tool could see the run was over
+    await deadline_midway(attempt)
 
 
 async def test_tools_get_a_signal_only_when_the_run_can_be_aborted(llm, make_client):
