@@ -2,7 +2,7 @@
 server no longer accepts the negotiated version: it was upgraded or restarted) ⇒ negotiate again
 once and resend; -32020 (a 2026-07-28 request's headers disagree with the tool's current schema)
 ⇒ list the tools again and resend once. Against the SDK's own dual-era server over streamable
-HTTP, behind a switch that changes what it accepts while it runs."""
+HTTP, behind a switch that changes what it accepts while it runs, and over stdio."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from support.mcp_servers import ThreadedHttpServer
+from support.mcp_servers import ERAS, ThreadedHttpServer, command
 from support.mcp_servers.sdk_eras import EraSwitch, switchable
 from toolnexus.mcp_source import McpSource, load_mcp_with_context
 
@@ -176,3 +176,17 @@ async def test_a_refused_refresh_of_the_tool_list_is_rediscovered_too(
         await asyncio.sleep(0.02)
     assert switch.seen["server/discover"] - probes == 1
     assert (await call(source, "auto_fresh")).output == "fresh works"
+
+
+async def test_over_stdio_a_refused_call_is_rediscovered_and_resent() -> None:
+    source = await load_mcp_with_context(
+        {"s": {"command": command(ERAS, "--refuse-calls", "1"), "timeout": 20000}}
+    )
+    try:
+        first = await call(source, "s_pid")  # refused once, negotiated again, resent
+        assert first.is_error is False
+        assert (source.status["s"], source.servers["s"].protocol) == ("connected", MODERN)
+        again = await call(source, "s_pid")
+        assert again.output == first.output  # the same process: nothing was respawned
+    finally:
+        await source.close()

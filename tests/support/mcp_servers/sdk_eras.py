@@ -5,6 +5,7 @@ Run it as a script::
     python sdk_eras.py                         # stdio, both eras (the SDK's own era routing)
     python sdk_eras.py --era legacy            # stdio, 2025-11-25 only (handshake loop)
     python sdk_eras.py --era modern            # stdio, 2026-07-28 only (initialize ⇒ -32022)
+    python sdk_eras.py --refuse-calls 1        # stdio, dual; the first tools/call ⇒ -32022
     python sdk_eras.py --http 0 [--era ...]    # streamable HTTP on 127.0.0.1, first line PORT <n>
 
 HTTP options: `--json` (JSON answers; default SSE), `--stateless` (default stateful),
@@ -650,17 +651,27 @@ async def _stdio(args: argparse.Namespace) -> None:
         if args.era == "legacy":
             await serve_loop(server, read, write, lifespan_state=state)
             return
-        if args.era == "dual":
+        refuse = args.refuse_calls
+        if args.era == "dual" and not refuse:
             await serve_dual_era_loop(server, read, write, lifespan_state=state)
             return
-        # modern only: answer `initialize` with -32022, pass everything else on
+        # modern only: answer `initialize` with -32022; `--refuse-calls N`: answer the first N
+        # `tools/call` requests with -32022 too; pass everything else on
         send_in, receive_in = anyio.create_memory_object_stream[Any](64)
 
         async def pump() -> None:
+            nonlocal refuse
             async with send_in:
                 async for item in read:
                     message = getattr(item, "message", None)
-                    if isinstance(message, JSONRPCRequest) and message.method == "initialize":
+                    refused = isinstance(message, JSONRPCRequest) and (
+                        (args.era == "modern" and message.method == "initialize")
+                        or (refuse > 0 and message.method == "tools/call")
+                    )
+                    if refused:
+                        assert isinstance(message, JSONRPCRequest)
+                        if message.method == "tools/call":
+                            refuse -= 1
                         error = _unsupported(message.model_dump(by_alias=True))["error"]
                         await write.send(
                             SessionMessage(JSONRPCError(jsonrpc="2.0", id=message.id, error=error))
@@ -677,6 +688,7 @@ async def _stdio(args: argparse.Namespace) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
     parser.add_argument("--era", choices=("dual", "legacy", "modern"), default="dual")
+    parser.add_argument("--refuse-calls", type=int, default=0)
     parser.add_argument("--http", type=int, default=None)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--sse", dest="json", action="store_false")
