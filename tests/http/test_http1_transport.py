@@ -447,6 +447,29 @@ async def test_a_server_that_stops_reading_is_a_write_timeout() -> None:
         raw.state["done"] = True
 
 
+async def test_an_answer_before_the_whole_body_is_read_out_and_its_connection_dropped() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, raw: Raw) -> None:
+        if raw.connections == 1:
+            await reader.readuntil(b"\r\n\r\n")  # the head only: the body is refused
+            writer.write(answer(b"too large", status=b"413 Content Too Large"))
+            await writer.drain()
+            await wait_until(lambda: raw.state.get("done"), timeout=30)
+            return
+        while await read_request(reader, raw) is not None:
+            writer.write(answer(b"fresh"))
+
+    async def endless() -> AsyncIterator[bytes]:
+        while True:
+            yield b"x" * 1_000_000
+
+    async with raw_server(handler) as raw, client(write=0.3) as http:
+        refused = await http.post(raw.url, content=endless())
+        assert (refused.status_code, refused.content) == (413, b"too large")
+        assert (await http.get(raw.url)).content == b"fresh"
+        raw.state["done"] = True
+    assert raw.connections == 2
+
+
 async def test_a_tls_handshake_that_never_comes_is_a_connect_timeout() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, raw: Raw) -> None:
         await reader.read()

@@ -72,6 +72,7 @@ class Connection(asyncio.Protocol):
 
     __slots__ = (
         "buffer",
+        "cut",
         "drained",
         "eof",
         "error",
@@ -92,6 +93,7 @@ class Connection(asyncio.Protocol):
         self.eof = False  # the peer closed its side, or the connection is gone
         self.error: Exception | None = None  # why it was lost, when not cleanly
         self.received = False  # a byte arrived since the current request was sent
+        self.cut = False  # a request was left half-sent: the connection cannot carry another
         self.requests = 0  # requests sent on it so far
         self.expires_at: float | None = None  # while idle: when keep-alive gives up on it
         self.waiter: asyncio.Future[None] | None = None
@@ -138,7 +140,9 @@ class Connection(asyncio.Protocol):
     def usable(self) -> bool:
         """Whether an idle connection can carry another request (open, nothing unread)."""
         transport = self.transport
-        return not (self.eof or self.buffer or transport is None or transport.is_closing())
+        return not (
+            self.eof or self.cut or self.buffer or transport is None or transport.is_closing()
+        )
 
     def close(self) -> None:
         if self.transport is not None:
@@ -271,10 +275,13 @@ async def exchange(
             conn.write(head)
             await _send_stream(conn, body, chunked, length, write_timeout)
     except (httpx2.WriteError, httpx2.WriteTimeout) as exc:
-        if not conn.received:  # a server that answers early (say 413) is still heard out
+        if not conn.received:
             if reused and isinstance(exc, httpx2.WriteError):
                 raise _StaleConnection(exc) from None
             raise
+        # A server that answers before taking the whole body (say 413) is still heard out,
+        # on a connection that then closes: the rest of the body must not reach it.
+        conn.cut = True
     read_timeout = timeouts.get("read")
     scanned = 0
     while True:
