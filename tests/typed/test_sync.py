@@ -1,9 +1,11 @@
-"""`run_sync`, `ask_sync`, `stream_sync`: no loop, a loop's worker thread, timeouts, Ctrl-C."""
+"""`run_sync`, `ask_sync`, `stream_sync`: on every wire (OpenAI chat completions, Anthropic
+messages, OpenAI responses), with no loop, in a loop's worker thread, timeouts, Ctrl-C."""
 
 from __future__ import annotations
 
 import _thread
 import asyncio
+import json
 import threading
 import time
 
@@ -14,6 +16,9 @@ from support.client_helpers import add_tool, base_url, kit
 from support.fake_llm import FakeLLM, Reply, call, text, tools
 from toolnexus import Context, RunTimeout, Toolkit, create_client, tool
 from toolnexus.client import Client
+
+WIRES = ("openai", "anthropic", "openai-responses")
+PATHS = {"openai": "/chat/completions", "anthropic": "/messages", "openai-responses": "/responses"}
 
 
 def sync_client(llm: FakeLLM, style: str = "openai", **options: object) -> Client:
@@ -31,7 +36,7 @@ class Answer(pydantic.BaseModel):
     value: int
 
 
-@pytest.mark.parametrize("style", ["openai", "anthropic"])
+@pytest.mark.parametrize("style", WIRES)
 def test_run_sync_without_a_loop(llm: FakeLLM, style: str) -> None:
     llm.push(tools(call("add", {"a": 1, "b": 2})), text('{"value": 3}'))
     with sync_client(llm, style) as client:
@@ -39,24 +44,48 @@ def test_run_sync_without_a_loop(llm: FakeLLM, style: str) -> None:
             "1+2?", kit(add_tool()), output_type=Answer, output_mode="prompted"
         )
         assert result.output == Answer(value=3)
+        assert result.tool_calls[0]["output"] == "3"
         llm.push(text("again"))
         assert client.ask_sync("more", id="s").text == "again"
         loop = client._sync._own_loop()
     assert loop.is_closed()  # close() stopped the loop the sync calls used
+    assert [r.path.endswith(PATHS[style]) for r in llm.requests] == [True] * 3
+    assert '"3"' in json.dumps(llm.requests[1].body)  # the tool's result went back on this wire
 
 
-def test_stream_sync_is_a_plain_iterator(llm: FakeLLM) -> None:
-    llm.push(text("hello there", chunk_size=3))
-    with sync_client(llm) as client:
-        events = list(client.stream_sync("hi"))
+@pytest.mark.parametrize("style", WIRES)
+def test_ask_sync_continues_the_conversation_on_every_wire(llm: FakeLLM, style: str) -> None:
+    llm.push(text("first answer"), text("second answer"))
+    with sync_client(llm, style) as client:
+        assert client.ask_sync("first question", id="chat").text == "first answer"
+        assert client.ask_sync("second question", id="chat").text == "second answer"
+    sent = json.dumps(llm.requests[1].body)
+    assert all(said in sent for said in ("first question", "first answer", "second question"))
+    assert all(r.path.endswith(PATHS[style]) for r in llm.requests)
+
+
+@pytest.mark.parametrize("style", WIRES)
+def test_stream_sync_is_a_plain_iterator(llm: FakeLLM, style: str) -> None:
+    llm.push(tools(call("add", {"a": 2, "b": 5}), chunk_size=3), text("hello there", chunk_size=3))
+    with sync_client(llm, style) as client:
+        events = list(client.stream_sync("hi", kit(add_tool())))
+    kinds = [e["type"] for e in events]
+    assert kinds[:2] == ["tool_call", "tool_result"] and kinds[-2:] == ["usage", "done"]
+    call_event, result_event = events[0], events[1]
+    assert call_event["type"] == "tool_call" and call_event["args"] == {"a": 2, "b": 5}
+    assert result_event["type"] == "tool_result" and result_event["output"] == "7"
     deltas = "".join(e["delta"] for e in events if e["type"] == "text")
     assert deltas == "hello there"
-    assert events[-1]["type"] == "done"
+    done = events[-1]
+    assert done["type"] == "done" and done["result"].text == "hello there"
+    assert all(r.body.get("stream") is True for r in llm.requests)
+    assert all(r.path.endswith(PATHS[style]) for r in llm.requests)
 
 
-def test_stream_sync_stopped_early_closes_the_run(llm: FakeLLM) -> None:
+@pytest.mark.parametrize("style", WIRES)
+def test_stream_sync_stopped_early_closes_the_run(llm: FakeLLM, style: str) -> None:
     llm.push(text("a long answer", chunk_size=2))
-    with sync_client(llm) as client:
+    with sync_client(llm, style) as client:
         for event in client.stream_sync("hi"):
             assert event["type"] == "text"
             break
