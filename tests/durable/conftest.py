@@ -4,7 +4,7 @@ started for the session (skipped, with the install command, when its binaries ar
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import count
 
 import pytest
@@ -12,7 +12,7 @@ import pytest
 from support.db_servers import PostgresServer, postgres_bin
 from support.llm_fixtures import llm, llm_server
 
-__all__ = ["durable_postgres", "llm", "llm_server", "system_db_url"]
+__all__ = ["durable_postgres", "llm", "llm_server", "make_system_db", "system_db_url"]
 
 _databases = count()
 
@@ -28,10 +28,25 @@ def durable_postgres() -> Iterator[PostgresServer]:
         server.close()
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def system_db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A fresh, empty DBOS system database for the module: a SQLite file, then PostgreSQL."""
-    if request.param == "sqlite":
+def fresh_system_db(
+    kind: str, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> str:
+    """A fresh, empty DBOS system database of `kind` (`sqlite` or `postgres`), as its URL."""
+    if kind == "sqlite":
         return f"sqlite:///{tmp_path_factory.mktemp('dbos') / 'system.sqlite'}"
     server: PostgresServer = request.getfixturevalue("durable_postgres")
     return server.database(f"dbos_{next(_databases)}")
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def system_db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A fresh, empty DBOS system database for the module: a SQLite file, then PostgreSQL."""
+    return fresh_system_db(request.param, request, tmp_path_factory)
+
+
+@pytest.fixture
+def make_system_db(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str], str]:
+    """`make_system_db(kind)`: a fresh, empty DBOS system database of that kind, as its URL."""
+    return lambda kind: fresh_system_db(kind, request, tmp_path_factory)

@@ -5,7 +5,9 @@ with mode `start` (start the run) or `resume` (only launch DBOS, which recovers 
 for its result). It imports everything, then waits for a line on stdin before launching DBOS: a
 test starts the next process while the previous one still runs and lets it go after the kill.
 `--block-tool NAME` makes that tool hang after recording its side effect (so the test can kill
-the process inside the tool step). The result is printed as one JSON line.
+the process inside the tool step). With `--stream`, `start` starts the run streaming (its
+events are recorded for readers) and reads its stream to the end. The result is printed as one
+JSON line.
 
 Tools (their side effects are lines appended to files in `effects_dir`):
 - `record(n)` appends `<n> <step key>` to `record.log`;
@@ -43,9 +45,11 @@ async def main(argv: list[str]) -> None:
         if block == name:
             await asyncio.Event().wait()  # killed in here
 
-    async def record(n: int) -> str:
+    async def record(n: int, ctx: ToolContext) -> str:
         """Record n."""
         append("record.log", f"{n} {step_key()}")
+        if ctx.on_progress is not None:  # a streamed run leaves progress out of its record
+            await ctx.on_progress({"progress": 1, "total": 2, "message": "recorded"})
         await hang_if("record")
         return f"recorded {n}"
 
@@ -67,7 +71,11 @@ async def main(argv: list[str]) -> None:
     await asyncio.to_thread(sys.stdin.readline)
     DBOS.launch()
     try:
-        if mode == "start":
+        if mode == "start" and "--stream" in argv:
+            async for event in durable.stream("do the work", workflow_id=workflow_id):
+                if event["type"] == "done":
+                    result = event["result"]
+        elif mode == "start":
             result = await durable.run("do the work", workflow_id=workflow_id)
         else:
             result = await durable.result(workflow_id)

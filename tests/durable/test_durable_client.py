@@ -13,6 +13,7 @@ import itertools
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pydantic
 import pytest
 import pytest_asyncio
 from dbos import DBOS
@@ -21,9 +22,9 @@ from support.client_helpers import base_url
 from support.fake_llm import FakeLLM, call, error, text, tools
 from support.polling import wait_until
 from toolnexus import Answer, Toolkit, ToolResult, define_tool, pending
-from toolnexus.client import Client, ProviderError, create_client
-from toolnexus.durable import DurableClient, WorkflowNotFound, step_key
-from toolnexus.errors import ConfigError
+from toolnexus.client import Client, ProviderError, create_client, create_in_process_client
+from toolnexus.durable import DurableClient, WorkflowNotFound, step_key, stream_events
+from toolnexus.errors import ConfigError, StreamingUnsupported
 from toolnexus.types import ToolContext
 
 _names = itertools.count()
@@ -242,3 +243,141 @@ async def test_bad_use_is_refused_clearly(launched: str, client: Client) -> None
         await durable(client, Effects()).answer("nope", Answer("a", True))
     with pytest.raises(WorkflowNotFound):
         await durable(client, Effects()).result("nope")
+    whole = create_in_process_client(model="local", generate=lambda request: {"content": "x"})
+    with pytest.raises(StreamingUnsupported):
+        await anext(DurableClient(whole, name=f"whole-{next(_names)}").stream("go"))
+
+
+# -- streaming ----------------------------------------------------------------------------------
+
+
+def merged(events: list[Any]) -> list[dict[str, Any]]:
+    """Events with each turn's text deltas joined and `progress` dropped (what a step keeps)."""
+    out: list[dict[str, Any]] = []
+    for event in events:
+        if event["type"] == "progress":
+            continue
+        if event["type"] == "text" and out and out[-1]["type"] == "text":
+            out[-1] = {"type": "text", "delta": out[-1]["delta"] + event["delta"]}
+        else:
+            out.append(dict(event))
+    return out
+
+
+def progress_toolkit() -> Toolkit:
+    async def count(n: int, ctx: ToolContext) -> str:
+        """Count to n, reporting progress."""
+        assert ctx.on_progress is not None
+        for i in range(n):
+            await ctx.on_progress({"progress": i + 1, "total": n, "message": f"at {i + 1}"})
+        return f"counted {n}"
+
+    return Toolkit(extra_tools=[define_tool(count)])
+
+
+async def test_a_durable_stream_yields_the_clients_events_with_each_turns_text_whole(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    script = [
+        tools(call("count", {"n": 3}, id="c1"), text="let me count"),
+        text("three", chunk_size=2),
+    ]
+    llm.push(*script)
+    plain = [e async for e in client.stream("go", progress_toolkit())]
+    assert [e["type"] for e in plain].count("progress") == 3
+    llm.push(*script)
+    runs = DurableClient(client, progress_toolkit(), name=f"t{next(_names)}")
+    events = [e async for e in runs.stream("go", workflow_id="stream-1")]
+    assert events[:-1] == merged(plain)[:-1]
+    assert [e["type"] for e in events] == [
+        "text",
+        "tool_call",
+        "tool_result",
+        "text",
+        "usage",
+        "done",
+    ]
+    done = events[-1]
+    assert done["type"] == "done" and done["result"].text == "three"
+    assert done["result"].tool_calls[0]["output"] == "counted 3"
+    assert len(llm.requests) == 4
+
+    # Attaching to the finished run reads its events back, calling nothing again.
+    again = [e async for e in runs.stream("go", workflow_id="stream-1")]
+    assert again[:-1] == events[:-1] and again[-1]["result"].text == "three"
+    later = [e async for e in runs.run_of("stream-1").stream(offset=3)]
+    assert later[:-1] == events[3:-1]
+    assert len(llm.requests) == 4
+
+
+async def test_a_durable_stream_yields_events_as_they_come_through_a_suspension(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    effects = Effects()
+    runs = durable(client, effects)
+    llm.push(tools(call("approve", {"item": "s"})), text("approved it"))
+    events = runs.stream("go", workflow_id="stream-wait", id="conv-stream")
+    seen = [await anext(events), await anext(events)]
+    assert [e["type"] for e in seen] == ["tool_call", "pending"]
+    asked = seen[1]
+    # The event comes as the run suspends; the request it waits on is published right after.
+    waiting = await wait_until(lambda: runs.pending("stream-wait"), timeout=10)
+    assert asked["type"] == "pending" and asked["request"] == waiting
+    # The run waits (durably) while the stream is open; the answer lets both go on.
+    await runs.answer("stream-wait", Answer(asked["request"].id, True))
+    rest = [e async for e in events]
+    assert [e["type"] for e in rest] == ["tool_result", "text", "usage", "done"]
+    assert rest[0]["type"] == "tool_result" and rest[0]["output"] == "approved s"
+    saved = await client.conversation_store.get("conv-stream")
+    assert saved is not None and saved[-1]["content"] == "approved it"
+
+
+async def test_leaving_a_durable_stream_early_leaves_the_run_running(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    runs = durable(client, Effects())
+    llm.push(tools(call("bump", {"k": "e"})), text("ended"))
+    async for event in runs.stream("go", workflow_id="stream-early"):
+        assert event["type"] == "tool_call"
+        break
+    result = await runs.result("stream-early")
+    assert result.text == "ended"
+    events = [e async for e in runs.run_of("stream-early").stream()]
+    assert [e["type"] for e in events] == ["tool_call", "tool_result", "text", "usage", "done"]
+
+
+class Verdict(pydantic.BaseModel):
+    ok: bool
+
+
+async def test_a_durable_stream_of_a_typed_run_yields_its_output(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    runs = durable(client, Effects())
+    llm.push(text('{"ok": true}'))
+    events = [
+        e async for e in runs.stream("judge", workflow_id="stream-typed", output_type=Verdict)
+    ]
+    assert [e["type"] for e in events] == ["text", "output", "usage", "done"]
+    assert events[1] == {"type": "output", "output": Verdict(ok=True)}
+    done = events[-1]
+    assert done["type"] == "done" and done["result"].output == Verdict(ok=True)
+
+
+async def test_a_durable_stream_raises_what_the_run_failed_with(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    runs = durable(client, Effects())
+    llm.push(error(400, "bad stream request"))
+    with pytest.raises(ProviderError, match="bad stream request"):
+        async for _ in runs.stream("go", workflow_id="stream-fail"):
+            pass
+    # A run started without streaming has no events to read: only its end.
+    llm.push(text("plain"))
+    await runs.run("go", workflow_id="stream-none")
+    events = [e async for e in runs.run_of("stream-none").stream()]
+    assert [e["type"] for e in events] == ["done"]
+    with pytest.raises(WorkflowNotFound):
+        await anext(stream_events("stream-nobody"))
+    with pytest.raises(ConfigError, match="offset"):
+        await anext(stream_events("stream-none", offset=-1))

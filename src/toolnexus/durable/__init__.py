@@ -16,14 +16,9 @@ the crash runs again (at least once); a tool makes that safe with `step_key()` a
 idempotency key.
 """
 
-from toolnexus.durable._client import (
-    DurableClient,
-    DurableRun,
-    WorkflowNotFound,
-    pending_request,
-    send_answer,
-)
+from toolnexus.durable._client import DurableClient, DurableRun, pending_request, send_answer
 from toolnexus.durable._steps import step_key
+from toolnexus.durable._stream import WorkflowNotFound, stream_events
 
 __all__ = [
     "DurableClient",
@@ -32,4 +27,5 @@ __all__ = [
     "pending_request",
     "send_answer",
     "step_key",
+    "stream_events",
 ]

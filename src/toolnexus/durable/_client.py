@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from dbos import (
@@ -14,38 +14,34 @@ from dbos import (
     SetWorkflowID,
     WorkflowHandleAsync,
 )
-from dbos._error import DBOSNonExistentWorkflowError
 
-from toolnexus.client import Client, ConversationStore, RunResult
+from toolnexus.client import Client, ConversationStore, RunResult, StreamEvent
+from toolnexus.client._inprocess import STREAM_UNSUPPORTED
+from toolnexus.client._loop import RunLoop
 from toolnexus.client._parts import Prompt
 from toolnexus.client._steps import journal
 from toolnexus.client.memory import KeyedLock, claim_conversation
 from toolnexus.durable._steps import PENDING_EVENT, DbosSteps, answer_topic
-from toolnexus.errors import ConfigError, ConfigTypeError, ToolnexusError
+from toolnexus.durable._stream import (
+    EVENTS_STREAM,
+    POLL_S,
+    event_data,
+    handle_of,
+    stream_events,
+)
+from toolnexus.errors import ConfigError, ConfigTypeError, StreamingUnsupported
 from toolnexus.toolkit import Toolkit
 from toolnexus.types import Answer, Request, Tool
 
-__all__ = ["DurableClient", "DurableRun", "WorkflowNotFound", "pending_request", "send_answer"]
+__all__ = ["DurableClient", "DurableRun", "pending_request", "send_answer"]
 
 FOREVER_S = 100 * 365 * 24 * 3600.0
 """How long a suspended run waits for its answer when no `answer_timeout_s` is given."""
-
-# How often a host waiting on a run that executes elsewhere (recovered, queued, another process)
-# checks whether it finished; a run started in this process is awaited directly.
-_POLL_S = 0.05
 
 _LOAD_STEP = "toolnexus.conversation.load"
 _SAVE_STEP = "toolnexus.conversation.save"
 
 _names: set[str] = set()  # the workflow names registered by this process
-
-
-class WorkflowNotFound(ToolnexusError, LookupError):
-    """No durable run has this workflow id in the system database."""
-
-    def __init__(self, workflow_id: str) -> None:
-        super().__init__(f"no durable run with workflow id {workflow_id!r}")
-        self.workflow_id = workflow_id
 
 
 class DurableRun:
@@ -62,9 +58,14 @@ class DurableRun:
     async def result(self) -> RunResult[Any]:
         """Wait for the run to finish (through any suspension) and return its result."""
         if self._handle is None:
-            self._handle = await _handle(self.workflow_id)
-        result: RunResult[Any] = await self._handle.get_result(polling_interval_sec=_POLL_S)
+            self._handle = await handle_of(self.workflow_id)
+        result: RunResult[Any] = await self._handle.get_result(polling_interval_sec=POLL_S)
         return result
+
+    def stream(self, *, offset: int = 0) -> AsyncIterator[StreamEvent[Any]]:
+        """The run's events from the `offset`-th on, as they come, ending with `done` (see
+        `stream_events`): the run must have been started streaming."""
+        return stream_events(self.workflow_id, offset=offset)
 
     async def pending(self) -> Request | None:
         """The request the run is suspended on, or `None` when it is not waiting."""
@@ -140,8 +141,9 @@ class DurableClient:
             history: list[dict[str, Any]] | None,
             conversation_id: str | None,
             output_type: Any,
+            streaming: bool = False,
         ) -> RunResult[Any]:
-            return await self._execute(prompt, history, conversation_id, output_type)
+            return await self._execute(prompt, history, conversation_id, output_type, streaming)
 
         self._workflow = DBOS.workflow(name=workflow_name)(workflow)
         _names.add(workflow_name)
@@ -154,27 +156,57 @@ class DurableClient:
         history: list[dict[str, Any]] | None = None,
         id: str | None = None,
         output_type: Any = None,
+        stream: bool = False,
     ) -> DurableRun:
         """Start a run in the background and return its handle at once.
 
-        With `id`, the run continues and saves that conversation (as `ask` does). Starting a
+        With `id`, the run continues and saves that conversation (as `ask` does). With
+        `stream`, the run records its events for `DurableRun.stream()`. Starting a
         `workflow_id` that exists attaches to that run: it is never run twice.
         """
         if history is not None and id is not None:
             raise ConfigError("pass history or id, not both")
+        if stream and not self.client._endpoint.can_stream:
+            raise StreamingUnsupported(STREAM_UNSUPPORTED)
+        args = (prompt, history, id, output_type, bool(stream))
         started = SetWorkflowID(workflow_id) if workflow_id is not None else None
         with started or contextlib.nullcontext():
             if self.queue is not None:
                 partition = self.client.model if self.queue_per_model else None
                 with SetEnqueueOptions(queue_partition_key=partition):
-                    handle = await DBOS.enqueue_workflow_async(
-                        self.queue, self._workflow, prompt, history, id, output_type
-                    )
+                    handle = await DBOS.enqueue_workflow_async(self.queue, self._workflow, *args)
             else:
-                handle = await DBOS.start_workflow_async(
-                    self._workflow, prompt, history, id, output_type
-                )
+                handle = await DBOS.start_workflow_async(self._workflow, *args)
         return DurableRun(handle.get_workflow_id(), handle)
+
+    async def stream(
+        self,
+        prompt: Prompt,
+        *,
+        workflow_id: str | None = None,
+        history: list[dict[str, Any]] | None = None,
+        id: str | None = None,
+        output_type: Any = None,
+    ) -> AsyncIterator[StreamEvent[Any]]:
+        """`Client.stream` as a durable workflow: the run's events as they come, the last one
+        `done`.
+
+        The events are those of `Client.stream` but for `progress`, and each model call's text
+        comes whole, in one `text` event, when the call's step completes. Streaming a
+        `workflow_id` that exists attaches to that run and yields all its events from the
+        first: those recorded before (by this process or one that died) at once, each once,
+        then the rest as they come. Leaving early stops the reading, not the run.
+        """
+        run = await self.start(
+            prompt,
+            workflow_id=workflow_id,
+            history=history,
+            id=id,
+            output_type=output_type,
+            stream=True,
+        )
+        async for event in run.stream():
+            yield event
 
     async def run(
         self,
@@ -227,17 +259,45 @@ class DurableClient:
         history: list[dict[str, Any]] | None,
         conversation_id: str | None,
         output_type: Any,
+        streaming: bool,
     ) -> RunResult[Any]:
-        """The workflow's body: the client's loop, with its calls journaled as steps."""
+        """The workflow's body: the client's loop, with its calls journaled as steps (and its
+        events written to the run's stream when it streams)."""
         if conversation_id is not None:
             history = await DBOS.run_step_async({"name": _LOAD_STEP}, self._load, conversation_id)
         typed: dict[str, Any] = {} if output_type is None else {"output_type": output_type}
         with journal(DbosSteps(self._answer_timeout_s)):
-            result = await self.client.run(prompt, self.toolkit, history, deps=self.deps, **typed)
+            if streaming:
+                result = await self._streamed(prompt, history, typed)
+            else:
+                result = await self.client.run(
+                    prompt, self.toolkit, history, deps=self.deps, **typed
+                )
         if conversation_id is not None:
             await DBOS.run_step_async(
                 {"name": _SAVE_STEP}, self._save, conversation_id, history or [], result.messages
             )
+        return result
+
+    async def _streamed(
+        self, prompt: Prompt, history: list[dict[str, Any]] | None, typed: dict[str, Any]
+    ) -> RunResult[Any]:
+        """Run the loop streaming, writing each event to the run's stream as it comes."""
+        settings = self.client._settings(deps=self.deps, **typed)
+        loop = RunLoop(settings, prompt, self.toolkit, history, None, streaming=True)
+        events = loop.events()
+        result: RunResult[Any] | None = None
+        try:
+            async for event in events:
+                if event["type"] == "done":
+                    result = event["result"]
+                data = event_data(event)
+                if data is not None:
+                    await DBOS.write_stream_async(EVENTS_STREAM, data)
+        finally:
+            await events.aclose()
+        await DBOS.close_stream_async(EVENTS_STREAM)
+        assert result is not None  # the loop's last event is `done`
         return result
 
     async def _load(self, conversation_id: str) -> list[dict[str, Any]]:
@@ -259,13 +319,6 @@ class DurableClient:
 
     def __repr__(self) -> str:
         return f"<DurableClient {self.name!r} over {self.client!r}>"
-
-
-async def _handle(workflow_id: str) -> WorkflowHandleAsync[RunResult[Any]]:
-    try:
-        return await DBOS.retrieve_workflow_async(workflow_id)
-    except DBOSNonExistentWorkflowError:
-        raise WorkflowNotFound(workflow_id) from None
 
 
 async def pending_request(workflow_id: str, *, client: DBOSClient | None = None) -> Request | None:
@@ -295,13 +348,7 @@ async def send_answer(
         raise ConfigTypeError(
             f"answer must be an Answer or its dict form, not {type(answer).__name__}"
         )
-    try:
-        if client is not None:
-            await client.retrieve_workflow_async(workflow_id)
-        else:
-            await DBOS.retrieve_workflow_async(workflow_id)
-    except DBOSNonExistentWorkflowError:
-        raise WorkflowNotFound(workflow_id) from None
+    await handle_of(workflow_id, client)  # WorkflowNotFound for an unknown id
     waiting = await pending_request(workflow_id, client=client)
     if waiting is not None and waiting.id != given.id:
         raise ConfigError(
