@@ -54,6 +54,8 @@ NOT_OFFLINE: dict[tuple[str, int], str] = {
     ("docs/durable.md", 2): "a fragment: `durable` is a DurableClient of your program, launched",
     ("docs/durable.md", 3): "needs a PostgreSQL system database holding a suspended run",
     ("docs/durable.md", 4): "a fragment: the two clients and the toolkit are your program's",
+    ("docs/durable.md", 5): "a fragment: `durable` is a DurableClient of your program, launched",
+    ("docs/durable.md", 6): "a fragment: `url` is your program's system database, holding runs",
     ("docs/http.md", 2): _INTERNET,
     ("docs/mcp.md", 2): "a fragment: `tk` is the toolkit of the block above",
     ("docs/mcp.md", 3): "a fragment: `tk` is the toolkit of the block above",
