@@ -17,14 +17,21 @@ import pydantic
 import pytest
 import pytest_asyncio
 from dbos import DBOS
+from dbos._error import DBOSException
 
 from support.client_helpers import base_url
 from support.fake_llm import FakeLLM, call, error, text, tools
 from support.polling import wait_until
 from toolnexus import Answer, Toolkit, ToolResult, define_tool, pending
 from toolnexus.client import Client, ProviderError, create_client, create_in_process_client
-from toolnexus.durable import DurableClient, WorkflowNotFound, step_key, stream_events
-from toolnexus.errors import ConfigError, StreamingUnsupported
+from toolnexus.durable import (
+    DurableClient,
+    DurableError,
+    WorkflowNotFound,
+    step_key,
+    stream_events,
+)
+from toolnexus.errors import ConfigError, RunCancelled, StreamingUnsupported, ToolnexusError
 from toolnexus.types import ToolContext
 
 _names = itertools.count()
@@ -381,3 +388,182 @@ async def test_a_durable_stream_raises_what_the_run_failed_with(
         await anext(stream_events("stream-nobody"))
     with pytest.raises(ConfigError, match="offset"):
         await anext(stream_events("stream-none", offset=-1))
+
+
+# -- replays, as after a crash ------------------------------------------------------------------
+# `DBOS.fork_workflow_async(id, step)` starts a copy of a run that keeps the record of every step
+# before `step` and replays it: what a process resuming a crashed run does.
+
+
+async def step_ids(workflow_id: str, name: str) -> list[int]:
+    steps = await DBOS.list_workflow_steps_async(workflow_id)
+    return [s["function_id"] for s in steps if s["function_name"] == name]
+
+
+async def test_a_replay_runs_the_hooks_again_and_reads_the_completed_calls_back(
+    launched: str, llm: FakeLLM
+) -> None:
+    turns: list[int] = []
+    metrics: list[dict[str, Any]] = []
+
+    def before_llm(info: Any) -> None:
+        turns.append(info["turn"])
+
+    hooked = create_client(
+        base_url=base_url(llm, "openai"),
+        style="openai",
+        model="m",
+        api_key="k",
+        retries=0,
+        hooks={"before_llm": before_llm},
+        on_metric=metrics.append,
+    )
+    try:
+        effects = Effects()
+        runs = durable(hooked, effects, deps="the deps")
+        llm.push(tools(call("bump", {"k": "r"})), text("first"))
+        await runs.run("go", workflow_id="replay-hooks")
+        last_model_call = (await step_ids("replay-hooks", "toolnexus.llm"))[-1]
+        turns.clear()
+        metrics.clear()
+        llm.push(text("second"))
+        forked = await DBOS.fork_workflow_async("replay-hooks", last_model_call)
+        result = await forked.get_result()
+    finally:
+        await hooked.aclose()
+    assert result.text == "second"
+    assert result.tool_calls[0]["output"] == "bumped r"  # read back, not run again
+    assert [name for name, _ in effects.calls] == ["bump"]
+    assert len(llm.requests) == 3  # the replayed model call was not sent again
+    assert turns == [0, 1]  # the hooks ran again, on both turns
+    # A replayed tool call reports its `tool` event again; a replayed model call sends nothing,
+    # so it reports no `llm` event.
+    assert [m["event"] for m in metrics] == ["tool", "llm", "run"]
+
+
+async def test_a_replayed_stream_writes_each_event_once_though_its_tools_reported_progress(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    runs = DurableClient(client, progress_toolkit(), name=f"t{next(_names)}")
+    llm.push(tools(call("count", {"n": 2}, id="c1")), text("first"))
+    events = [e async for e in runs.stream("go", workflow_id="replay-stream")]
+    last_model_call = (await step_ids("replay-stream", "toolnexus.llm"))[-1]
+    llm.push(text("again"))
+    forked = await DBOS.fork_workflow_async("replay-stream", last_model_call)
+    replayed = [e async for e in runs.run_of(forked.get_workflow_id()).stream()]
+    # The record of the first turn and its tool call is read back (the progress the tool
+    # reported the first time is not replayed, and nothing shifted); the last turn is new.
+    assert (
+        replayed[:2]
+        == events[:2]
+        == [
+            {"type": "tool_call", "id": "c1", "name": "count", "args": {"n": 2}},
+            {
+                "type": "tool_result",
+                "id": "c1",
+                "name": "count",
+                "output": "counted 2",
+                "is_error": False,
+            },
+        ]
+    )
+    assert [e["type"] for e in replayed[2:]] == ["text", "usage", "done"]
+    assert replayed[2] == {"type": "text", "delta": "again"}
+    assert len(llm.requests) == 3
+
+
+async def test_a_save_replayed_after_a_crash_is_not_applied_twice(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    runs = durable(client, Effects())
+    llm.push(text("saved once"))
+    await runs.ask("remember this", id="conv-replay", workflow_id="replay-save")
+    before = await client.conversation_store.get("conv-replay")
+    save = (await step_ids("replay-save", "toolnexus.conversation.save"))[0]
+    forked = await DBOS.fork_workflow_async("replay-save", save)  # the save runs again
+    await forked.get_result()
+    assert await client.conversation_store.get("conv-replay") == before
+    assert before is not None and [m.get("content") for m in before] == [
+        "remember this",
+        "saved once",
+    ]
+
+
+async def test_an_answer_sent_before_the_run_suspends_waits_for_it(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    opened = asyncio.Event()
+    effects = Effects()
+
+    async def gate() -> str:
+        """Wait for the test."""
+        await asyncio.wait_for(opened.wait(), 30)
+        return "opened"
+
+    toolkit = Toolkit(extra_tools=[*effects.toolkit().tools(), define_tool(gate)])
+    runs = DurableClient(client, toolkit, name=f"t{next(_names)}")
+    llm.push(tools(call("gate")), tools(call("approve", {"item": "early"})), text("done"))
+    run = await runs.start("go", workflow_id="answer-early")
+    await llm.until_requests(1, timeout=10)
+    assert await run.pending() is None  # still in the gate: not suspended yet
+    await run.answer(Answer("appr-early", True))
+    opened.set()
+    result = await run.result()
+    assert [c["output"] for c in result.tool_calls] == ["opened", "approved early"]
+    assert effects.calls == [("approve", False), ("approve", True)]
+
+
+async def test_starting_a_run_in_progress_attaches_to_it(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    runs = durable(client, Effects())
+    llm.push(tools(call("approve", {"item": "twice"})), text("once"))
+    first = await runs.start("go", workflow_id="attach-1")
+    await wait_until(first.pending, timeout=10)
+    second = await runs.start("go", workflow_id="attach-1")
+    assert second.workflow_id == "attach-1"
+    await runs.answer("attach-1", Answer("appr-twice", True))
+    assert (await first.result()).text == (await second.result()).text == "once"
+    assert len(llm.requests) == 2  # one run: its two model calls
+
+
+async def test_the_tool_calls_of_one_turn_run_at_once_and_see_the_runs_deps(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    arrived: list[str] = []
+    both = asyncio.Event()
+
+    async def meet(who: str, ctx: ToolContext[str]) -> str:
+        """Wait for the other call."""
+        arrived.append(who)
+        if len(arrived) == 2:
+            both.set()
+        await asyncio.wait_for(both.wait(), 30)  # run one after the other, this never returns
+        return f"{who} met, with {ctx.deps}"
+
+    runs = DurableClient(
+        client, Toolkit(extra_tools=[define_tool(meet)]), name=f"t{next(_names)}", deps="deps"
+    )
+    llm.push(tools(call("meet", {"who": "a"}), call("meet", {"who": "b"})), text("met"))
+    result = await runs.run("go", workflow_id="concurrent-1")
+    assert [c["output"] for c in result.tool_calls] == ["a met, with deps", "b met, with deps"]
+
+
+async def test_what_dbos_reports_about_a_run_reaches_the_host_as_a_toolnexus_error(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    runs = durable(client, Effects())
+    llm.push(tools(call("approve", {"item": "c"})))
+    run = await runs.start("go", workflow_id="cancel-1")
+    await wait_until(run.pending, timeout=10)
+    await run.cancel()
+    with pytest.raises(RunCancelled, match="cancel-1"):
+        await run.result()
+    with pytest.raises(RunCancelled, match="cancel-1"):
+        async for _ in runs.run_of("cancel-1").stream():
+            pass
+    # The id is taken by a run of another DurableClient (another workflow).
+    with pytest.raises(DurableError, match="cancel-1") as taken:
+        await durable(client, Effects()).start("go", workflow_id="cancel-1")
+    assert isinstance(taken.value, ToolnexusError)
+    assert isinstance(taken.value.__cause__, DBOSException)

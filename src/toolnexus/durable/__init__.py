@@ -16,14 +16,23 @@ the crash runs again (at least once); a tool makes that safe with `step_key()` a
 idempotency key.
 """
 
-from toolnexus.durable._client import DurableClient, DurableRun, pending_request, send_answer
+from toolnexus.durable._client import (
+    DurableClient,
+    DurableRun,
+    cancel_run,
+    pending_request,
+    send_answer,
+)
+from toolnexus.durable._errors import DurableError, WorkflowNotFound
 from toolnexus.durable._steps import step_key
-from toolnexus.durable._stream import WorkflowNotFound, stream_events
+from toolnexus.durable._stream import stream_events
 
 __all__ = [
     "DurableClient",
+    "DurableError",
     "DurableRun",
     "WorkflowNotFound",
+    "cancel_run",
     "pending_request",
     "send_answer",
     "step_key",

@@ -21,6 +21,7 @@ from toolnexus.client._loop import RunLoop
 from toolnexus.client._parts import Prompt
 from toolnexus.client._steps import journal
 from toolnexus.client.memory import KeyedLock, claim_conversation
+from toolnexus.durable._errors import dbos_errors
 from toolnexus.durable._steps import PENDING_EVENT, DbosSteps, answer_topic
 from toolnexus.durable._stream import (
     EVENTS_STREAM,
@@ -33,7 +34,7 @@ from toolnexus.errors import ConfigError, ConfigTypeError, StreamingUnsupported
 from toolnexus.toolkit import Toolkit
 from toolnexus.types import Answer, Request, Tool
 
-__all__ = ["DurableClient", "DurableRun", "pending_request", "send_answer"]
+__all__ = ["DurableClient", "DurableRun", "cancel_run", "pending_request", "send_answer"]
 
 FOREVER_S = 100 * 365 * 24 * 3600.0
 """How long a suspended run waits for its answer when no `answer_timeout_s` is given."""
@@ -59,7 +60,8 @@ class DurableRun:
         """Wait for the run to finish (through any suspension) and return its result."""
         if self._handle is None:
             self._handle = await handle_of(self.workflow_id)
-        result: RunResult[Any] = await self._handle.get_result(polling_interval_sec=POLL_S)
+        with dbos_errors(self.workflow_id):
+            result: RunResult[Any] = await self._handle.get_result(polling_interval_sec=POLL_S)
         return result
 
     def stream(self, *, offset: int = 0) -> AsyncIterator[StreamEvent[Any]]:
@@ -74,6 +76,10 @@ class DurableRun:
     async def answer(self, answer: Answer | Mapping[str, Any]) -> None:
         """Send the answer to the request the run is (or will be) suspended on."""
         await send_answer(self.workflow_id, answer)
+
+    async def cancel(self) -> None:
+        """Cancel the run (see `cancel_run`)."""
+        await cancel_run(self.workflow_id)
 
     def __repr__(self) -> str:
         return f"<DurableRun {self.workflow_id!r}>"
@@ -170,7 +176,7 @@ class DurableClient:
             raise StreamingUnsupported(STREAM_UNSUPPORTED)
         args = (prompt, history, id, output_type, bool(stream))
         started = SetWorkflowID(workflow_id) if workflow_id is not None else None
-        with started or contextlib.nullcontext():
+        with dbos_errors(workflow_id), started or contextlib.nullcontext():
             if self.queue is not None:
                 partition = self.client.model if self.queue_per_model else None
                 with SetEnqueueOptions(queue_partition_key=partition):
@@ -253,6 +259,10 @@ class DurableClient:
         """Send `answer` to the run `workflow_id` (see `send_answer`)."""
         await send_answer(workflow_id, answer)
 
+    async def cancel(self, workflow_id: str) -> None:
+        """Cancel the run `workflow_id` (see `cancel_run`)."""
+        await cancel_run(workflow_id)
+
     async def _execute(
         self,
         prompt: Prompt,
@@ -326,10 +336,11 @@ async def pending_request(workflow_id: str, *, client: DBOSClient | None = None)
 
     From a process without a launched DBOS, pass a `DBOSClient` on the same system database.
     """
-    if client is not None:
-        data = await client.get_event_async(workflow_id, PENDING_EVENT, timeout_seconds=0)
-    else:
-        data = await DBOS.get_event_async(workflow_id, PENDING_EVENT, timeout_seconds=0)
+    with dbos_errors(workflow_id):
+        if client is not None:
+            data = await client.get_event_async(workflow_id, PENDING_EVENT, timeout_seconds=0)
+        else:
+            data = await DBOS.get_event_async(workflow_id, PENDING_EVENT, timeout_seconds=0)
     return Request.from_dict(data) if data else None
 
 
@@ -355,8 +366,34 @@ async def send_answer(
             f"answer id {given.id!r} does not match the request workflow {workflow_id!r} "
             f"waits on ({waiting.id!r})"
         )
-    topic, key = answer_topic(given.id), f"{workflow_id}/{given.id}"
-    if client is not None:
-        await client.send_async(workflow_id, given.to_dict(), topic, key)
-    else:
-        await DBOS.send_async(workflow_id, given.to_dict(), topic, idempotency_key=key)
+    await _deliver(workflow_id, given, f"{workflow_id}/{given.id}", client)
+
+
+async def cancel_run(workflow_id: str, *, client: DBOSClient | None = None) -> None:
+    """Cancel the durable run `workflow_id`, from any process: it stops at its next step, and
+    waiting for its result (or reading its stream) raises `RunCancelled`.
+
+    A run suspended on a request is woken to stop now (DBOS alone would stop it only once an
+    answer came). The step in flight, if any, finishes first. From a process without a
+    launched DBOS, pass a `DBOSClient` on the same system database.
+    """
+    await handle_of(workflow_id, client)  # WorkflowNotFound for an unknown id
+    with dbos_errors(workflow_id):
+        if client is not None:
+            await client.cancel_workflow_async(workflow_id)
+        else:
+            await DBOS.cancel_workflow_async(workflow_id)
+    waiting = await pending_request(workflow_id, client=client)
+    if waiting is not None:  # its wait ends; the run's next step then sees it is cancelled
+        woken = Answer(waiting.id, False, reason="cancelled")
+        await _deliver(workflow_id, woken, f"{workflow_id}/{waiting.id}/cancel", client)
+
+
+async def _deliver(workflow_id: str, answer: Answer, key: str, client: DBOSClient | None) -> None:
+    """Send `answer` to the wait of run `workflow_id` for its request (once per `key`)."""
+    topic = answer_topic(answer.id)
+    with dbos_errors(workflow_id):
+        if client is not None:
+            await client.send_async(workflow_id, answer.to_dict(), topic, key)
+        else:
+            await DBOS.send_async(workflow_id, answer.to_dict(), topic, idempotency_key=key)

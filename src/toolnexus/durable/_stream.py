@@ -14,16 +14,15 @@ from collections.abc import AsyncIterator
 from typing import Any, cast
 
 from dbos import DBOS, DBOSClient, WorkflowHandleAsync
-from dbos._error import DBOSNonExistentWorkflowError
 
 from toolnexus.client import RunResult, StreamEvent
-from toolnexus.errors import ConfigError, ToolnexusError
+from toolnexus.durable._errors import dbos_errors
+from toolnexus.errors import ConfigError
 from toolnexus.types import Request
 
 __all__ = [
     "EVENTS_STREAM",
     "POLL_S",
-    "WorkflowNotFound",
     "event_data",
     "handle_of",
     "stream_events",
@@ -35,14 +34,6 @@ EVENTS_STREAM = "toolnexus.events"
 POLL_S = 0.05
 """How often a host waiting on a run that executes elsewhere (recovered, queued, another
 process) checks for its next event or its end; a run in this process wakes it sooner."""
-
-
-class WorkflowNotFound(ToolnexusError, LookupError):
-    """No durable run has this workflow id in the system database."""
-
-    def __init__(self, workflow_id: str) -> None:
-        super().__init__(f"no durable run with workflow id {workflow_id!r}")
-        self.workflow_id = workflow_id
 
 
 def event_data(event: StreamEvent[Any]) -> dict[str, Any] | None:
@@ -60,12 +51,10 @@ async def handle_of(
     workflow_id: str, client: DBOSClient | None = None
 ) -> WorkflowHandleAsync[RunResult[Any]]:
     """The DBOS handle of the run `workflow_id`; `WorkflowNotFound` when there is none."""
-    try:
+    with dbos_errors(workflow_id):
         if client is not None:
             return await client.retrieve_workflow_async(workflow_id)
         return await DBOS.retrieve_workflow_async(workflow_id)
-    except DBOSNonExistentWorkflowError:
-        raise WorkflowNotFound(workflow_id) from None
 
 
 async def stream_events(
@@ -86,18 +75,19 @@ async def stream_events(
     reader = client.read_stream_async if client is not None else DBOS.read_stream_async
     values = reader(workflow_id, EVENTS_STREAM, offset=offset, polling_interval_sec=POLL_S)
     result: RunResult[Any] | None = None
-    try:
-        async for data in values:
-            kind = data["type"]
-            if kind == "pending":
-                yield {"type": "pending", "request": Request.from_dict(data["request"])}
-            elif kind == "output":
-                result = await handle.get_result(polling_interval_sec=POLL_S)
-                yield {"type": "output", "output": result.value}
-            else:
-                yield cast("StreamEvent[Any]", dict(data))
-    finally:
-        await values.aclose()
-    if result is None:
-        result = await handle.get_result(polling_interval_sec=POLL_S)
+    with dbos_errors(workflow_id):
+        try:
+            async for data in values:
+                kind = data["type"]
+                if kind == "pending":
+                    yield {"type": "pending", "request": Request.from_dict(data["request"])}
+                elif kind == "output":
+                    result = await handle.get_result(polling_interval_sec=POLL_S)
+                    yield {"type": "output", "output": result.value}
+                else:
+                    yield cast("StreamEvent[Any]", dict(data))
+        finally:
+            await values.aclose()
+        if result is None:
+            result = await handle.get_result(polling_interval_sec=POLL_S)
     yield {"type": "done", "result": result}
