@@ -6,9 +6,11 @@ The scenario is the main bench's (two LLM round trips against the mock LLM, two 
 calls), with the tools as native functions so the difference is the journal alone: each run as a
 workflow records its input, two model-call steps, two tool steps and its result in the DBOS
 system database. Measured on SQLite (a file in a temporary folder) and, when the PostgreSQL
-binaries are there, on a real PostgreSQL started as the store tests start one. Rounds interleave
-plain and durable runs; the figures are the medians over rounds of each round's p50/p95, and
-the CPU time of this process per run (the steadiest figure on a loaded machine).
+binaries are there, on a real PostgreSQL started as the store tests start one. A third kind,
+`streamed`, is the durable run through `DurableClient.stream` (each event also written to the
+run's DBOS stream and read back). Rounds interleave plain, durable and streamed runs; the
+figures are the medians over rounds of each round's p50/p95, and the CPU time of this process
+per run (the steadiest figure on a loaded machine).
 """
 
 from __future__ import annotations
@@ -81,13 +83,20 @@ async def measure(base_url: str, db_url: str, n: int, rounds: int) -> dict[str, 
     async def journaled() -> str:
         return (await durable.run(PROMPT)).text
 
-    rows: dict[str, list[dict[str, float]]] = {"plain": [], "durable": []}
+    async def streamed() -> str:  # every event also written to the run's DBOS stream, and read
+        async for event in durable.stream(PROMPT):
+            if event["type"] == "done":
+                return event["result"].text
+        raise RuntimeError("the stream ended without done")
+
+    kinds = {"plain": plain, "durable": journaled, "streamed": streamed}
+    rows: dict[str, list[dict[str, float]]] = {name: [] for name in kinds}
     try:
-        await sample(plain, 10)  # warm-up: connections, imports, the system database
-        await sample(journaled, 10)
+        for run in kinds.values():  # warm-up: connections, imports, the system database
+            await sample(run, 10)
         for _ in range(rounds):
-            rows["plain"].append(await sample(plain, n))
-            rows["durable"].append(await sample(journaled, n))
+            for name, run in kinds.items():
+                rows[name].append(await sample(run, n))
     finally:
         await client.aclose()
         DBOS.destroy(destroy_registry=True)
@@ -98,18 +107,20 @@ async def measure(base_url: str, db_url: str, n: int, rounds: int) -> dict[str, 
 
 
 def report(label: str, figures: dict[str, dict[str, float]]) -> None:
-    plain, durable = figures["plain"], figures["durable"]
+    plain = figures["plain"]
     print(f"{label}:")
     for name, row in figures.items():
         print(
             f"  {name:8} p50 {row['p50_ms']:7.2f} ms   p95 {row['p95_ms']:7.2f} ms   "
             f"CPU {row['cpu_ms']:6.2f} ms/run"
         )
-    print(
-        f"  durable/plain: p50 x{durable['p50_ms'] / plain['p50_ms']:.2f} "
-        f"(+{durable['p50_ms'] - plain['p50_ms']:.2f} ms), "
-        f"CPU x{durable['cpu_ms'] / plain['cpu_ms']:.2f}"
-    )
+    for name in ("durable", "streamed"):
+        row = figures[name]
+        print(
+            f"  {name}/plain: p50 x{row['p50_ms'] / plain['p50_ms']:.2f} "
+            f"(+{row['p50_ms'] - plain['p50_ms']:.2f} ms), "
+            f"CPU x{row['cpu_ms'] / plain['cpu_ms']:.2f}"
+        )
 
 
 def run_one(label: str, base_url: str, db_url: str, n: int, rounds: int) -> None:

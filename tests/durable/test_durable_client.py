@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pydantic
@@ -21,8 +22,10 @@ from dbos._error import DBOSException
 
 from support.client_helpers import base_url
 from support.fake_llm import FakeLLM, call, error, text, tools
+from support.mcp_servers import ThreadedHttpServer
+from support.mcp_servers.sdk_eras import app as eras_app
 from support.polling import wait_until
-from toolnexus import Answer, Toolkit, ToolResult, define_tool, pending
+from toolnexus import Answer, Toolkit, ToolResult, create_toolkit, define_tool, pending
 from toolnexus.client import Client, ProviderError, create_client, create_in_process_client
 from toolnexus.durable import (
     DurableClient,
@@ -46,6 +49,9 @@ async def launched(system_db_url: str) -> AsyncIterator[str]:
         yield db_url
     finally:
         DBOS.destroy(destroy_registry=True)
+        # DBOS made its pool the loop's default executor and shut it down: the module's next
+        # system database runs on this loop too, and its first test may not call DBOS first.
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor())
 
 
 @pytest_asyncio.fixture(loop_scope="module")
@@ -567,3 +573,41 @@ async def test_what_dbos_reports_about_a_run_reaches_the_host_as_a_toolnexus_err
         await durable(client, Effects()).start("go", workflow_id="cancel-1")
     assert isinstance(taken.value, ToolnexusError)
     assert isinstance(taken.value.__cause__, DBOSException)
+
+
+async def test_an_mcp_input_request_suspends_the_durable_run_until_answered(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    # An MCP server of the 2026-07-28 era, stateless: the answered call carries everything.
+    server = ThreadedHttpServer(eras_app("--state-key", "k" * 40, "--stateless"))
+    toolkit = await create_toolkit(mcp_config={"srv": {"url": server.url()}}, builtins=False)
+    try:
+        runs = DurableClient(client, toolkit, name=f"t{next(_names)}")
+        llm.push(tools(call("srv_greet", {"greeting": "Hey"})), text("greeted"))
+        run = await runs.start("greet me", workflow_id="mcp-input")
+        asked = await wait_until(run.pending, timeout=20)
+        assert (asked.kind, asked.prompt) == ("input", "What is your name?")
+        assert asked.data is not None and asked.data["mcp"]["tool"] == "greet"
+        await run.answer(Answer(asked.id, True, {"name": "Ada"}))
+        result = await run.result()
+    finally:
+        await toolkit.close()
+        server.stop()
+    assert result.text == "greeted"
+    assert [c["output"] for c in result.tool_calls] == ["Hey, Ada!"]
+    tool_steps = await step_ids("mcp-input", "toolnexus.tool:srv_greet")
+    assert len(tool_steps) == 2  # the call that asked, and the answered call: a step each
+
+
+async def test_run_with_history_and_an_output_type(
+    launched: str, llm: FakeLLM, client: Client
+) -> None:
+    runs = durable(client, Effects())
+    llm.push(text('{"ok": false}'))
+    history = [{"role": "user", "content": "earlier"}, {"role": "assistant", "content": "noted"}]
+    result = await runs.run("judge", workflow_id="typed-1", history=history, output_type=Verdict)
+    assert result.output == Verdict(ok=False)
+    sent = llm.requests[0].body["messages"]
+    assert [m["content"] for m in sent if m["role"] != "system"] == ["earlier", "noted", "judge"]
+    again = await runs.run("judge", workflow_id="typed-1", output_type=Verdict)
+    assert again.output == Verdict(ok=False) and len(llm.requests) == 1
