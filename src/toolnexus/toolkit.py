@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -166,6 +167,16 @@ class Toolkit:
     def get(self, name: str) -> Tool | None:
         """The tool exposed under `name`, or `None`."""
         return self._by_name.get(name)
+
+    def _without_tools(self, names: Collection[str]) -> Toolkit:
+        """This toolkit less the tools `names`, sharing its sources, prompts and clients (a
+        served agent runs a caller's task without the tools its scopes do not allow). The view
+        follows no later change of the tool set and is never closed on its own."""
+        view = copy.copy(self)
+        view._by_name = {n: t for n, t in self._by_name.items() if n not in names}
+        view._tools = list(view._by_name.values())
+        view._declarations = {}
+        return view
 
     def register(self, *tools: Tool) -> Toolkit:
         """Add tools at runtime (first wins on a name clash, with a warning). Chainable."""

@@ -16,6 +16,7 @@ from support.a2a_secured import answer_did, echo_tool
 from support.oauth_server import AuthServer, free_port
 from toolnexus.serve import ResourceAuth, RunTaskClient, ServeHandle
 from toolnexus.toolkit import Toolkit
+from toolnexus.types import Tool
 
 CARD = "/.well-known/agent-card.json"
 
@@ -153,3 +154,59 @@ async def test_card_without_a_reachable_issuer_names_the_metadata_url():
     }
     assert "bearer" not in card["securitySchemes"]  # no static token: no bearer scheme
     assert card["securityRequirements"] == [{"schemes": {"oauth2": {}}}]
+
+
+class _Recording(RunTaskClient):
+    """Answers `did: <task>` and records, per task, the tools its run was given: their names,
+    the names declared to a model, and what calling `echo` gave."""
+
+    def __init__(self) -> None:
+        super().__init__(answer_did)
+        self.runs: list[tuple[list[str], list[str], tuple[str, bool]]] = []
+
+    async def ask(self, prompt: Any, toolkit: Any = None, **options: Any) -> Any:
+        echoed = await toolkit.execute("echo", {"text": "x"})
+        declared = [d["function"]["name"] for d in toolkit.to_openai()]
+        self.runs.append(
+            ([t.name for t in toolkit.tools()], declared, (echoed.output, echoed.is_error))
+        )
+        return await super().ask(prompt, toolkit, **options)
+
+
+async def test_a_task_runs_with_only_the_tools_its_callers_scopes_allow(authz):
+    def ping(args: dict[str, Any], ctx: Any) -> str:
+        return "pong"
+
+    recording = _Recording()
+    toolkit = Toolkit(extra_tools=[echo_tool(), Tool("ping", "Ping", None, "native", ping)])
+    auth = ResourceAuth(
+        issuer=authz.issuer, scopes=["agent:use"], tool_scopes={"echo": ["tools:echo"]}
+    )
+    handle = await toolkit.serve(
+        "127.0.0.1:0",
+        a2a={"name": "scoped"},
+        client=recording,
+        auth=auth,
+        auth_token="operator-token-77",
+    )
+    async with handle, httpx2.AsyncClient() as http:
+        for bearer in (
+            authz.token(handle.url + "/", scope="agent:use"),
+            authz.token(handle.url + "/", scope="agent:use tools:echo"),
+            "operator-token-77",  # the static token: every tool, as on the MCP side
+        ):
+            sent = await http.post(
+                handle.url + "/",
+                json=_send("hi"),
+                headers={"Authorization": f"Bearer {bearer}", "A2A-Version": "1.0"},
+            )
+            assert sent.status_code == 200
+            task = sent.json()["result"]["task"]
+            assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert recording.runs == [
+        (["ping"], ["ping"], ("Unknown tool: echo. Available tools: ping", True)),
+        (["echo", "ping"], ["echo", "ping"], ("echo: x", False)),
+        (["echo", "ping"], ["echo", "ping"], ("echo: x", False)),
+    ]
+    # The toolkit itself is untouched by the runs' views.
+    assert [t.name for t in toolkit.tools()] == ["echo", "ping"]

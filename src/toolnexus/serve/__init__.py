@@ -186,6 +186,7 @@ async def serve_toolkit(
                 on_task,
                 max_in_flight=a2a_cfg.get("maxInFlight", DEFAULT_MAX_IN_FLIGHT),
                 owns_store=isinstance(a2a_cfg.get("store"), str),
+                tool_scopes=auth.tool_scopes if auth is not None else None,
             )
             skills: Any = card_skills
             if skills is None:

@@ -336,6 +336,7 @@ class _Run:
     listeners: list[asyncio.Queue[dict[str, Any] | None]] = field(default_factory=list)
     canceled: bool = False
     job: asyncio.Task[None] | None = None
+    toolkit: Served | None = None  # the tools this run's caller may use, when not all
     # Follows the store for a cancel saved by another replica (shared stores only).
     watcher: asyncio.Task[None] | None = None
     changes: Any = None
@@ -357,7 +358,10 @@ class A2AEndpoint:
         *,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         owns_store: bool = False,
+        tool_scopes: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
+        """`tool_scopes` (tool name → scopes) leaves out of a task's run the tools its caller's
+        OAuth access token lacks the scopes for: its model never sees them."""
         if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int):
             raise ConfigError(f"maxInFlight must be a positive integer, not {max_in_flight!r}")
         if max_in_flight < 1:
@@ -368,6 +372,7 @@ class A2AEndpoint:
         self.on_task = on_task
         self.max_in_flight = max_in_flight
         self.owns_store = owns_store  # opened from a config string: closed with the endpoint
+        self.tool_scopes = dict(tool_scopes or {})
         self._runs: dict[str, _Run] = {}
         # Streams subscribed to an interrupted task, waiting for the reply that resumes it.
         self._watchers: dict[str, list[asyncio.Queue[dict[str, Any] | None]]] = {}
@@ -711,6 +716,13 @@ class A2AEndpoint:
             warn(f"A2A task {task['id']}: could not restore its conversation: {error_message(exc)}")
 
     def _start(self, run: _Run, prompt: str | list[dict[str, Any]], *, resumed: bool) -> None:
+        if self.tool_scopes:
+            # The caller of this request (a resume is run with the resuming caller's scopes).
+            from toolnexus.serve._auth import hidden_tools
+            from toolnexus.serve._served import without_tools
+
+            hidden = hidden_tools(self.tool_scopes, (t.name for t in self.toolkit.tools()))
+            run.toolkit = without_tools(self.toolkit, hidden) if hidden else None
         loop = asyncio.get_running_loop()
         run.job = loop.create_task(self._fulfil(run, prompt, resumed))
         watch = getattr(self.store, "watch", None)
@@ -776,8 +788,9 @@ class A2AEndpoint:
             else:
                 run.publish(self._status_event(run.task))
             try:
+                toolkit = run.toolkit if run.toolkit is not None else self.toolkit
                 result = await self.client.ask(
-                    prompt, self.toolkit, id=task["contextId"], cancel=run.cancel
+                    prompt, toolkit, id=task["contextId"], cancel=run.cancel
                 )
                 final = self._final(run.task, result)
             except asyncio.CancelledError:

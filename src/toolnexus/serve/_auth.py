@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.server.auth.middleware.auth_context import auth_context_var, get_access_token
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.shared.auth import ProtectedResourceMetadata
@@ -53,6 +53,7 @@ __all__ = [
     "ResourceAuth",
     "TokenVerifierImpl",
     "card_scopes",
+    "hidden_tools",
     "metadata_path",
     "metadata_routes",
     "oauth_card_schemes",
@@ -620,6 +621,16 @@ def visible_tools(
     """The `names` a caller granted `granted` may call under `tool_scopes`."""
     have = set(granted)
     return [n for n in names if all(s in have for s in tool_scopes.get(n, ()))]
+
+
+def hidden_tools(tool_scopes: Mapping[str, Sequence[str]], names: Iterable[str]) -> set[str]:
+    """The `names` the caller of the current request may not call under `tool_scopes`: none
+    for a request without an OAuth access token (the static `auth_token`, or no auth)."""
+    access = get_access_token()
+    if access is None or not tool_scopes:
+        return set()
+    listed = list(names)
+    return set(listed).difference(visible_tools(tool_scopes, access.scopes, listed))
 
 
 # -- the agent card's oauth2 scheme --------------------------------------------------------------

@@ -6,7 +6,7 @@ serving package never imports the toolkit module back.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from toolnexus._dispatch import dispatch
@@ -67,3 +67,13 @@ class ToolList:
         self, name: str, args: dict[str, Any] | None = None, ctx: ToolContext | None = None
     ) -> ToolResult:
         return await dispatch(self._by_name, name, args, ctx, None)
+
+
+def without_tools(served: Served, names: Collection[str]) -> Served:
+    """`served` less the tools `names`: a toolkit keeps its sources and prompts; any other
+    served object becomes a `ToolList` of the tools left."""
+    from toolnexus.toolkit import Toolkit
+
+    if isinstance(served, Toolkit):
+        return served._without_tools(names)
+    return ToolList([t for t in served.tools() if t.name not in names])
