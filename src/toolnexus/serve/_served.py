@@ -6,7 +6,7 @@ serving package never imports the toolkit module back.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from toolnexus._dispatch import dispatch
@@ -70,10 +70,9 @@ class ToolList:
 
 
 def without_tools(served: Served, names: Collection[str]) -> Served:
-    """`served` less the tools `names`: a toolkit keeps its sources and prompts; any other
-    served object becomes a `ToolList` of the tools left."""
-    from toolnexus.toolkit import Toolkit
-
-    if isinstance(served, Toolkit):
-        return served._without_tools(names)
+    """`served` less the tools `names`: a `Toolkit` keeps its sources and prompts (its own
+    view); any other served object becomes a `ToolList` of the tools left."""
+    view: Callable[[Collection[str]], Served] | None = getattr(served, "_without_tools", None)
+    if view is not None:
+        return view(names)
     return ToolList([t for t in served.tools() if t.name not in names])
