@@ -64,7 +64,7 @@ class AutoApprove(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshTok
 
     `access_lifetime` is the `expires_in` (seconds) of new access tokens. Counters:
     `registrations`, `authorizations` (codes issued), `code_exchanges`, `refreshes`,
-    `client_credentials_grants`.
+    `refresh_reuses` (a refresh token exchanged twice), `client_credentials_grants`.
     """
 
     def __init__(self) -> None:
@@ -80,6 +80,8 @@ class AutoApprove(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshTok
         self.client_credentials_grants = 0
         self.refusing_refresh = False
         self.hold_refreshes = 0.0  # see `load_refresh_token`
+        self.spent_refresh: set[str] = set()
+        self.refresh_reuses = 0  # refresh tokens exchanged a second time
         self._refresh_waiting: asyncio.Event | None = None
         self.issuer = ""  # set once the server listens
         self.accept_metadata_documents = False
@@ -124,7 +126,7 @@ class AutoApprove(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshTok
         self.refusing_refresh = False
         self.hold_refreshes = 0.0
         self.registrations = self.authorizations = self.code_exchanges = 0
-        self.refreshes = self.client_credentials_grants = 0
+        self.refreshes = self.client_credentials_grants = self.refresh_reuses = 0
 
     def issued_secrets(self) -> list[str]:
         """Every access token, refresh token, code and client secret handed out (leak checks)."""
@@ -207,6 +209,9 @@ class AutoApprove(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshTok
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
     ) -> OAuthToken:
+        if refresh_token.token in self.spent_refresh:
+            self.refresh_reuses += 1  # a strict server would revoke the whole grant here
+        self.spent_refresh.add(refresh_token.token)
         self.refresh.pop(refresh_token.token, None)
         self.refreshes += 1
         return self._issue(

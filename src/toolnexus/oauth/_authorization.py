@@ -350,6 +350,9 @@ def _code_result(answer: Answer | None) -> AuthorizationCodeResult:
 # -- the SDK providers, with persistence and refresh ahead of expiry ----------------------------
 
 
+_UNCLAIMED = object()
+
+
 class _Persisting(OAuthClientProvider):
     """What both grants add to the SDK provider (through the hooks its flow calls)."""
 
@@ -359,6 +362,18 @@ class _Persisting(OAuthClientProvider):
     more_scope: str | None = None  # what a step-up asks for beyond the granted scopes
     record_storage: _RecordStorage | None = None
     storage_record: dict[str, Any] | None = None
+    _renewing: object | None = None  # the flow holding the store's lock for its refresh
+
+    @property
+    def _renewal(self) -> contextlib.AsyncExitStack:
+        stack: contextlib.AsyncExitStack | None = self.__dict__.get("_renewal_stack")
+        if stack is None:
+            stack = self.__dict__["_renewal_stack"] = contextlib.AsyncExitStack()
+        return stack
+
+    async def _end_renewal(self) -> None:
+        self._renewing = None
+        await self._renewal.aclose()
 
     async def _initialize(self) -> None:
         await super()._initialize()
@@ -388,36 +403,33 @@ class _Persisting(OAuthClientProvider):
     async def _auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        # A refresh is made holding the store's lock on the record, so that toolkits sharing
-        # the store (other processes included) never spend the same refresh token twice: the
-        # lock is taken before the SDK's flow decides to refresh and let go once the refresh's
-        # answer is stored (when the flow sends its next request).
-        async with contextlib.AsyncExitStack() as renewal:
-            await self._take_renewal_turn(renewal)
-            flow = super()._auth_flow(request)
-            try:
-                outgoing = await flow.__anext__()
-                while True:
-                    response = yield outgoing
-                    try:
-                        outgoing = await flow.asend(response)
-                    except SignInFailed as exc:
-                        if not exc.during_call:
-                            raise
-                        # The caller's host declined the sign-in (or never answered): the
-                        # request gets the server's refusal again, and the connection lives on.
-                        yield request
-                        return
-                    await renewal.aclose()
-            except StopAsyncIteration:
-                return
-            finally:
-                await flow.aclose()
+        await self._catch_up()
+        flow = super()._auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                if self._renewing is _UNCLAIMED:
+                    self._renewing = flow  # `outgoing` is its refresh
+                response = yield outgoing
+                try:
+                    outgoing = await flow.asend(response)
+                except SignInFailed as exc:
+                    if not exc.during_call:
+                        raise
+                    # The caller's host declined the sign-in (or never answered): the request
+                    # gets the server's refusal again, and the connection lives on.
+                    yield request
+                    return
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+            if self._renewing in (flow, _UNCLAIMED):  # its refresh failed or was never sent
+                await self._end_renewal()
 
-    async def _take_renewal_turn(self, renewal: contextlib.AsyncExitStack) -> None:
-        """When the tokens are due for a refresh: wait for the record's lock (into `renewal`),
-        then take up the tokens the store holds now if another holder renewed them meanwhile
-        (no refresh is needed then) or rotated the refresh token."""
+    async def _catch_up(self) -> None:
+        """When the tokens are due for a refresh, first take up those the store holds if
+        another holder renewed them meanwhile: no refresh is needed then."""
         storage, context = self.record_storage, self.context
         if storage is None:
             return
@@ -426,22 +438,33 @@ class _Persisting(OAuthClientProvider):
                 await self._initialize()
             if context.is_token_valid() or not context.can_refresh_token():
                 return
-        # Never wait for the record's lock holding the context's: its holder may need that.
-        await renewal.enter_async_context(storage.locked())
-        async with context.lock:
-            current = context.current_tokens
-            stored = await storage.reload()
-            if stored is None or current is None or stored.access_token == current.access_token:
-                return
-            context.current_tokens = stored
-            expires_at = (self.storage_record or {}).get("expiresAt")
-            context.token_expiry_time = (
-                float(expires_at) - _ahead(stored.expires_in)
-                if isinstance(expires_at, int | float)
-                else None
-            )
-            if context.is_token_valid():
-                await renewal.aclose()  # renewed by another holder: nothing to do
+            self._take_up(await storage.reload())
+
+    def _take_up(self, stored: OAuthToken | None) -> None:
+        """Use the stored tokens when they are not the ones in hand (newer: stores only ever
+        receive the latest)."""
+        context, current = self.context, self.context.current_tokens
+        if stored is None or current is None or stored.access_token == current.access_token:
+            return
+        context.current_tokens = stored
+        expires_at = (self.storage_record or {}).get("expiresAt")
+        context.token_expiry_time = (
+            float(expires_at) - _ahead(stored.expires_in)
+            if isinstance(expires_at, int | float)
+            else None
+        )
+
+    async def _refresh_token(self) -> httpx2.Request:
+        # The SDK's flow refreshes holding its context lock; the store's lock on the record is
+        # taken inside it (always in that order) and held until the answer is stored, so that
+        # toolkits sharing the store (other processes included) never spend one refresh token
+        # twice: whoever comes second refreshes with the token the first one stored.
+        storage = self.record_storage
+        if storage is not None:
+            await self._renewal.enter_async_context(storage.locked())
+            self._renewing = _UNCLAIMED  # the flow sending the refresh claims it
+            self._take_up(await storage.reload())
+        return await super()._refresh_token()
 
     async def _perform_authorization(self) -> httpx2.Request:
         # The SDK picks the scopes the server challenges; the configured ones are always added.
@@ -462,7 +485,10 @@ class _Persisting(OAuthClientProvider):
         self._refresh_early()
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
-        refreshed = await super()._handle_refresh_response(response)
+        try:
+            refreshed = await super()._handle_refresh_response(response)
+        finally:
+            await self._end_renewal()
         if refreshed:
             self.refused = None
             self._refresh_early()
