@@ -61,8 +61,14 @@ async def special(
         "if [ -e started ]; then echo 'no second life' >&2; exit 5; fi; "
         f"touch started; exec {server}"
     )
+    evolving_dir = tmp_path_factory.mktemp("evolving")
+    # the first start serves the life tools, every later one the basic server's other tools
+    evolving = (
+        f"if [ -e started ]; then exec {' '.join(command(BASIC))}; fi; touch started; exec {server}"
+    )
     port = free_port()
     config = {
+        "evolving": {"command": ["sh", "-c", evolving], "cwd": str(evolving_dir)},
         "crashy": {"command": command(BASIC, "--crash-after", "2")},
         "fragile": {"command": command(SLOW_START, "--life-tools"), "reconnect": False},
         "doomed": {"command": ["sh", "-c", doomed], "cwd": str(doomed_dir)},
@@ -104,7 +110,7 @@ async def special(
 
 async def test_only_the_good_servers_connect(special: Special) -> None:
     connected = {name for name, status in special.source.status.items() if status == "connected"}
-    assert connected == {"crashy", "fragile", "doomed", "odd", "unhurried"} | {
+    assert connected == {"crashy", "fragile", "doomed", "evolving", "odd", "unhurried"} | {
         f"together{i}" for i in range(4)
     }
     assert all(
@@ -207,9 +213,29 @@ async def test_a_server_crashing_mid_call_then_reconnecting(special: Special) ->
         assert (again.output, again.is_error) == ("4", False)
         assert special.source.status["crashy"] == "connected"
         assert special.source.servers["crashy"].error is None
-        assert changes, "on_tools_changed was not called after the reconnect"
+        assert changes == [], "the respawned server lists the same tools: nothing changed"
         fresh = special.tool("crashy_calls_made")
         assert (await fresh.execute()).output == "2"  # the new process counts from zero
+    finally:
+        special.source.on_tools_changed = None
+
+
+async def test_a_respawned_server_with_other_tools_tells_the_host(special: Special) -> None:
+    changes: list[set[str]] = []
+    special.source.on_tools_changed = lambda: changes.append(
+        {t.name for t in special.source.tools if t.name.startswith("evolving_")}
+    )
+    try:
+        before = {t.name for t in special.source.tools if t.name.startswith("evolving_")}
+        exit_later = special.tool("evolving_exit_later")
+        assert (await exit_later.execute({"code": 4, "message": "bye"})).output == "bye"
+        await wait_for_status(special.source, "evolving", "failed")
+        echo = special.tool("evolving_echo")
+        assert (await echo.execute({"text": "x"})).is_error  # the death, reported once
+        again = await echo.execute({"text": "y"})  # the reconnect: a server with other tools
+        assert (again.output, again.is_error) == ("y", False)
+        assert len(changes) == 1 and changes[0] != before
+        assert "evolving_calls_made" in changes[0] - before  # one of the new server's tools
     finally:
         special.source.on_tools_changed = None
 

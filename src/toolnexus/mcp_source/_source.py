@@ -936,10 +936,12 @@ class _Server:
         return True
 
     async def _reconnect(self) -> bool:
+        # The host hears of the reconnect only when the tools it sees differ afterwards.
+        before = _listing(self.conn) if self.tools else None
         if self.conn is not None:
             await self.conn.close()
         if await self.connect():
-            if self.source is not None:
+            if self.source is not None and _listing(self.conn) != before:
                 self.source._changed(self.name)
             return True
         return False
@@ -953,6 +955,13 @@ class _Server:
         conn = self.conn
         if conn is not None:
             await conn.close()
+
+
+def _listing(conn: Connection | None) -> list[dict[str, Any]] | None:
+    """The tools `conn` last listed, as comparable data (None without a connection)."""
+    if conn is None:
+        return None
+    return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in conn.tools]
 
 
 def _repeatable(conn: Connection, tool_name: str) -> bool:
