@@ -30,7 +30,7 @@ from toolnexus import (
     define_tool,
 )
 from toolnexus.adapters import parse_openai_tool_calls
-from toolnexus.agents import TaskResult, compose_soul
+from toolnexus.agents import TaskResult, agent, compose_soul
 from toolnexus.mcp_source._source import _Server
 
 SRC = Path(toolnexus.__file__).resolve().parent
@@ -133,10 +133,14 @@ def test_malformed_wire_data_is_a_wire_format_error() -> None:
         Answer.from_dict({"id": "r1"})
 
 
-def test_a_missing_persona_folder_is_a_config_error(tmp_path: Path) -> None:
+def test_a_missing_persona_folder_or_soul_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigFileNotFound, match="persona folder not found") as caught:
         compose_soul(tmp_path / "absent")
     assert isinstance(caught.value, FileNotFoundError)
+    lost = agent("lost", does="nothing", soul_file=tmp_path / "missing.md")
+    with pytest.raises(ConfigFileNotFound, match="soul file not found") as missing:
+        lost.registry()
+    assert isinstance(missing.value, FileNotFoundError)
 
 
 async def test_resuming_a_result_without_a_runtime_is_an_agent_error() -> None:

@@ -22,7 +22,7 @@ from toolnexus.agents._loop import Loop
 from toolnexus.agents._results import SpawnError, TaskResult
 from toolnexus.agents._runtime import AgentRuntime
 from toolnexus.agents._task import task_output
-from toolnexus.errors import ConfigError, ConfigTypeError
+from toolnexus.errors import ConfigError, ConfigFileNotFound, ConfigTypeError
 from toolnexus.types import Tool, ToolContext, ToolResult, pending
 
 if TYPE_CHECKING:
@@ -131,7 +131,10 @@ class Agent:
         if self.soul is not None:
             return self.soul
         if self.soul_file is not None:
-            return Path(self.soul_file).read_text(encoding="utf-8")
+            try:
+                return Path(self.soul_file).read_text(encoding="utf-8")
+            except FileNotFoundError:
+                raise ConfigFileNotFound(f"soul file not found: {self.soul_file}") from None
         return ""
 
     def to_def(self) -> AgentDef:

@@ -82,7 +82,10 @@ class OpenAIWire(Wire):
         choices = data.get("choices") if isinstance(data, dict) else None
         choice = choices[0] if isinstance(choices, list) and choices else None
         message = choice.get("message") if isinstance(choice, dict) else None
-        if is_error_payload(data) or not isinstance(message, dict):
+        # Only a body with an `error` or `type` key can be an error payload.
+        if not isinstance(message, dict) or (
+            ("error" in data or "type" in data) and is_error_payload(data)
+        ):
             raise response_error(status, data, raw, "choices[0].message")
         assert isinstance(choice, dict)
         return Turn(
