@@ -8,6 +8,7 @@ import inspect
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
+from toolnexus._aio import CancelSignal
 from toolnexus.client._errors import RunCancelled, RunTimeout
 from toolnexus.types import ToolContext
 
@@ -53,7 +54,8 @@ class RunScope:
         self._watch: asyncio.Task[None] | None = None
         if self.deadline is None and cancel is None:
             return
-        self.signal = asyncio.Event()
+        # A CancelSignal lets an MCP call be bounded in its own task (no watcher task per call).
+        self.signal = CancelSignal()
         self._abort = loop.create_future()
         if self.deadline is not None:
             self._timer = loop.call_at(self.deadline, self._fire, "timeout")
