@@ -344,9 +344,10 @@ class NotConnected(ToolnexusError, ValueError):
 # --- serving and agents ----------------------------------------------------------------------
 
 
-class ServeError(ToolnexusError, OSError):
+class ServeError(ToolnexusError, OSError, RuntimeError):
     """A server could not start: its host does not resolve, its port cannot be bound (`errno`
-    says why, e.g. `EADDRINUSE`), or it stopped while starting."""
+    says why, e.g. `EADDRINUSE`), or it stopped while starting. Also a `RuntimeError`, which a
+    failed start used to raise."""
 
 
 class ServeTimeout(ServeError, TimeoutError):

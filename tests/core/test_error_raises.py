@@ -45,7 +45,7 @@ SRC = Path(toolnexus.__file__).resolve().parent
         (UnsupportedOperation, (NotImplementedError,)),
         (toolnexus.StreamingUnsupported, (UnsupportedOperation, NotImplementedError)),
         (ConfigFileNotFound, (toolnexus.ConfigError, FileNotFoundError)),
-        (ServeError, (OSError,)),
+        (ServeError, (OSError, RuntimeError)),
         (ServeTimeout, (ServeError, TimeoutError)),
         (AgentError, (RuntimeError,)),
         (NoSuchRequest, (AgentError, RuntimeError, ValueError)),
