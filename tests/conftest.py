@@ -1,10 +1,12 @@
-"""Shared test setup: `tests/support` (fake LLM, MCP test servers, helpers) is importable, and
-asyncio tasks garbage-collected while still pending are listed at the end of the run."""
+"""Shared test setup: `tests/support` (fake LLM, MCP test servers, helpers) is importable, one
+real PostgreSQL server serves the whole session, and asyncio tasks garbage-collected while still
+pending are listed at the end of the run."""
 
 from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,20 @@ import pytest
 TESTS = Path(__file__).parent
 REPO = TESTS.parent
 sys.path.insert(0, str(TESTS))
+
+from support.db_servers import PostgresServer, postgres_bin  # noqa: E402 (needs the path above)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server for the session (skipped, with the install command, without it)."""
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL binaries missing (apt-get install -y postgresql; .ci/run does)")
+    server = PostgresServer()
+    try:
+        yield server
+    finally:
+        server.close()
 
 
 class _DroppedTasks(logging.Handler):

@@ -1,31 +1,20 @@
 """Durable-run fixtures: the session's fake LLM (its requests show what a replay re-sent), and
-the DBOS system databases the tests run on: a SQLite file, and PostgreSQL on a real server
-started for the session (skipped, with the install command, when its binaries are missing)."""
+the DBOS system databases the tests run on: a SQLite file, and PostgreSQL on the session's real
+server (tests/conftest.py; skipped, with the install command, when its binaries are missing)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from itertools import count
 
 import pytest
 
-from support.db_servers import PostgresServer, postgres_bin
+from support.db_servers import PostgresServer
 from support.llm_fixtures import llm, llm_server
 
-__all__ = ["durable_postgres", "llm", "llm_server", "make_system_db", "system_db_url"]
+__all__ = ["llm", "llm_server", "make_system_db", "system_db_url"]
 
 _databases = count()
-
-
-@pytest.fixture(scope="session")
-def durable_postgres() -> Iterator[PostgresServer]:
-    if postgres_bin() is None:
-        pytest.skip("PostgreSQL binaries missing (apt-get install -y postgresql; .ci/run does)")
-    server = PostgresServer()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def fresh_system_db(
@@ -34,7 +23,7 @@ def fresh_system_db(
     """A fresh, empty DBOS system database of `kind` (`sqlite` or `postgres`), as its URL."""
     if kind == "sqlite":
         return f"sqlite:///{tmp_path_factory.mktemp('dbos') / 'system.sqlite'}"
-    server: PostgresServer = request.getfixturevalue("durable_postgres")
+    server: PostgresServer = request.getfixturevalue("postgres")
     return server.database(f"dbos_{next(_databases)}")
 
 

@@ -1,4 +1,5 @@
-"""Store test fixtures: one real PostgreSQL and one real Redis server for the session."""
+"""Store test fixtures: one real Redis server for the session (PostgreSQL is the session's
+shared one, from tests/conftest.py), and servers of their own for the outage tests."""
 
 from __future__ import annotations
 
@@ -7,17 +8,6 @@ from collections.abc import Iterator
 import pytest
 
 from support.db_servers import PostgresServer, RedisServer, postgres_bin, redis_bin
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresServer]:
-    if postgres_bin() is None:
-        pytest.skip("PostgreSQL binaries missing (apt-get install -y postgresql; .ci/run does)")
-    server = PostgresServer()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture(scope="session")
