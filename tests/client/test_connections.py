@@ -16,6 +16,7 @@ import pytest
 
 from support.client_helpers import STYLES
 from support.fake_llm import FakeLLM, Reply, text
+from support.mcp_servers import BASIC, command
 from support.tls import make_certificates
 from toolnexus import ProviderConnectionError
 from toolnexus.client import ProviderError, create_client
@@ -199,3 +200,32 @@ print(answer, loaded, contexts)
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["hello", "[]", "0"]
+
+
+def test_a_toolkit_without_oauth_servers_loads_no_jwt() -> None:
+    """PyJWT and cryptography's certificate and key modules (the SDK's signed client assertions)
+    load only for a server that signs in with client credentials: a toolkit of plain MCP servers
+    never pays for them."""
+    probe = """
+import asyncio, json, sys
+from toolnexus import create_toolkit
+
+async def main() -> str:
+    toolkit = await create_toolkit({"s": {"command": json.loads(sys.argv[1])}}, builtins=False)
+    try:
+        return (await toolkit.execute("s_echo", {"text": "up"})).output
+    finally:
+        await toolkit.close()
+
+answer = asyncio.run(main())
+print(answer, [m for m in ("jwt", "cryptography.x509") if m in sys.modules])
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", probe, json.dumps(command(BASIC))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["up", "[]"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import secrets
 import time
@@ -25,7 +26,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 from mcp.client.auth import OAuthClientProvider, TokenStorage
-from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -201,7 +201,7 @@ class Authorization:
                 # Without an `issuer` the SDK warns that it trusts the server's advertised one:
                 # that is the documented default here, so the warning is noise to our users.
                 warnings.simplefilter("ignore")
-                provider: OAuthClientProvider = _ClientCredentials(
+                provider: OAuthClientProvider = _client_credentials()(
                     self.url,
                     storage,
                     client_id=s.client_id,
@@ -511,8 +511,18 @@ class _AuthorizationCode(_Persisting, OAuthClientProvider):
     """The authorization-code grant: a person signs in."""
 
 
-class _ClientCredentials(_Persisting, ClientCredentialsOAuthProvider):
-    """The client-credentials grant: machine to machine, no person."""
+@functools.cache
+def _client_credentials() -> Callable[..., OAuthClientProvider]:
+    """The client-credentials grant's provider class: machine to machine, no person.
+
+    Made on first use: the SDK module it extends loads PyJWT and cryptography (for signed client
+    assertions), a megabyte and more that a toolkit with no such server never needs."""
+    from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+
+    class _ClientCredentials(_Persisting, ClientCredentialsOAuthProvider):
+        """The client-credentials grant: machine to machine, no person."""
+
+    return _ClientCredentials
 
 
 def _ahead(lifetime: int | str | None) -> float:
