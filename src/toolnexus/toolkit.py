@@ -567,9 +567,11 @@ async def create_toolkit(
     builtins_cfg = builtins if builtins is not None else config.get("builtins")
     has_skills = skills_dir is not None or skills is not None or skill_provider is not None
 
-    from toolnexus.builtins import select_builtins
+    builtin_tools: list[Tool] = []
+    if builtins_cfg is not False:  # built-ins off: their modules are never loaded
+        from toolnexus.builtins import select_builtins
 
-    builtin_tools = select_builtins(builtins_cfg)
+        builtin_tools = select_builtins(builtins_cfg)
 
     mcp_task: asyncio.Task[McpSource] | None = None
     http = HttpClients()  # what loading fetches (Agent Cards) belongs to the new toolkit

@@ -202,10 +202,10 @@ print(answer, loaded, contexts)
     assert done.stdout.split() == ["hello", "[]", "0"]
 
 
-def test_a_toolkit_without_oauth_servers_loads_no_jwt() -> None:
-    """PyJWT and cryptography's certificate and key modules (the SDK's signed client assertions)
-    load only for a server that signs in with client credentials: a toolkit of plain MCP servers
-    never pays for them."""
+def test_a_toolkit_of_plain_mcp_servers_loads_no_oauth_flow_or_builtins() -> None:
+    """What a toolkit of plain MCP servers with built-ins off leaves out of the process: the
+    OAuth flow (the SDK's provider, PyJWT, cryptography's key and certificate modules) and the
+    built-in tools' modules."""
     probe = """
 import asyncio, json, sys
 from toolnexus import create_toolkit
@@ -218,7 +218,9 @@ async def main() -> str:
         await toolkit.close()
 
 answer = asyncio.run(main())
-print(answer, [m for m in ("jwt", "cryptography.x509") if m in sys.modules])
+unwanted = ("jwt", "cryptography.x509", "mcp.client.auth", "toolnexus.oauth._authorization",
+            "toolnexus.builtins")
+print(answer, [m for m in unwanted if m in sys.modules])
 """
     done = subprocess.run(
         [sys.executable, "-c", probe, json.dumps(command(BASIC))],

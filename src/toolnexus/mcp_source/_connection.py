@@ -21,7 +21,7 @@ from contextlib import (
     contextmanager,
 )
 from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -29,7 +29,6 @@ import anyio.abc
 import httpx2
 import mcp_types as types
 from mcp.client._probe import negotiate_auto
-from mcp.client.auth import OAuthFlowError
 from mcp.client.session import ClientRequestContext, ClientSession, _preconnect_stamp
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -61,8 +60,11 @@ from toolnexus.mcp_source._server_log import ServerLog
 from toolnexus.mcp_source._sign_in import park_for
 from toolnexus.mcp_source._state import Transport
 from toolnexus.mcp_source._stdio import ChildState, TransportStreams, stdio_transport
-from toolnexus.oauth._authorization import Authorization, SignInFailed, SignInRequired
+from toolnexus.oauth._errors import SignInFailed, SignInRequired
 from toolnexus.types import Answer, Request, Signal, error_message
+
+if TYPE_CHECKING:
+    from toolnexus.oauth._authorization import Authorization  # the OAuth flow: loaded on use
 
 T = TypeVar("T")
 WaitFor = Callable[[Request], Any]
@@ -755,7 +757,7 @@ class Connection:
             return str(root)
         if isinstance(root, SignInRequired):
             return f"authorization required: {root}"
-        if isinstance(root, OAuthFlowError):
+        if self.oauth is not None and _is_oauth_flow_error(root):
             return f"authorization failed: {error_message(root)}"
         if self.child is not None and self.child.exited:
             return self.child.exit_text()
@@ -948,6 +950,13 @@ def _retrieve(future: asyncio.Future[Any]) -> None:
     """Mark a future's exception as seen (it is reported elsewhere)."""
     if not future.cancelled():
         future.exception()
+
+
+def _is_oauth_flow_error(exc: BaseException) -> bool:
+    """Whether `exc` is the SDK's OAuth flow failure (its module loads with the OAuth flow)."""
+    from mcp.client.auth import OAuthFlowError
+
+    return isinstance(exc, OAuthFlowError)
 
 
 def _root(exc: BaseException) -> BaseException:

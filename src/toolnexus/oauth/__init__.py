@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from toolnexus.oauth._errors import SignInFailed, SignInRequired
 from toolnexus.oauth._settings import DEFAULT_REDIRECT_URI, OAuthSettings, parse_oauth_settings
 from toolnexus.oauth._store import (
     FileTokenStore,
@@ -26,7 +27,7 @@ from toolnexus.oauth._store import (
 )
 
 if TYPE_CHECKING:
-    from toolnexus.oauth._authorization import Authorization, SignInFailed, SignInRequired
+    from toolnexus.oauth._authorization import Authorization
 
 __all__ = [
     "DEFAULT_REDIRECT_URI",
@@ -43,7 +44,7 @@ __all__ = [
     "token_store",
 ]
 
-_SDK_SIDE = frozenset({"Authorization", "SignInFailed", "SignInRequired"})
+_SDK_SIDE = frozenset({"Authorization"})
 
 
 def __getattr__(name: str) -> Any:

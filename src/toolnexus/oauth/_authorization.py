@@ -39,7 +39,7 @@ from toolnexus._aio import call_in_thread_maybe_async
 from toolnexus._env import expand_env
 from toolnexus._log import logger
 from toolnexus._secrets import remember
-from toolnexus.errors import ToolnexusError
+from toolnexus.oauth._errors import SignInFailed, SignInRequired
 from toolnexus.oauth._settings import OAuthSettings
 from toolnexus.oauth._store import TokenStore, token_store
 from toolnexus.types import Answer, Request, error_message
@@ -51,20 +51,6 @@ WaitFor = Callable[[Request], Any]
 SIGN_IN_VALID_FOR = timedelta(minutes=10)
 """How long the `Request` says its sign-in stays good (`expiresAt`)."""
 _REFRESH_AHEAD = 60.0  # seconds before expiry a token is refreshed (half the life of short ones)
-
-
-class SignInRequired(ToolnexusError):
-    """The resource needs a person to sign in, and nobody can be asked right now."""
-
-
-class SignInFailed(ToolnexusError):
-    """The sign-in was declined, or its answer could not be used.
-
-    `during_call` is true when the sign-in was handed to a caller's host in the middle of a
-    call (see `Authorization.park_for`): the request that needed it is then answered with the
-    server's refusal instead of failing the connection."""
-
-    during_call = False
 
 
 class _ExpectedEnds(logging.Filter):
