@@ -109,49 +109,10 @@ async def _toolnexus(scenario: str, base_url: str, n: int) -> None:
 
 
 async def _floor(base_url: str, n: int) -> None:
-    from floor import RawHTTP, _text_of
+    from floor import floor_request
 
-    from mcp import ClientSession, StdioServerParameters, stdio_client
-
-    command = c.mcp_server_command()
-    params = StdioServerParameters(command=command[0], args=command[1:])
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        listed = await session.list_tools()
-        tools = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description or "",
-                    "parameters": t.input_schema,
-                },
-            }
-            for t in listed.tools
-        ]
-        http = RawHTTP(base_url)
-        await http.connect()
-
-        async def call(tool_call: dict[str, Any]) -> dict[str, Any]:
-            fn = tool_call["function"]
-            result = await session.call_tool(fn["name"], json.loads(fn["arguments"]))
-            return {"role": "tool", "tool_call_id": tool_call["id"], "content": _text_of(result)}
-
-        async def request() -> str:
-            messages: list[dict[str, Any]] = [{"role": "user", "content": c.PROMPT}]
-            while True:
-                body = {"model": "mock", "messages": messages, "tools": tools}
-                message = (await http.post(body))["choices"][0]["message"]
-                messages.append(message)
-                calls = message.get("tool_calls")
-                if not calls:
-                    return str(message.get("content") or "")
-                messages.extend(await asyncio.gather(*(call(tc) for tc in calls)))
-
-        try:
-            await _measure(request, n)
-        finally:
-            await http.close()
+    async with floor_request(base_url) as request:
+        await _measure(request, n)
 
 
 async def _post(scenario: str, base_url: str, n: int) -> None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -65,54 +67,59 @@ def _text_of(result: Any) -> str:
     return "".join(getattr(part, "text", "") for part in result.content)
 
 
-async def main(args: argparse.Namespace) -> dict[str, Any]:
+@contextlib.asynccontextmanager
+async def floor_request(base_url: str) -> AsyncIterator[Callable[[], Awaitable[str]]]:
+    """The scenario's request written by hand: a bare SDK session over stdio to the MCP server
+    and one kept-alive HTTP/1.1 connection to the mock LLM, open for as long as the block runs
+    (the `floor` row and `bench/instructions.py` measure this same request)."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     command = c.mcp_server_command()
     params = StdioServerParameters(command=command[0], args=command[1:])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        listed = await session.list_tools()
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description or "",
+                    "parameters": t.input_schema,
+                },
+            }
+            for t in listed.tools
+        ]
+        http = RawHTTP(base_url)
+        await http.connect()
+
+        async def call(tool_call: dict[str, Any]) -> dict[str, Any]:
+            fn = tool_call["function"]
+            result = await session.call_tool(fn["name"], json.loads(fn["arguments"]))
+            return {"role": "tool", "tool_call_id": tool_call["id"], "content": _text_of(result)}
+
+        async def request() -> str:
+            messages: list[dict[str, Any]] = [{"role": "user", "content": c.PROMPT}]
+            while True:
+                body = {"model": "mock", "messages": messages, "tools": tools}
+                message = (await http.post(body))["choices"][0]["message"]
+                messages.append(message)
+                calls = message.get("tool_calls")
+                if not calls:
+                    return str(message.get("content") or "")
+                messages.extend(await asyncio.gather(*(call(tc) for tc in calls)))
+
+        try:
+            yield request
+        finally:
+            await http.close()
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
     with c.mock_llm(args.base_url) as base_url:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            listed = await session.list_tools()
-            tools = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description or "",
-                        "parameters": t.input_schema,
-                    },
-                }
-                for t in listed.tools
-            ]
-            http = RawHTTP(base_url)
-            await http.connect()
+        async with floor_request(base_url) as request:
             init_ms = c.since_start_ms()
-
-            async def call(tool_call: dict[str, Any]) -> dict[str, Any]:
-                fn = tool_call["function"]
-                result = await session.call_tool(fn["name"], json.loads(fn["arguments"]))
-                return {
-                    "role": "tool",
-                    "tool_call_id": tool_call["id"],
-                    "content": _text_of(result),
-                }
-
-            async def request() -> str:
-                messages: list[dict[str, Any]] = [{"role": "user", "content": c.PROMPT}]
-                while True:
-                    body = {"model": "mock", "messages": messages, "tools": tools}
-                    message = (await http.post(body))["choices"][0]["message"]
-                    messages.append(message)
-                    calls = message.get("tool_calls")
-                    if not calls:
-                        return str(message.get("content") or "")
-                    messages.extend(await asyncio.gather(*(call(tc) for tc in calls)))
-
-            try:
-                measured = await c.measure_requests(request, n=args.n, warmup=args.warmup)
-            finally:
-                await http.close()
+            measured = await c.measure_requests(request, n=args.n, warmup=args.warmup)
     return c.request_row(NAME, init_ms, measured)
 
 
