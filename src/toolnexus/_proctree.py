@@ -117,12 +117,15 @@ def _ensure_watchdog(token: str) -> None:
 class ProcessTree:
     """The tag of one child's tree: `env()` to start the child with, `kill()` to end it all."""
 
-    __slots__ = ("tag",)
+    __slots__ = ("_signalled", "tag")
 
     def __init__(self) -> None:
         token = _host_token()
         _ensure_watchdog(token)
         self.tag = f"{token}.{next(_counter)}"
+        # Members signalled so far, by pid, with their start time (a pid is reused once its
+        # process is reaped; the start time tells the two apart).
+        self._signalled: dict[int, str] = {}
 
     def env(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         """This process's environment, `overrides` merged over it, plus the tree's tag."""
@@ -132,15 +135,24 @@ class ProcessTree:
         return env
 
     def members(self) -> list[int]:
-        """Pids of the live processes of this tree (zombies excluded). Blocking: reads /proc."""
+        """Pids of the live processes of this tree (zombies excluded). Blocking: reads /proc.
+
+        A member that has begun to exit may be missing: its environment reads empty while it
+        still runs (see `signal`, which keeps track of those it signalled)."""
         return _tagged(self.tag.encode())
 
-    def signal(self, leader: int, sig: int) -> None:
-        """Send `sig` to the leader's process group and to every tagged member."""
+    def signal(self, leader: int, sig: int) -> list[int]:
+        """Send `sig` to the leader's process group and to every tagged member; the members
+        signalled."""
         kill_now(leader, sig)
-        for pid in self.members():
+        pids = self.members()
+        for pid in pids:
+            started = _start_time(pid)
             with contextlib.suppress(OSError):
                 os.kill(pid, sig)
+            if started is not None:
+                self._signalled[pid] = started
+        return pids
 
     async def kill(self, leader: int, *, term_grace: float = 0.0) -> None:
         """Kill the whole tree: SIGTERM first when `term_grace` > 0 (waiting at most that long
@@ -162,17 +174,22 @@ class ProcessTree:
             await asyncio.sleep(POLL_SECONDS)
 
     def _alive(self, leader: int) -> bool:
-        return _group_alive(leader) or bool(self.members())
+        return _group_alive(leader) or bool(self.members()) or self._exiting()
+
+    def _exiting(self) -> bool:
+        """Whether a member signalled earlier still runs. A process that has begun to exit has
+        already released its memory, environment included, so `members()` no longer finds it,
+        yet it runs on until its exit completes (long, for a large process on a loaded host)."""
+        self._signalled = {
+            pid: started for pid, started in self._signalled.items() if _runs(pid, started)
+        }
+        return bool(self._signalled)
 
     def _kill_all(self, leader: int) -> None:
         for _ in range(_KILL_ROUNDS):
-            pids = self.members()
-            kill_now(leader, signal.SIGKILL)
-            if not pids and not _group_alive(leader):
+            found = self.signal(leader, signal.SIGKILL)
+            if not found and not _group_alive(leader) and not self._exiting():
                 return
-            for pid in pids:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
             threading.Event().wait(POLL_SECONDS)
 
     def __repr__(self) -> str:
@@ -233,6 +250,23 @@ def _stat_fields(pid: int) -> list[str] | None:
     except OSError:
         return None
     return data.rpartition(")")[2].split()
+
+
+def _start_time(pid: int) -> str | None:
+    """When `pid` started (clock ticks since boot), or `None` once it is gone."""
+    fields = _stat_fields(pid)
+    return fields[19] if fields is not None and len(fields) > 19 else None
+
+
+def _runs(pid: int, started: str) -> bool:
+    """Whether the process that started at `started` still runs as `pid` (not a zombie)."""
+    fields = _stat_fields(pid)
+    return (
+        fields is not None
+        and len(fields) > 19
+        and fields[19] == started
+        and fields[0] not in ("Z", "X")
+    )
 
 
 def _running(pid: int) -> bool:

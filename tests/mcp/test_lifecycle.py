@@ -57,6 +57,32 @@ async def test_close_from_another_task_kills_the_whole_tree() -> None:
     assert (result.output, result.is_error) == ('MCP server "srv" is closed', True)
 
 
+def resident_mib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            line = next(line for line in fh if line.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return 0
+    return int(line.split()[1]) >> 10
+
+
+async def test_close_returns_only_once_an_exiting_member_is_gone() -> None:
+    """A killed process releases its memory, environment included, before it is gone; the
+    larger it is, the longer it still runs with an environment that reads empty. Close waits
+    for it all the same."""
+    source = await load_mcp({"srv": {"command": command(SLOW_START, "--life-tools")}})
+    spawn = tool(source, "srv_spawn_child")
+    big = [int((await spawn.execute({"detach": True, "hold_mb": 256})).output) for _ in range(2)]
+    deadline = time.monotonic() + 30
+    while not all(resident_mib(pid) >= 256 for pid in big):
+        assert time.monotonic() < deadline, "the grandchildren never filled their memory"
+        await asyncio.sleep(0.01)
+
+    await source.close()
+
+    assert not any(alive(pid) for pid in big)
+
+
 async def test_close_during_a_call_ends_the_call(
     http_servers: dict[str, ThreadedHttpServer],
 ) -> None:

@@ -23,8 +23,8 @@ timing how a client connects without measuring Python SDK import time, and for l
 tests that need a server process but not the SDK's features (`--life-tools`):
 
 - `echo {"text"}` answers the text; `pid` answers the server's process id;
-- `spawn_child {"detach"}` starts a long-sleeping grandchild (`detach`: in a session of its
-  own) and answers its pid;
+- `spawn_child {"detach", "hold_mb"}` starts a long-sleeping grandchild (`detach`: in a session
+  of its own; `hold_mb`: holding that many MiB of written memory) and answers its pid;
 - `exit_later {"code", "message"}` answers `bye`, then writes `message` to stderr and exits
   with `code`.
 """
@@ -71,8 +71,9 @@ def call_life_tool(name: str, args: dict[str, object]) -> dict[str, object]:
     if name == "pid":
         return text(os.getpid())
     if name == "spawn_child":
+        hold = int(str(args.get("hold_mb", 0))) << 20
         child = subprocess.Popen(
-            [sys.executable, "-c", "import time; time.sleep(300)"],
+            [sys.executable, "-c", f"import time; held = b'1' * {hold}; time.sleep(300)"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
