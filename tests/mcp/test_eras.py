@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from support.mcp_fixtures import ErasShared
-from support.mcp_servers import ERAS, ThreadedHttpServer, command
+from support.mcp_servers import ERAS, SLOW_START, ThreadedHttpServer, command
 from support.mcp_servers.sdk_eras import INSTRUCTIONS
 from support.mcp_servers.sdk_eras import app as eras_app
 from toolnexus.mcp_source import list_mcp_tools, load_mcp_with_context
@@ -238,3 +238,32 @@ async def test_a_stopped_http_server_fails_fast_then_reconnects(era: str) -> Non
     finally:
         await source.close()
         server.stop()
+
+
+async def test_a_server_that_never_answers_the_probe_fails_like_a_hung_phase(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The SDK gives up on an unanswered probe after its own 10 s (then `auto` would fall back
+    # to `initialize`, which this server answers); shortened here so the test shows, in
+    # seconds, that the server's own `timeout` decides instead.
+    import mcp.client.session
+
+    monkeypatch.setattr(mcp.client.session, "DISCOVER_TIMEOUT_SECONDS", 0.2)
+    hung = command(SLOW_START, "--hang", "server/discover")
+    source = await load_mcp_with_context(
+        {
+            "auto": {"command": hung, "timeout": 2000},
+            "pinned": {"command": hung, "timeout": 2000, "protocol": MODERN},
+            "remedy": {"command": hung, "timeout": 2000, "protocol": "legacy"},
+        }
+    )
+    try:
+        servers = source.servers
+        for name in ("auto", "pinned"):
+            assert (servers[name].status, servers[name].error) == (
+                "failed",
+                "discover timed out after 2000 ms",
+            )
+        assert (servers["remedy"].status, servers["remedy"].protocol) == ("connected", LEGACY)
+    finally:
+        await source.close()

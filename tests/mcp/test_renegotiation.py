@@ -190,3 +190,42 @@ async def test_over_stdio_a_refused_call_is_rediscovered_and_resent() -> None:
         assert again.output == first.output  # the same process: nothing was respawned
     finally:
         await source.close()
+
+
+async def test_forgetting_a_negotiation_resets_exactly_the_sdk_session_fields() -> None:
+    # The SDK has no public reset: `forget_negotiation` writes its session's own fields. This
+    # fails at once should an SDK release rename or stop using them.
+    import anyio
+    from mcp.client._probe import negotiate_auto
+    from mcp.server.runner import serve_dual_era_loop
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    from support.mcp_servers.sdk_eras import build
+    from toolnexus.mcp_source._connection import _NEGOTIATED_FIELDS, _Session
+
+    server = build()._lowlevel_server
+    streams = create_client_server_memory_streams()
+    async with streams as (client_streams, server_streams), anyio.create_task_group() as group:
+
+        async def serve() -> None:
+            async with server.lifespan(server) as state:
+                await serve_dual_era_loop(server, *server_streams, lifespan_state=state)
+
+        group.start_soon(serve)
+        async with _Session(*client_streams) as session:
+            assert set(_NEGOTIATED_FIELDS) <= set(vars(session))
+            await negotiate_auto(session)
+            assert session.protocol_version == MODERN
+            first = session.discover_result
+            assert first is not None
+            assert await session.discover() is first  # the SDK answers from its cache
+            session.forget_negotiation()
+            assert (session.protocol_version, session.discover_result) == (None, None)
+            assert (session.initialize_result, session.server_capabilities) == (None, None)
+            # negotiating again asks the server again
+            again = await session.discover()
+            assert again is not first
+            assert session.protocol_version == MODERN
+            result = await session.call_tool("echo", {"text": "again"})
+            assert [c.text for c in result.content] == ["again"]  # type: ignore[union-attr]
+        group.cancel_scope.cancel()

@@ -12,7 +12,7 @@ import pytest
 
 from support.mcp_fixtures import ErasShared
 from support.mcp_servers import ERAS, ThreadedHttpServer, command
-from support.mcp_servers.sdk_eras import IMAGE_BYTES, INSTRUCTIONS, tasks_app
+from support.mcp_servers.sdk_eras import IMAGE_BYTES, INSTRUCTIONS, task_answers_app, tasks_app
 from toolnexus import create_toolkit
 from toolnexus.client._loop import compose_system
 from toolnexus.mcp_source import list_mcp_tools, load_mcp_with_context
@@ -195,6 +195,26 @@ async def test_task_required_tools_are_hidden_with_a_warning(
             ("optional_task", "optional"),
             ("forbidden_task", "forbidden"),
         ]
+    finally:
+        server.stop()
+
+
+async def test_a_task_answer_is_an_error_naming_tasks() -> None:
+    # a server that answers with a task although toolnexus never opts in to the extension
+    server = ThreadedHttpServer(task_answers_app())
+    try:
+        source = await load_mcp_with_context({"t": {"url": server.url()}})
+        try:
+            assert source.servers["t"].protocol == "2026-07-28"
+            for tool in source.tools:
+                result = await tool.execute()
+                assert (result.output, result.is_error) == (
+                    'MCP server "t" answered with a task, which toolnexus does not support',
+                    True,
+                ), tool.name
+                assert result.metadata == {"server": "t"}
+        finally:
+            await source.close()
     finally:
         server.stop()
 

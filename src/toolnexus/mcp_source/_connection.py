@@ -109,8 +109,19 @@ class _NotStreamable(Exception):
 # in its sender's context, so an OAuth sign-in made for a call's request can find it and stop it.
 _CALL_BUDGET: ContextVar[Budget | None] = ContextVar("toolnexus_mcp_call_budget", default=None)
 
+_NEGOTIATION_PHASES = frozenset({"discover", "initialize"})
 _LISTEN_RETRY_FIRST = 1.0
 _LISTEN_RETRY_MAX = 30.0
+
+
+# What `ClientSession` holds of a negotiation, as it is before one (see `forget_negotiation`).
+_NEGOTIATED_FIELDS: dict[str, Any] = {
+    "_initialize_result": None,
+    "_discover_result": None,
+    "_discover_server_info": None,
+    "_negotiated_version": None,
+    "_stamp": _preconnect_stamp,
+}
 
 
 class _Session(ClientSession):
@@ -128,16 +139,47 @@ class _Session(ClientSession):
             capabilities.roots = types.RootsCapability()
         return capabilities
 
+    async def send_discover(self, version: str) -> dict[str, Any]:
+        """The SDK's probe, left to the load phase's budget: the SDK gives an unanswered probe
+        10 s of its own, after which `auto` would fall back to `initialize`; toolnexus keeps
+        asking until the phase's deadline, so a server that never answers `server/discover`
+        fails like any hung phase (remedy: `protocol: "legacy"`) and a slow one still does."""
+        _entering(self, "discover")
+        while True:
+            try:
+                return await super().send_discover(version)
+            except MCPError as exc:
+                if exc.code != types.REQUEST_TIMEOUT:
+                    raise
+
+    async def initialize(self) -> types.InitializeResult:
+        _entering(self, "initialize")
+        return await super().initialize()
+
     def forget_negotiation(self) -> None:
         """Back to the state before any negotiation, so that negotiating again asks the server
         (the SDK answers `initialize()`/`discover()` from what it negotiated before) and the
-        new `initialize` or probe is not stamped with the refused version. The SDK has no
-        public way to do this: these are its session's own fields (covered by the tests)."""
-        self._initialize_result = None
-        self._discover_result = None
-        self._discover_server_info = None
-        self._negotiated_version = None
-        self._stamp = _preconnect_stamp
+        new `initialize` or probe is not stamped with the refused version.
+
+        The SDK has no public way to do this, so this is the one place that touches its
+        session's own fields (`_NEGOTIATED_FIELDS`): should an SDK release rename them, a
+        renegotiation fails with a reason naming them (never a half-reset session), and
+        `tests/mcp/test_renegotiation.py` fails at once."""
+        missing = [name for name in _NEGOTIATED_FIELDS if name not in vars(self)]
+        if missing:
+            raise ProtocolRefused(
+                "cannot negotiate again: this mcp SDK's ClientSession has no " + ", ".join(missing)
+            )
+        for name, value in _NEGOTIATED_FIELDS.items():
+            setattr(self, name, value)
+
+
+def _entering(session: _Session, phase: str) -> None:
+    """While a connection loads, each negotiation request is a phase of its own (named in a
+    timeout, with a fresh budget); a renegotiation later has its one budget."""
+    peer = session.peer
+    if isinstance(peer, Connection):
+        peer.negotiation_phase(phase)
 
 
 async def negotiate(session: ClientSession, protocol: str) -> None:
@@ -644,6 +686,12 @@ class Connection:
         finally:
             if self._phase == phase and not self._stopping:
                 scope.deadline = anyio.current_time() + left
+
+    def negotiation_phase(self, phase: str) -> None:
+        """The load's negotiation moved on to `phase` (`discover` or `initialize`): give it a
+        fresh budget. Nothing while serving calls (a renegotiation has its own budget)."""
+        if self._phase in _NEGOTIATION_PHASES and self._phase != phase:
+            self._arm(phase)
 
     def _arm(self, phase: str | None) -> None:
         """Give the next load phase a fresh budget of the server's timeout (none once ready)."""

@@ -15,6 +15,7 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from toolnexus._aio import call_in_thread_maybe_async
 from toolnexus._log import warn
@@ -25,6 +26,16 @@ from toolnexus.mcp_source._results import map_call_result
 from toolnexus.types import Answer, Request, ToolContext, ToolResult, error_message
 
 _STALE_STATE = "requestState"
+_TASK = "task"  # the Tasks extension's `resultType`, never declared by toolnexus
+
+
+def _is_task_answer(exc: ValidationError) -> bool:
+    """Whether the result the SDK could not read is a Tasks-extension answer (`resultType:
+    "task"`, sent although no client extension asked for it): no core result shape fits it."""
+    return any(
+        isinstance(problem.get("input"), Mapping) and problem["input"].get("resultType") == _TASK
+        for problem in exc.errors(include_url=False)
+    )
 
 
 class Rounds:
@@ -210,6 +221,10 @@ class Call(Rounds):
                     responses=responses,
                     request_state=state,
                 )
+            except ValidationError as exc:
+                if not _is_task_answer(exc):
+                    raise
+                return self.error(self.answered_with_task())
             except MCPError as exc:
                 if exc.code == types.URL_ELICITATION_REQUIRED:
                     outcome = await self.url_required(exc, url_resent)
@@ -245,13 +260,10 @@ class Call(Rounds):
                         raise exc from None
                     continue
                 raise
-            if isinstance(result, types.CallToolResult):
+            if isinstance(result, types.CallToolResult) and result.result_type != _TASK:
                 return map_call_result(result, self.name)
             if not isinstance(result, types.InputRequiredResult):
-                return self.error(
-                    f'MCP server "{self.name}" answered with a task, which toolnexus does not '
-                    "support"
-                )
+                return self.error(self.answered_with_task())
             if round_number == _input.MAX_ROUNDS:
                 break
             asked = _input.wire_requests(result.input_requests or {})
@@ -270,6 +282,9 @@ class Call(Rounds):
         return self.error(
             f"MCP tool {self.tool} asked for input more than {_input.MAX_ROUNDS} times"
         )
+
+    def answered_with_task(self) -> str:
+        return f'MCP server "{self.name}" answered with a task, which toolnexus does not support'
 
     def check_form(self, request: Request, answer: Answer | None) -> ToolResult | None:
         problem = self.form_problem(request, answer)

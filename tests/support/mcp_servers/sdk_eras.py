@@ -358,6 +358,37 @@ def tasks_server() -> Any:
     return Server("tasks", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+def task_answers_server() -> Any:
+    """A lowlevel `Server` whose tools answer every call with a Tasks-extension result
+    (`resultType: "task"`), as a server that ignores the client's (absent) opt-in would:
+    `background` with the task alone, `background_text` with a content block beside it."""
+    from mcp.server.lowlevel import Server
+    from mcp_types import ListToolsResult, Result, Tool
+
+    class TaskResult(Result):
+        result_type: str = "task"
+        task: dict[str, Any]
+
+    class TaskResultWithText(TaskResult):
+        content: list[TextContent]
+
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
+    listing = ListToolsResult(
+        tools=[Tool(name=name, input_schema=schema) for name in ("background", "background_text")]
+    )
+    task = {"taskId": "task-1", "status": "working", "pollIntervalMs": 500}
+
+    async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
+        return listing
+
+    async def call_tool(ctx: Any, params: Any) -> Result:
+        if params.name == "background_text":
+            return TaskResultWithText(task=task, content=[TextContent(text="started")])
+        return TaskResult(task=task)
+
+    return Server("task-answers", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
 def logging_server() -> Any:
     """A lowlevel `Server` that declares `logging` and tells which level `logging/setLevel`
     set (`level` tool: `unset` until one arrives)."""
@@ -617,6 +648,11 @@ def switchable(*argv: str) -> tuple[Any, EraSwitch]:
 def tasks_app() -> Any:
     """`tasks_server()` over streamable HTTP."""
     return tasks_server().streamable_http_app()
+
+
+def task_answers_app() -> Any:
+    """`task_answers_server()` over streamable HTTP (stateless: the era is 2026-07-28)."""
+    return task_answers_server().streamable_http_app(stateless_http=True)
 
 
 def app(*argv: str) -> Any:

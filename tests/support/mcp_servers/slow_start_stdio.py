@@ -7,6 +7,7 @@ Run it as a script::
     python slow_start_stdio.py --tools 3          # tools ping0..ping2
     python slow_start_stdio.py --hang initialize  # never answers `initialize`
     python slow_start_stdio.py --hang tools/list  # answers `initialize`, never `tools/list`
+    python slow_start_stdio.py --hang server/discover  # never answers the 2026-07-28 probe
     python slow_start_stdio.py --odd-schemas      # tools whose inputSchema the SDK would reject
     python slow_start_stdio.py --endless          # every tools/list page has a new nextCursor
     python slow_start_stdio.py --dup-cursor       # every tools/list page has nextCursor "page-1"
@@ -95,7 +96,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--tools", type=int, default=1)
-    parser.add_argument("--hang", choices=["initialize", "tools/list"], default=None)
+    parser.add_argument(
+        "--hang", choices=["initialize", "tools/list", "server/discover"], default=None
+    )
     parser.add_argument("--odd-schemas", action="store_true")
     parser.add_argument("--endless", action="store_true", help="a new nextCursor on every page")
     parser.add_argument("--dup-cursor", action="store_true")
