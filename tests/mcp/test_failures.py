@@ -123,7 +123,7 @@ async def test_only_the_good_servers_connect(special: Special) -> None:
 @pytest.mark.parametrize(
     ("server", "reason"),
     [
-        ("hung", "initialize timed out after 1000 ms"),
+        ("hung", "discover timed out after 1000 ms"),  # the probe is what goes unanswered
         ("listless", "tools/list timed out after 2000 ms"),
         ("dup", "MCP list returned duplicate cursor: page-1"),
         ("endless", "MCP list returned more than 1000 pages"),

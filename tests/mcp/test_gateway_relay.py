@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import base64
 import logging
+import sys
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
 import pytest_asyncio
+from mcp.client.stdio import StdioServerParameters
 
 from mcp import Client, MCPError
 from support.mcp_servers import ThreadedHttpServer
-from support.mcp_servers.sdk_eras import IMAGE_BYTES
+from support.mcp_servers.sdk_eras import IMAGE_BYTES, input_app
 from support.mcp_servers.sdk_eras import app as eras_app
 from toolnexus import create_toolkit
 from toolnexus.toolkit import Toolkit
@@ -174,3 +177,113 @@ async def test_an_output_schema_without_structured_content_is_an_error(
             "Tool count has an output schema but returned no structured content"
         )
         assert result.structured_content is None
+
+
+# -- what an upstream server asks while the gateway reads a resource or gets a prompt --------
+
+GATEWAY_STDIO = Path(__file__).parents[1] / "support" / "mcp_gateway_stdio.py"
+READ_BY_ADA = "read by Ada (state r1)"  # the upstream server echoes its own request state
+HELLO_ADA = "hello Ada in file:///srv/ws"  # roots answered by the gateway, the name by Ada
+
+
+async def _name_ada(context: Any, params: Any) -> Any:
+    return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+
+@pytest.fixture(scope="module")
+def asks() -> Iterator[ThreadedHttpServer]:
+    server = ThreadedHttpServer(input_app())  # 2026-07-28 only: it asks by input requests
+    yield server
+    server.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def asking_gateway(asks: ThreadedHttpServer) -> AsyncIterator[str]:
+    kit = await create_toolkit(
+        mcp_config={"asks": {"url": asks.url()}}, roots=["/srv/ws"], builtins=False
+    )
+    handle = await kit.serve("127.0.0.1:0", mcp={"name": "gw"})
+    yield handle.url + "/mcp"
+    await handle.stop()
+    await kit.close()
+
+
+async def test_a_modern_client_answers_what_an_upstream_read_asks(asking_gateway: str) -> None:
+    seen: list[Any] = []
+
+    async def answer(context: Any, params: Any) -> Any:
+        seen.append(params)
+        return await _name_ada(context, params)
+
+    async with Client(asking_gateway, elicitation_callback=answer) as client:
+        assert client.protocol_version == "2026-07-28"
+        read = await client.read_resource("ask://name")
+        assert read.contents[0].text == READ_BY_ADA  # type: ignore[union-attr]
+        [asked] = seen
+        assert (asked.message, asked.requested_schema["required"]) == ("Who is reading?", ["name"])
+        got = await client.get_prompt("asks_hello")
+        assert got.messages[0].content.text == HELLO_ADA  # type: ignore[union-attr]
+        assert len(seen) == 2
+
+
+async def test_a_modern_client_gets_one_input_request_per_question(asking_gateway: str) -> None:
+    async with Client(asking_gateway, elicitation_callback=_name_ada) as client:
+        first = await client.session.read_resource("ask://name", allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        [(key, entry)] = (first.input_requests or {}).items()
+        assert entry.params.message == "Who is reading?"  # type: ignore[union-attr]
+        assert first.request_state is not None and "Who is reading" not in first.request_state
+        declined = await client.session.read_resource(
+            "ask://name",
+            input_responses={key: types.ElicitResult(action="decline")},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        # the upstream round is finished with the declined answer (no content: no name)
+        assert declined.contents[0].text == "read by None (state r1)"  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as foreign:  # a state sealed for another request
+            await client.session.read_resource(
+                "ask://sample",
+                input_responses={key: types.ElicitResult(action="decline")},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+        assert foreign.value.code == types.INVALID_PARAMS
+
+
+async def test_what_the_gateway_cannot_provide_is_an_error_naming_it(asking_gateway: str) -> None:
+    async with Client(asking_gateway, elicitation_callback=_name_ada) as client:
+        with pytest.raises(MCPError) as sampled:
+            await client.read_resource("ask://sample")
+        assert sampled.value.message == (
+            'MCP server "asks" asked for sampling, which toolnexus does not provide'
+        )
+    async with Client(asking_gateway) as mute:  # no elicitation capability: cannot be asked
+        with pytest.raises(MCPError) as unasked:
+            await mute.read_resource("ask://name")
+        assert unasked.value.message == (
+            'MCP server "asks" asked for input to read ask://name, and there is no wait_for '
+            "to ask: Who is reading?"
+        )
+
+
+async def test_a_handshake_client_over_http_gets_the_question_as_the_error(
+    asking_gateway: str,
+) -> None:
+    async with Client(asking_gateway, mode="legacy", elicitation_callback=_name_ada) as client:
+        assert client.protocol_version == "2025-11-25"
+        with pytest.raises(MCPError) as unasked:
+            await client.get_prompt("asks_hello")
+        assert unasked.value.message.endswith("there is no wait_for to ask: Who is reading?")
+
+
+async def test_a_handshake_client_over_stdio_is_asked_by_push(asks: ThreadedHttpServer) -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=[str(GATEWAY_STDIO), "--upstream", asks.url()]
+    )
+    async with Client(params, mode="legacy", elicitation_callback=_name_ada) as client:
+        assert client.protocol_version == "2025-11-25"
+        read = await client.read_resource("ask://name")
+        assert read.contents[0].text == READ_BY_ADA  # type: ignore[union-attr]
+        got = await client.get_prompt("asks_hello")
+        assert got.messages[0].content.text == HELLO_ADA  # type: ignore[union-attr]

@@ -1,7 +1,10 @@
-"""A toolkit with suspending tools served over stdio: `python mcp_gateway_stdio.py`."""
+"""A toolkit with suspending tools served over stdio: `python mcp_gateway_stdio.py`;
+`--upstream URL` adds the MCP server at URL (as `asks`, roots `/srv/ws`), whose resources and
+prompts the gateway then re-serves."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from typing import Any
 
@@ -36,7 +39,21 @@ TOOLS = [
 
 
 async def main() -> None:
-    await Toolkit(extra_tools=TOOLS).serve_stdio(mcp={"name": "gw-stdio"})
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--upstream", default=None)
+    upstream = parser.parse_args().upstream
+    if upstream is None:
+        await Toolkit(extra_tools=TOOLS).serve_stdio(mcp={"name": "gw-stdio"})
+        return
+    from toolnexus import create_toolkit
+
+    toolkit = await create_toolkit(
+        mcp_config={"asks": {"url": upstream}}, roots=["/srv/ws"], builtins=False
+    )
+    try:
+        await toolkit.serve_stdio(mcp={"name": "gw-stdio"})
+    finally:
+        await toolkit.close()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 from toolnexus._otel import mcp_request
 from toolnexus.content import ContentPart, ContentPartError, incoming_part
 from toolnexus.mcp_source._connection import MAX_PAGES, Connection, LoadError
+from toolnexus.mcp_source._input import Resume
 from toolnexus.mcp_source._rounds import Rounds, with_input
 from toolnexus.mcp_source._state import (
     McpPrompt,
@@ -86,10 +87,35 @@ async def wire_templates(session: Any, timeout: float) -> list[types.ResourceTem
     )
 
 
-async def wire_read(session: Any, uri: str, timeout: float) -> types.ReadResourceResult:
-    return await _request(
-        session, "resources/read", uri, lambda: session.read_resource(uri), timeout
+async def wire_read(
+    session: Any,
+    server: str,
+    uri: str,
+    timeout: float,
+    wait_for: WaitFor | None,
+    resume: Resume | None = None,
+) -> types.ReadResourceResult:
+    """The server's `ReadResourceResult` for `uri`. Input the server asks for first
+    (2026-07-28) is answered as for a tool call (`wait_for`), else raises `InputPending`;
+    `resume` continues from the Request it handed out and the answer to it."""
+
+    def send(responses: Any, state: str | None) -> Awaitable[Any]:
+        return _request(
+            session,
+            "resources/read",
+            uri,
+            lambda: session.read_resource(
+                uri, input_responses=responses, request_state=state, allow_input_required=True
+            ),
+            timeout,
+        )
+
+    rounds = Rounds(server, wait_for, session.peer)
+    origin = {"method": "resources/read", "uri": uri}
+    result: types.ReadResourceResult = await with_input(
+        rounds, f"read {uri}", send, origin=origin, resume=resume
     )
+    return result
 
 
 async def wire_prompts(session: Any, timeout: float) -> list[types.Prompt]:
@@ -100,11 +126,37 @@ async def wire_prompts(session: Any, timeout: float) -> list[types.Prompt]:
 
 
 async def wire_get_prompt(
-    session: Any, name: str, arguments: dict[str, str] | None, timeout: float
+    session: Any,
+    server: str,
+    name: str,
+    arguments: dict[str, str] | None,
+    timeout: float,
+    wait_for: WaitFor | None,
+    resume: Resume | None = None,
 ) -> types.GetPromptResult:
-    return await _request(
-        session, "prompts/get", name, lambda: session.get_prompt(name, arguments), timeout
+    """The server's `GetPromptResult` for its prompt `name`; input as for `wire_read`."""
+
+    def send(responses: Any, state: str | None) -> Awaitable[Any]:
+        return _request(
+            session,
+            "prompts/get",
+            name,
+            lambda: session.get_prompt(
+                name,
+                arguments,
+                input_responses=responses,
+                request_state=state,
+                allow_input_required=True,
+            ),
+            timeout,
+        )
+
+    rounds = Rounds(server, wait_for, session.peer)
+    origin = {"method": "prompts/get", "name": name, "arguments": arguments}
+    result: types.GetPromptResult = await with_input(
+        rounds, f"get prompt {name}", send, origin=origin, resume=resume
     )
+    return result
 
 
 async def wire_complete(
@@ -150,21 +202,8 @@ async def list_templates(session: Any, server: str, timeout: float) -> list[McpR
 async def read_resource(
     session: Any, server: str, uri: str, timeout: float, wait_for: WaitFor | None
 ) -> ToolResult:
-    """`resources/read` as a result: texts joined, each blob a content part and a line. Input
-    the server asks for first (2026-07-28) is answered as for a tool call (`wait_for`)."""
-
-    def send(responses: Any, state: str | None) -> Awaitable[Any]:
-        return _request(
-            session,
-            "resources/read",
-            uri,
-            lambda: session.read_resource(
-                uri, input_responses=responses, request_state=state, allow_input_required=True
-            ),
-            timeout,
-        )
-
-    result = await with_input(Rounds(server, wait_for, session.peer), f"read {uri}", send)
+    """`resources/read` as a result: texts joined, each blob a content part and a line."""
+    result = await wire_read(session, server, uri, timeout, wait_for)
     texts: list[str] = []
     parts: list[ContentPart] = []
     for item in result.contents:
@@ -206,24 +245,8 @@ async def get_prompt(
     timeout: float,
     wait_for: WaitFor | None,
 ) -> McpPromptResult:
-    """`prompts/get` as plain data; input asked for first is answered as for `read_resource`."""
-
-    def send(responses: Any, state: str | None) -> Awaitable[Any]:
-        return _request(
-            session,
-            "prompts/get",
-            name,
-            lambda: session.get_prompt(
-                name,
-                arguments,
-                input_responses=responses,
-                request_state=state,
-                allow_input_required=True,
-            ),
-            timeout,
-        )
-
-    result = await with_input(Rounds(server, wait_for, session.peer), f"get prompt {name}", send)
+    """`prompts/get` as plain data; input asked for first is answered as for `wire_read`."""
+    result = await wire_get_prompt(session, server, name, arguments, timeout, wait_for)
     messages: list[dict[str, Any]] = []
     for message in result.messages:
         content = message.content

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from toolnexus.errors import McpInputError
 from toolnexus.mcp_source._elicitation import elicit_result_fields, elicitation_to_request
 from toolnexus.types import Answer, Request, ToolResult
 
@@ -24,6 +25,20 @@ SAMPLING = "sampling/createMessage"
 MAX_ROUNDS = 10
 _TABLE_SIZE = 1000
 _TABLE_TTL = 3600.0
+
+
+class InputPending(McpInputError):
+    """A question only the host can answer, with no `wait_for` to ask it. `request` stands for
+    it, its `data["mcp"]` holding the round (as a tool call's suspension does), for a caller
+    that can ask someone else and resume: the gateway asks its own client."""
+
+    def __init__(self, message: str, request: Request) -> None:
+        super().__init__(message)
+        self.request = request
+
+
+Resume = tuple[Request, Answer | None]
+"""A Request handed out by `InputPending` and the answer to it."""
 
 
 def wire_requests(input_requests: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -67,21 +82,38 @@ def suspension(
     responses: Mapping[str, Any],
 ) -> ToolResult:
     """A pending result standing for entry `key` of the round."""
+    request = round_request(
+        {"server": server, "tool": tool, "arguments": dict(arguments), "protocol": protocol},
+        request_state=request_state,
+        input_requests=input_requests,
+        key=key,
+        responses=responses,
+    )
+    return pending_result(request, server)
+
+
+def round_request(
+    origin: Mapping[str, Any],
+    *,
+    request_state: str | None,
+    input_requests: Mapping[str, Mapping[str, Any]],
+    key: str,
+    responses: Mapping[str, Any],
+) -> Request:
+    """The host `Request` for entry `key` of a round, its `data["mcp"]` holding `origin` (what
+    was asked of which server) and everything needed to finish the round later."""
     request = host_request(input_requests[key], key)
     request.data = {
         **(request.data or {}),
         "mcp": {
-            "server": server,
-            "tool": tool,
-            "arguments": dict(arguments),
-            "protocol": protocol,
+            **origin,
             "requestState": request_state,
             "inputRequests": dict(input_requests),
             "key": key,
             "responses": dict(responses),
         },
     }
-    return pending_result(request, server)
+    return request
 
 
 def url_suspension(

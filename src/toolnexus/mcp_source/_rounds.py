@@ -21,7 +21,9 @@ from toolnexus._aio import call_in_thread_maybe_async
 from toolnexus._log import warn
 from toolnexus.errors import McpInputError
 from toolnexus.mcp_source import _input
+from toolnexus.mcp_source._config import MODERN
 from toolnexus.mcp_source._connection import Budget, Connection, input_responses
+from toolnexus.mcp_source._input import InputPending, Resume
 from toolnexus.mcp_source._results import map_call_result
 from toolnexus.types import Answer, Request, ToolContext, ToolResult, error_message
 
@@ -126,32 +128,83 @@ class Rounds:
 
 
 async def with_input(
-    rounds: Rounds, what: str, send: Callable[[Any, str | None], Awaitable[Any]]
+    rounds: Rounds,
+    what: str,
+    send: Callable[[Any, str | None], Awaitable[Any]],
+    *,
+    origin: Mapping[str, Any],
+    resume: Resume | None = None,
 ) -> Any:
     """What `send(responses, request_state)` answers once it stops asking for input (at most
-    10 rounds, each answered by `rounds`). A question only the host can answer, with no
-    `wait_for` to ask it, ends the request: `McpInputError` naming what the server asked
-    while doing `what` (e.g. `read <uri>`)."""
+    10 rounds, each answered by `rounds`), starting from `resume` when given. `origin` names
+    the request (`{"method", ...}`, the server added) in the Request of an `InputPending`: a
+    question only the host can answer, with no `wait_for` to ask it, raises one naming what
+    the server asked while doing `what` (e.g. `read <uri>`). Anything else that cannot be
+    answered raises `McpInputError`."""
+    origin = {"server": rounds.name, **origin, "protocol": rounds.conn.protocol or MODERN}
     responses: dict[str, Any] | None = None
     state: str | None = None
+    asked: dict[str, Any] = {}
+    resumed = False
+    reuse: tuple[dict[str, Any], dict[str, Any]] | None = None
+
+    def pending(round_: dict[str, Any], key: str, gathered: dict[str, Any]) -> InputPending:
+        request = _input.round_request(
+            origin, request_state=state, input_requests=round_, key=key, responses=gathered
+        )
+        asked_for = request.prompt if request.url is None else f"{request.prompt} {request.url}"
+        return InputPending(
+            f'MCP server "{rounds.name}" asked for input to {what}, and there is no '
+            f"wait_for to ask: {asked_for}",
+            request,
+        )
+
+    if resume is not None:
+        request, answer = resume
+        mcp = (request.data or {}).get("mcp")
+        if (
+            answer is None
+            or answer.id != request.id
+            or not isinstance(mcp, Mapping)
+            or any(mcp.get(k) != v for k, v in origin.items() if k != "protocol")
+        ):
+            raise McpInputError("the answer does not belong to this request")
+        problem = rounds.form_problem(request, answer)
+        if problem is not None:
+            raise McpInputError(problem)
+        asked = dict(mcp.get("inputRequests") or {})
+        responses = dict(mcp.get("responses") or {})
+        responses[str(mcp.get("key"))] = _input.elicit_response(request, answer)
+        state = mcp.get("requestState")
+        following = _input.next_host_key(asked, responses)
+        if following is not None:
+            raise pending(asked, following, responses)
+        resumed = True
     for _ in range(_input.MAX_ROUNDS + 1):
-        result = await send(input_responses(responses), state)
+        try:
+            result = await send(input_responses(responses), state)
+        except MCPError as exc:
+            if resumed and exc.code == types.INVALID_PARAMS and _STALE_STATE in exc.message:
+                # as for a tool call: ask afresh once, reusing the answers given
+                reuse = (asked, responses or {})
+                responses, state, resumed = None, None, False
+                continue
+            raise
         if not isinstance(result, types.InputRequiredResult):
             return result
         asked = _input.wire_requests(result.input_requests or {})
         gathered: dict[str, Any] = {}
+        if reuse is not None:
+            gathered.update(_input.reuse_answers(asked, *reuse))
+            reuse = None
         problem = await rounds.answer_round(asked, gathered)
-        waiting = _input.next_host_key(asked, gathered) if problem is None else None
-        if waiting is not None:
-            request = _input.host_request(asked[waiting], waiting)
-            asked_for = request.prompt if request.url is None else f"{request.prompt} {request.url}"
-            problem = (
-                f'MCP server "{rounds.name}" asked for input to {what}, and there is no '
-                f"wait_for to ask: {asked_for}"
-            )
         if problem is not None:
             raise McpInputError(problem)
-        responses, state = gathered, result.request_state
+        state = result.request_state
+        waiting = _input.next_host_key(asked, gathered)
+        if waiting is not None:
+            raise pending(asked, waiting, gathered)
+        responses = gathered
     raise McpInputError(
         f'MCP server "{rounds.name}" asked for input more than {_input.MAX_ROUNDS} times to {what}'
     )

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from toolnexus._aio import wait_signal
 from toolnexus._filters import apply_name_filter
 from toolnexus._log import warn
-from toolnexus.errors import ConfigError, NotConnected
+from toolnexus.errors import ConfigError, McpInputError, NotConnected
 from toolnexus.mcp_source import _input
 from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_server, is_enabled
 from toolnexus.mcp_source._config import parse_mcp_config as _parse_mcp_config
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from anyio.abc import Process
 
     from toolnexus.mcp_source._connection import Connection
+    from toolnexus.mcp_source._input import Resume
     from toolnexus.oauth import TokenStore
     from toolnexus.oauth._authorization import Authorization
     from toolnexus.types import Answer
@@ -278,19 +279,31 @@ class McpSource:
             found.extend((s.name, t) for t in await features.wire_templates(s.session(), s.timeout))
         return found
 
-    async def wire_read_resource(self, uri: str, among: Collection[str] | None = None) -> Any:
+    async def wire_read_resource(
+        self, uri: str, among: Collection[str] | None = None, *, resume: Resume | None = None
+    ) -> Any:
         """The `ReadResourceResult` of `uri` from its owner: the server that last named it, else
-        each server offering resources in config order until one has it."""
+        each server offering resources in config order until one has it. A question only the
+        host can answer raises `InputPending` (the server asking is the owner); `resume` is the
+        Request it carried and the answer, continued on the server that asked."""
         features = sdk_features()
         candidates = self._among(among, "resources")
         if not candidates:
             raise ConfigError("no connected MCP server offers resources")
+        if resume is not None:
+            candidates = [s for s in candidates if s.name == _asking_server(resume)][:1]
+            if not candidates:
+                raise McpInputError("the answer does not belong to this request")
         remembered = self._owners.get(uri)
         candidates.sort(key=lambda s: s.name != remembered)  # stable: config order otherwise
         failure: Exception | None = None
         for s in candidates:
             try:
-                return await features.wire_read(s.session(), uri, s.timeout)
+                return await features.wire_read(
+                    s.session(), s.name, uri, s.timeout, s.wait_for, resume
+                )
+            except McpInputError:
+                raise  # this server has it: it asks for input
             except Exception as exc:  # not this one's, perhaps: ask the next
                 failure = exc
         assert failure is not None
@@ -305,11 +318,21 @@ class McpSource:
         return found
 
     async def wire_get_prompt(
-        self, server: str, name: str, arguments: dict[str, str] | None = None
+        self,
+        server: str,
+        name: str,
+        arguments: dict[str, str] | None = None,
+        *,
+        resume: Resume | None = None,
     ) -> Any:
-        """`server`'s `GetPromptResult` for its prompt `name`."""
+        """`server`'s `GetPromptResult` for its prompt `name` (input as for
+        `wire_read_resource`)."""
         [s] = self._offering(server, "prompts")
-        return await sdk_features().wire_get_prompt(s.session(), name, arguments, s.timeout)
+        if resume is not None and _asking_server(resume) != s.name:
+            raise McpInputError("the answer does not belong to this request")
+        return await sdk_features().wire_get_prompt(
+            s.session(), s.name, name, arguments, s.timeout, s.wait_for, resume
+        )
 
     async def wire_complete(
         self, server: str, ref: Any, argument: dict[str, str], context: dict[str, str] | None
@@ -955,6 +978,12 @@ class _Server:
         conn = self.conn
         if conn is not None:
             await conn.close()
+
+
+def _asking_server(resume: Resume) -> object:
+    """The server that asked the question a resumed Request stands for."""
+    mcp = (resume[0].data or {}).get("mcp")
+    return mcp.get("server") if isinstance(mcp, Mapping) else None
 
 
 def _listing(conn: Connection | None) -> list[dict[str, Any]] | None:

@@ -21,12 +21,12 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolnexus._aio import CancelSignal, call_maybe_async
 from toolnexus._env import expand_env
 from toolnexus._log import logger
 from toolnexus.errors import ConfigError, ConfigTypeError
+from toolnexus.serve._asking import answer_of, ask_client
 from toolnexus.serve._mcp_relay import relay_handlers
 from toolnexus.types import (
     Answer,
@@ -138,54 +138,6 @@ def _security(cfg: Mapping[str, Any], audience: str) -> RequestStateBoundary:
             )
         security = RequestStateSecurity(keys=expanded, ttl=ttl_ms / 1000, audience=audience)
     return RequestStateBoundary(security, default_audience=audience)
-
-
-def _form_schema(request: Request) -> dict[str, Any]:
-    """The Request's own form, else one string field `answer` described by the prompt."""
-    schema = (request.data or {}).get("schema")
-    if isinstance(schema, Mapping):
-        return dict(schema)
-    return {
-        "type": "object",
-        "properties": {"answer": {"type": "string", "description": request.prompt}},
-        "required": ["answer"],
-    }
-
-
-def _elicitation(request: Request) -> types.ElicitRequest:
-    if request.kind == "authorization" and request.url:
-        return types.ElicitRequest(
-            params=types.ElicitRequestURLParams(
-                message=request.prompt, url=request.url, elicitation_id=request.id
-            )
-        )
-    return types.ElicitRequest(
-        params=types.ElicitRequestFormParams(
-            message=request.prompt, requested_schema=_form_schema(request)
-        )
-    )
-
-
-def _answer(request: Request, response: Any) -> Answer:
-    """The client's elicitation response as the host's `Answer` to `request`."""
-    action = getattr(response, "action", None)
-    if action is None and isinstance(response, Mapping):
-        action = response.get("action")
-    if action == "accept":
-        content = getattr(response, "content", None)
-        if content is None and isinstance(response, Mapping):
-            content = response.get("content")
-        return Answer(request.id, True, dict(content or {}) or None)
-    return Answer(request.id, False, reason="declined" if action == "decline" else "cancelled")
-
-
-def _can_elicit(capabilities: types.ClientCapabilities | None, request: Request) -> bool:
-    elicitation = capabilities.elicitation if capabilities is not None else None
-    if elicitation is None:
-        return False
-    if request.kind == "authorization" and request.url:
-        return elicitation.url is not None
-    return elicitation.form is not None or elicitation.url is None
 
 
 _PART_KINDS = {"image", "audio"}
@@ -337,7 +289,7 @@ def make_mcp_server(
         answer = request = None
         if params.request_state is not None and params.input_responses:
             request = Request.from_dict(json.loads(params.request_state))
-            answer = _answer(request, params.input_responses.get(request.id))
+            answer = answer_of(request, params.input_responses.get(request.id))
         result = await run_once(tool, args, ctx, answer, request)
         suspended = pending_of(result)
         if suspended is not None:
@@ -398,28 +350,10 @@ async def _relay(
     run_once: Callable[..., Awaitable[ToolResult]],
 ) -> ToolResult | types.InputRequiredResult:
     """A suspension, in the form the calling client can answer."""
-    session = ctx.session
-    capabilities = session.client_capabilities
-    if not _can_elicit(capabilities, request):
-        return result
-    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        return types.InputRequiredResult(
-            input_requests={request.id: _elicitation(request)},
-            request_state=json.dumps(request.to_dict(), separators=(",", ":")),
-        )
-    if not session.can_send_request:
-        return result
-    elicitation = _elicitation(request)
-    params = elicitation.params
-    if isinstance(params, types.ElicitRequestURLParams):
-        response: Any = await session.elicit_url(
-            params.message, params.url, params.elicitation_id, related_request_id=ctx.request_id
-        )
-    else:
-        response = await session.elicit_form(
-            params.message, params.requested_schema, related_request_id=ctx.request_id
-        )
-    again = await run_once(tool, args, ctx, _answer(request, response), request)
+    asked = await ask_client(ctx, request)
+    if asked is None or isinstance(asked, types.InputRequiredResult):
+        return result if asked is None else asked
+    again = await run_once(tool, args, ctx, asked, request)
     if pending_of(again) is not None:
         return ToolResult(f"unresolved: {request.prompt}", True)
     return again

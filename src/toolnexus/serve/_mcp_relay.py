@@ -10,19 +10,24 @@ servers when the gateway's client asks: nothing is cached, so upstream changes s
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from toolnexus._log import warn
+from toolnexus.errors import McpInputError
+from toolnexus.mcp_source._input import InputPending, Resume
+from toolnexus.serve._asking import ask_client, resumed
 from toolnexus.types import sanitize
 
 if TYPE_CHECKING:
     from toolnexus.mcp_source import McpSource
 
 __all__ = ["relay_handlers"]
+
+T = TypeVar("T")
 
 
 def relay_handlers(
@@ -93,14 +98,16 @@ class _Relay:
 
     async def read_resource(
         self, ctx: Any, params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        try:
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
+        uri = str(params.uri)
+
+        async def read(resume: Resume | None) -> types.ReadResourceResult:
             result: types.ReadResourceResult = await self.source.wire_read_resource(
-                str(params.uri), self.among
+                uri, self.among, resume=resume
             )
-        except ValueError as exc:
-            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
-        return result
+            return result
+
+        return await _asking_through(ctx, params, read)
 
     async def list_prompts(
         self, ctx: Any, params: types.PaginatedRequestParams | None
@@ -130,12 +137,16 @@ class _Relay:
 
     async def get_prompt(
         self, ctx: Any, params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
+    ) -> types.GetPromptResult | types.InputRequiredResult:
         server, name = await self._prompt(params.name)
-        result: types.GetPromptResult = await self.source.wire_get_prompt(
-            server, name, params.arguments
-        )
-        return result
+
+        async def get(resume: Resume | None) -> types.GetPromptResult:
+            result: types.GetPromptResult = await self.source.wire_get_prompt(
+                server, name, params.arguments, resume=resume
+            )
+            return result
+
+        return await _asking_through(ctx, params, get)
 
     async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
         ref = params.ref
@@ -163,3 +174,34 @@ class _Relay:
         except ValueError as exc:  # that server does not complete
             raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
         return result
+
+
+async def _asking_through(
+    ctx: Any, params: Any, send: Callable[[Resume | None], Awaitable[T]]
+) -> T | types.InputRequiredResult:
+    """`send` to the upstream server, relaying what it asks for (as a tool's suspension is): a
+    question only a person can answer goes to the gateway's client, as an input request
+    (2026-07-28; its retry resumes the upstream round) or pushed (2025-11-25 over stdio,
+    once); a client that cannot be asked, and anything toolnexus cannot answer (sampling,
+    roots none are configured for), gets an error naming what the server asked."""
+    resume: Resume | None = resumed(params)
+    pushed = False
+    while True:
+        try:
+            return await send(resume)
+        except InputPending as exc:
+            request = exc.request
+            if pushed:
+                raise MCPError(
+                    code=types.INTERNAL_ERROR, message=f"unresolved: {request.prompt}"
+                ) from None
+            asked = await ask_client(ctx, request)
+            if asked is None:
+                raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+            if isinstance(asked, types.InputRequiredResult):
+                return asked
+            resume, pushed = (request, asked), True
+        except McpInputError as exc:
+            raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+        except ValueError as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None

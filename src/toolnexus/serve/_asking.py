@@ -1,0 +1,107 @@
+"""Asking the gateway's own client a host question (a `Request`), in the form it can answer.
+
+A 2026-07-28 client that declares the elicitation mode gets an `InputRequiredResult` with one
+entry keyed by the Request's id and the Request's JSON as `requestState` (sealed by the
+server's request-state boundary); its retry carries the answer. A 2025-11-25 client over stdio
+that declares it is asked at once (a pushed `elicitation/create`). Any other client cannot be
+asked. Used for tool suspensions and for the questions upstream servers ask while the gateway
+reads their resources or gets their prompts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import mcp_types as types
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from toolnexus.types import Answer, Request
+
+__all__ = ["answer_of", "ask_client", "resumed"]
+
+
+def _form_schema(request: Request) -> dict[str, Any]:
+    """The Request's own form, else one string field `answer` described by the prompt."""
+    schema = (request.data or {}).get("schema")
+    if isinstance(schema, Mapping):
+        return dict(schema)
+    return {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "description": request.prompt}},
+        "required": ["answer"],
+    }
+
+
+def _elicitation(request: Request) -> types.ElicitRequest:
+    if request.kind == "authorization" and request.url:
+        return types.ElicitRequest(
+            params=types.ElicitRequestURLParams(
+                message=request.prompt, url=request.url, elicitation_id=request.id
+            )
+        )
+    return types.ElicitRequest(
+        params=types.ElicitRequestFormParams(
+            message=request.prompt, requested_schema=_form_schema(request)
+        )
+    )
+
+
+def answer_of(request: Request, response: Any) -> Answer:
+    """The client's elicitation response as the host's `Answer` to `request`."""
+    action = getattr(response, "action", None)
+    if action is None and isinstance(response, Mapping):
+        action = response.get("action")
+    if action == "accept":
+        content = getattr(response, "content", None)
+        if content is None and isinstance(response, Mapping):
+            content = response.get("content")
+        return Answer(request.id, True, dict(content or {}) or None)
+    return Answer(request.id, False, reason="declined" if action == "decline" else "cancelled")
+
+
+def resumed(params: Any) -> tuple[Request, Answer] | None:
+    """The Request a retried 2026-07-28 request answers (its `requestState`, unsealed by the
+    boundary) and the client's answer to it; `None` for a first request."""
+    state = getattr(params, "request_state", None)
+    responses = getattr(params, "input_responses", None)
+    if state is None or not responses:
+        return None
+    request = Request.from_dict(json.loads(state))
+    return request, answer_of(request, responses.get(request.id))
+
+
+def _can_elicit(capabilities: types.ClientCapabilities | None, request: Request) -> bool:
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is None:
+        return False
+    if request.kind == "authorization" and request.url:
+        return elicitation.url is not None
+    return elicitation.form is not None or elicitation.url is None
+
+
+async def ask_client(ctx: Any, request: Request) -> types.InputRequiredResult | Answer | None:
+    """`request` put to the client of the request `ctx` serves: the `InputRequiredResult` to
+    answer with (2026-07-28), the client's `Answer` (pushed, 2025-11-25 over stdio), or `None`
+    when this client cannot be asked."""
+    session = ctx.session
+    if not _can_elicit(session.client_capabilities, request):
+        return None
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return types.InputRequiredResult(
+            input_requests={request.id: _elicitation(request)},
+            request_state=json.dumps(request.to_dict(), separators=(",", ":")),
+        )
+    if not session.can_send_request:
+        return None
+    params = _elicitation(request).params
+    if isinstance(params, types.ElicitRequestURLParams):
+        response: Any = await session.elicit_url(
+            params.message, params.url, params.elicitation_id, related_request_id=ctx.request_id
+        )
+    else:
+        response = await session.elicit_form(
+            params.message, params.requested_schema, related_request_id=ctx.request_id
+        )
+    return answer_of(request, response)
