@@ -4,16 +4,19 @@ without `wait_for`, resumes in another process and on a replica, stale state, ro
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support.mcp_fixtures import ErasShared
+from support.mcp_fixtures import Asker, ErasShared
 from support.mcp_servers import ERAS, ThreadedHttpServer, command
 from support.mcp_servers.sdk_eras import app as eras_app
 from toolnexus.mcp_source import load_mcp_with_context
@@ -99,13 +102,22 @@ async def test_two_questions_in_one_round_are_asked_in_server_order(eras: ErasSh
     assert [r.prompt for r in eras.asker.requests] == ["What is your name?", "Favourite colour?"]
 
 
-async def test_the_handshake_era_still_pushes_elicitation(eras: ErasShared) -> None:
+async def test_the_handshake_era_still_pushes_elicitation(
+    eras: ErasShared, caplog: pytest.LogCaptureFixture
+) -> None:
     eras.asker.requests.clear()
     eras.asker.answer = accept({"name": "Bo"})
     result = await eras.tool("s_legacy", "greet").execute({})
     assert result.output == "Hello, Bo!"
     eras.asker.answer = accept({})
-    assert (await eras.tool("s_legacy", "visit").execute({})).output == "visited: accept"
+    with caplog.at_level(logging.DEBUG, logger="toolnexus"):
+        assert (await eras.tool("s_legacy", "visit").execute({})).output == "visited: accept"
+        # the server's `notifications/elicitation/complete`, sent before its answer
+        completed = '[toolnexus] MCP server "s_legacy" completed elicitation el-visit-1'
+        deadline = time.monotonic() + 10
+        while completed not in caplog.messages:
+            assert time.monotonic() < deadline, caplog.messages
+            await asyncio.sleep(0.01)
     assert eras.asker.requests[-1].kind == "authorization"
 
 
@@ -393,3 +405,39 @@ async def test_create_toolkit_passes_roots_and_the_workspace(
         assert shown.output == tmp_path.resolve().as_uri()
     finally:
         await workspace.close()
+
+
+async def test_the_declared_capabilities_follow_the_era_and_the_config(
+    era_http: dict[str, ThreadedHttpServer],
+) -> None:
+    async def declared(config: dict[str, Any], wait_for: Any = None) -> dict[str, Any]:
+        source = await load_mcp_with_context(config, wait_for)
+        try:
+            found = {}
+            for name in config:
+                tool = next(t for t in source.tools if t.name == f"{name}_client_capabilities")
+                found[name] = json.loads((await tool.execute()).output)
+            return found
+        finally:
+            await source.close()
+
+    dual, legacy = era_http["dual"].url(), era_http["legacy"].url()
+    both_modes = {"form": {}, "url": {}}
+    bare = await declared({"modern": {"url": dual}, "legacy": {"url": legacy}})
+    # 2026-07-28: elicitation always (a question becomes a suspension); 2025-11-25: only
+    # with a `wait_for` (a push needs its answer while the call is open); never sampling,
+    # tasks or other extensions; roots only when there are some
+    assert bare == {"modern": {"elicitation": both_modes}, "legacy": {}}
+    full = await declared(
+        {
+            "modern": {"url": dual, "roots": ["/srv/ws"]},
+            "legacy": {"url": legacy, "roots": ["/srv/ws"]},
+            "rootless": {"url": legacy, "roots": False},
+        },
+        Asker(),
+    )
+    assert full == {
+        "modern": {"elicitation": both_modes, "roots": {}},
+        "legacy": {"elicitation": both_modes, "roots": {}},
+        "rootless": {"elicitation": both_modes},
+    }

@@ -129,6 +129,26 @@ async def test_server_logs_become_toolnexus_records(
     assert (record.mcp_logger, record.mcp_level) == ("disk", "warning")
 
 
+async def test_each_mcp_level_and_data_shape_becomes_one_record(
+    eras: ErasShared, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="toolnexus"):
+        assert (await eras.tool("s_legacy", "log_shapes").execute()).output == "shaped"
+    shaped = [
+        (r.levelno, r.mcp_level, r.getMessage())
+        for r in caplog.records
+        if getattr(r, "mcp_server", None) == "s_legacy"
+    ]
+    prefix = '[toolnexus] MCP server "s_legacy"'
+    assert shaped == [
+        (logging.INFO, "notice", f"{prefix}: noted"),
+        (logging.ERROR, "error", f'{prefix} (db): {{"code":7,"ok":true}}'),  # compact JSON
+        (logging.CRITICAL, "critical", f"{prefix}: {'x' * 2000}…"),  # cut at 2000
+        (logging.CRITICAL, "alert", f"{prefix}: alerted"),
+        (logging.CRITICAL, "emergency", f"{prefix}: stop"),
+    ]
+
+
 async def test_log_level_opts_in_at_2026(
     era_http: dict[str, ThreadedHttpServer], caplog: pytest.LogCaptureFixture
 ) -> None:

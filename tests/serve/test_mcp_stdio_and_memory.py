@@ -159,3 +159,52 @@ def test_exposed_mcp_tools_filter():
     assert exposed_mcp_tools(tools, {"tools": []}) == []
     with pytest.raises(TypeError, match="list of tool names"):
         exposed_mcp_tools(tools, {"tools": "a"})
+
+
+def _asking() -> Tool:
+    from toolnexus.types import ToolResult, pending
+
+    def ask(args: dict[str, Any], ctx: Any) -> ToolResult:
+        if ctx.answer is None:
+            return pending(kind="input", prompt="Your name?")
+        return ToolResult(f"hello {(ctx.answer.data or {}).get('answer')}")
+
+    return Tool("ask", "Ask for a name", None, "native", ask)
+
+
+async def test_request_state_keys_are_checked_expanded_and_never_shown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolnexus.errors import ConfigError
+
+    secret = "k" * 40
+    for cfg, message in [
+        ({"requestStateKeys": ["short-secret"]}, '"requestStateKeys" must be 32+ bytes'),
+        ({"requestStateKeys": secret}, '"requestStateKeys" must be a list of strings'),
+        ({"requestStateKeys": []}, '"requestStateKeys" must be a list of strings'),
+        ({"requestStateTtl": 0}, '"requestStateTtl" must be a positive number of ms'),
+    ]:
+        with pytest.raises(ConfigError) as bad:
+            build_mcp_server([_asking()], cfg)
+        assert message in str(bad.value)
+        assert "short-secret" not in str(bad.value) and secret not in str(bad.value)
+    # a key from the environment seals what the same key, written out, unseals
+    monkeypatch.setenv("TN_TEST_STATE_KEY", secret)
+    minting = build_mcp_server([_asking()], {"requestStateKeys": ["${TN_TEST_STATE_KEY}"]})
+    finishing = build_mcp_server([_asking()], {"requestStateKeys": ["o" * 40, secret]})
+
+    async def never(context: Any, params: Any) -> Any:
+        raise AssertionError("answered by hand below")
+
+    async with Client(minting, elicitation_callback=never) as first:
+        raw = await first.session.call_tool("ask", {}, allow_input_required=True)
+    assert raw.request_state is not None and secret not in raw.request_state
+    [key] = list(raw.input_requests or {})  # type: ignore[union-attr]
+    responses: Any = {key: {"action": "accept", "content": {"answer": "Ada"}}}
+    async with Client(
+        finishing, elicitation_callback=never
+    ) as second:  # any key of the list unseals (rotation)
+        done = await second.call_tool(
+            "ask", {}, input_responses=responses, request_state=raw.request_state
+        )
+    assert done.content[0].text == "hello Ada"  # type: ignore[union-attr]

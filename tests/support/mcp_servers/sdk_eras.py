@@ -141,6 +141,7 @@ def build(name: str = "eras", state_key: str | None = None) -> MCPServer:
                 request_state=None,
             )
         result = await ctx.elicit_url("Please sign in", "https://example.test/login", "el-visit-1")
+        await ctx.session.send_elicit_complete("el-visit-1", related_request_id=ctx.request_id)
         return CallToolResult(content=[TextContent(text=f"visited: {result.action}")])
 
     @mcp.tool(description="Ask the same question on every round, forever (2026-07-28).")
@@ -154,6 +155,14 @@ def build(name: str = "eras", state_key: str | None = None) -> MCPServer:
     @mcp.tool(description="Show the client's roots.")
     def show_roots(found: Annotated[ListRootsResult, Resolve(roots)]) -> str:
         return "\n".join(str(r.uri) for r in found.roots) or "(none)"
+
+    @mcp.tool(structured_output=False, description="The capabilities the client declared.")
+    def client_capabilities(ctx: Context) -> str:
+        declared = ctx.client_capabilities
+        wire = (
+            declared.model_dump(by_alias=True, mode="json", exclude_none=True) if declared else {}
+        )
+        return json.dumps(wire, sort_keys=True)
 
     @mcp.tool(description="Sample the client's model.")
     def sampled(answer: Annotated[Any, Resolve(sample)]) -> str:
@@ -218,6 +227,15 @@ def build(name: str = "eras", state_key: str | None = None) -> MCPServer:
     @mcp.tool(description="`fragile_read` without annotations: not safe to repeat.")
     async def fragile(ctx: Context, marker: str, how: str = "exit") -> str:
         return await fragile_call(ctx, marker, how)
+
+    @mcp.tool(description="Log one message at each of the levels above info, in odd shapes.")
+    async def log_shapes(ctx: Context) -> str:
+        await ctx.log("notice", "noted")
+        await ctx.log("error", {"code": 7, "ok": True}, logger_name="db")
+        await ctx.log("critical", "x" * 2500)
+        await ctx.log("alert", "alerted")
+        await ctx.log("emergency", "stop")
+        return "shaped"
 
     @mcp.tool(description="Log `count` warnings as fast as possible, then answer.")
     async def flood(ctx: Context, count: int = 250) -> str:
