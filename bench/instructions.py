@@ -3,6 +3,7 @@
     python bench/instructions.py                      # every scenario, 50 requests each
     python bench/instructions.py --only run,floor -n 100
     python bench/instructions.py --src /tmp/old/src   # another source tree's toolnexus
+    python bench/instructions.py --only llm --keep /tmp/cg   # then callgrind_annotate it
 
 Each scenario runs in its own interpreter under `valgrind --tool=callgrind` with
 instrumentation off; after the warm-up requests the process switches it on
@@ -168,10 +169,14 @@ def _child(scenario: str, base_url: str, n: int) -> None:
         asyncio.run(_toolnexus(scenario, base_url, n))
 
 
-def _count(scenario: str, base_url: str, n: int, src: str | None) -> float:
-    """Instructions per request of `scenario`, from a callgrind child."""
+def _count(scenario: str, base_url: str, n: int, src: str | None, keep: Path | None) -> float:
+    """Instructions per request of `scenario`, from a callgrind child.
+
+    With `keep`, the callgrind output is kept there as `callgrind.<scenario>.out` (for
+    `callgrind_annotate`).
+    """
     with tempfile.TemporaryDirectory(prefix="bench-callgrind-") as folder:
-        out = Path(folder) / "callgrind.out"
+        out = (keep or Path(folder)) / f"callgrind.{scenario}.out"
         env = dict(os.environ)
         if src:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")]))
@@ -203,6 +208,9 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=50, help="measured requests per scenario")
     parser.add_argument("--only", default=",".join(SCENARIOS), help="scenarios, comma-separated")
     parser.add_argument("--src", help="the source tree whose toolnexus to measure")
+    parser.add_argument(
+        "--keep", type=Path, help="keep each scenario's callgrind output in this folder"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -218,7 +226,7 @@ def main() -> int:
         parser.error(f"unknown scenarios {unknown}; choose from {', '.join(SCENARIOS)}")
     with c.MockLLMProcess() as base_url:
         for scenario in chosen:
-            per_request = _count(scenario, base_url, args.n, args.src)
+            per_request = _count(scenario, base_url, args.n, args.src, args.keep)
             print(f"{scenario:14} {per_request / 1e6:8.3f} M instructions per request")
     return 0
 

@@ -23,7 +23,14 @@ if TYPE_CHECKING:
 
     import httpx2
 
-__all__ = ["HttpClients", "http_owner", "new_client", "shared_client", "ssl_context"]
+__all__ = [
+    "HttpClients",
+    "frames_bodies",
+    "http_owner",
+    "new_client",
+    "shared_client",
+    "ssl_context",
+]
 
 
 @functools.cache
@@ -57,9 +64,20 @@ def new_client(
         return httpx2.AsyncClient(verify=ssl_context(), timeout=timeout, limits=limits, **options)
     from toolnexus._http1 import Http1Transport
 
-    return httpx2.AsyncClient(
+    client = httpx2.AsyncClient(
         transport=Http1Transport(ssl_context, limits), timeout=timeout, limits=limits, **options
     )
+    _on_http1.add(client)
+    return client
+
+
+_on_http1: weakref.WeakSet[httpx2.AsyncClient] = weakref.WeakSet()
+
+
+def frames_bodies(client: httpx2.AsyncClient) -> bool:
+    """Whether `client` is one of ours on `Http1Transport`, which frames a request body sent
+    whole by itself (a request built by hand may leave out its Content-Length)."""
+    return client in _on_http1
 
 
 class HttpClients:

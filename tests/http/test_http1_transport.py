@@ -433,6 +433,45 @@ async def test_a_silent_server_is_a_read_timeout_and_the_connection_is_not_reuse
     assert raw.connections == 2
 
 
+async def test_each_request_on_a_kept_connection_gets_its_own_read_timeout() -> None:
+    # The connection keeps one read timer across requests: a later, shorter budget must still
+    # fire on time, and a later wait without any budget must not be cut by an earlier one's.
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, raw: Raw) -> None:
+        while await read_request(reader, raw) is not None:
+            path = raw.requests[-1][0].split(b" ")[1]
+            if path == b"/silent":
+                await reader.read()  # never answer
+                return
+            if path == b"/slow":
+                await asyncio.sleep(0.3)  # past the budget of the request before
+            writer.write(answer(path))
+            await writer.drain()
+
+    loop = asyncio.get_running_loop()
+    async with raw_server(handler) as raw, client() as http:
+        quick = httpx2.Timeout(5.0, read=0.05)
+        assert (await http.get(raw.url + "/fast", timeout=quick)).content == b"/fast"
+        unbounded = httpx2.Timeout(5.0, read=None)
+        assert (await http.get(raw.url + "/slow", timeout=unbounded)).content == b"/slow"
+        long = httpx2.Timeout(5.0, read=60)
+        assert (await http.get(raw.url + "/fast", timeout=long)).content == b"/fast"
+        assert raw.connections == 1
+        started = loop.time()
+        with pytest.raises(httpx2.ReadTimeout):
+            await http.get(raw.url + "/silent", timeout=httpx2.Timeout(5.0, read=0.2))
+        assert loop.time() - started < 30  # the 60 s timer of the request before did not rule
+
+
+async def test_a_prepared_request_without_content_length_is_framed_by_the_transport() -> None:
+    async with raw_server(serve_each(lambda h, b: answer(b))) as raw, client() as http:
+        for body in (b"first", b"second, longer"):
+            request = httpx2.Request("POST", raw.url, stream=httpx2.ByteStream(body))
+            response = await http.send(request)
+            assert response.content == body
+    assert [head.count(b"Content-Length: ") for head, _ in raw.requests] == [1, 1]
+    assert b"Content-Length: 14\r\n" in raw.requests[1][0]
+
+
 async def test_a_server_that_stops_reading_is_a_write_timeout() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, raw: Raw) -> None:
         await wait_until(lambda: raw.state.get("done"), timeout=30)

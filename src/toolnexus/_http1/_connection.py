@@ -73,6 +73,7 @@ class Connection(asyncio.Protocol):
     __slots__ = (
         "buffer",
         "cut",
+        "deadline",
         "drained",
         "eof",
         "error",
@@ -81,6 +82,7 @@ class Connection(asyncio.Protocol):
         "reading_paused",
         "received",
         "requests",
+        "timer",
         "transport",
         "waiter",
         "writing_paused",
@@ -97,6 +99,10 @@ class Connection(asyncio.Protocol):
         self.requests = 0  # requests sent on it so far
         self.expires_at: float | None = None  # while idle: when keep-alive gives up on it
         self.waiter: asyncio.Future[None] | None = None
+        # The read timeout: one timer per connection, re-armed when it fires early, rather
+        # than one timer made and cancelled per wait.
+        self.deadline: float | None = None  # when the current wait for bytes gives up
+        self.timer: asyncio.TimerHandle | None = None
         self.drained: asyncio.Future[None] | None = None
         self.reading_paused = False
         self.writing_paused = False
@@ -148,6 +154,19 @@ class Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
         self.eof = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def _read_deadline(self) -> None:
+        timer, self.timer = self.timer, None
+        waiter, deadline = self.waiter, self.deadline
+        if timer is None or waiter is None or waiter.done() or deadline is None:
+            return  # no timed wait in progress: the next one arms a timer again
+        if deadline <= timer.when():
+            waiter.set_exception(TimeoutError())
+        else:  # the wait that armed this timer ended, and a later one runs to a later deadline
+            self.timer = waiter.get_loop().call_at(deadline, self._read_deadline)
 
     async def more(self, timeout: float | None) -> bool:
         """Wait for bytes beyond those buffered; False when the peer closed instead."""
@@ -158,9 +177,19 @@ class Connection(asyncio.Protocol):
             assert self.transport is not None
             self.transport.resume_reading()
         size = len(self.buffer)
-        self.waiter = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter = self.waiter = loop.create_future()
+        if timeout is None:
+            self.deadline = None
+        else:
+            deadline = self.deadline = loop.time() + timeout
+            timer = self.timer
+            if timer is None or timer.when() > deadline:
+                if timer is not None:
+                    timer.cancel()
+                self.timer = loop.call_at(deadline, self._read_deadline)
         try:
-            await wait(self.waiter, timeout)
+            await waiter
         except TimeoutError:
             raise httpx2.ReadTimeout("timed out waiting for the server") from None
         finally:

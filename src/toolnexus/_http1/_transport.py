@@ -17,7 +17,7 @@ from typing import Any
 import httpx2
 
 from toolnexus._http1._connection import Connection, ResponseBody, _StaleConnection, exchange, wait
-from toolnexus._http1._parse import request_framing, request_head
+from toolnexus._http1._parse import request_head
 
 __all__ = ["Http1Transport"]
 
@@ -191,22 +191,17 @@ class Http1Transport(httpx2.AsyncBaseTransport):
             raise httpx2.UnsupportedProtocol("the URL has no host")
         origin = (scheme, url.raw_host, url.port or default_port)
         method = request.method.encode("ascii")
-        headers = request.headers.raw
-        chunked, length, close = request_framing(headers)
         stream = request.stream
         body: bytes | httpx2.AsyncByteStream
         if isinstance(stream, httpx2.ByteStream):
             body = b"".join(stream)
-            if length is None and not chunked and body:
-                headers = [*headers, (b"Content-Length", str(len(body)).encode())]
+            size: int | None = len(body)
         elif isinstance(stream, httpx2.AsyncByteStream):
             body = stream
-            if length is None and not chunked:
-                headers = [*headers, (b"Transfer-Encoding", b"chunked")]
-                chunked = True
+            size = None
         else:
             raise httpx2.LocalProtocolError("an async transport needs an async request body")
-        head = request_head(method, url.raw_path, headers)
+        head, chunked, length, close = request_head(method, url.raw_path, request.headers.raw, size)
         timeouts = request.extensions.get("timeout") or _NO_TIMEOUTS
         replayable = isinstance(body, bytes)
         fresh = False

@@ -14,7 +14,7 @@ from typing import Any, Protocol, cast
 
 import httpx2
 
-from toolnexus._http import new_client
+from toolnexus._http import frames_bodies, new_client
 from toolnexus._json import compact_json
 from toolnexus.client._errors import ProviderConnectionError, ProviderError
 from toolnexus.client._wire import CREDENTIAL_HEADERS
@@ -184,6 +184,7 @@ class HttpTransport:
         self.unwinds_promptly = client is None  # a caller's client may carry hooks of its own
         self._read_timeout_s = read_timeout_s
         self._owned: httpx2.AsyncClient | None = None
+        self._owned_frames = False  # the owned client adds a body's Content-Length itself
         self._owned_loop: asyncio.AbstractEventLoop | None = None
         self._urls: dict[str, httpx2.URL] = {}
         self._headers: dict[tuple[tuple[str, str], ...], httpx2.Headers] = {}
@@ -204,6 +205,7 @@ class HttpTransport:
             # releases its sockets.
             timeout = httpx2.Timeout(30.0, read=self._read_timeout_s)
             owned = self._owned = new_client(timeout=timeout, limits=_LIMITS)
+            self._owned_frames = frames_bodies(owned)
             self._owned_loop = loop
             self._headers.clear()  # merged with that client's default headers
         return owned
@@ -239,7 +241,8 @@ class HttpTransport:
             stream=httpx2.ByteStream(content),
             extensions=self._extensions,
         )
-        request.headers["Content-Length"] = str(len(content))
+        if not self._owned_frames:  # with the same headers every time, our transport's checked
+            request.headers["Content-Length"] = str(len(content))  # head is reused as it is
         return request
 
     async def post(
