@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import gzip
 import json
 import socket
@@ -561,6 +562,23 @@ async def test_a_request_waits_for_a_free_connection_until_the_pool_timeout() ->
             assert await held.aread() == b"abcd"
         assert (await waiting).content == b"abcd"
     assert raw.connections == 1
+
+
+async def test_a_streamed_response_dropped_unread_gives_its_connection_back() -> None:
+    # httpx keeps the place of a response nobody closes until the pool times out; ours is
+    # given back (its connection closed) once the response is garbage-collected.
+    handler = serve_each(lambda h, b: answer(b"x" * 100_000))
+    limits = httpx2.Limits(max_connections=1)
+    async with raw_server(handler) as raw, client(Http1Transport(limits=limits), pool=5) as http:
+        held = await http.send(http.build_request("GET", raw.url), stream=True)
+        with pytest.raises(httpx2.PoolTimeout, match="waiting for a connection from the pool"):
+            await http.get(raw.url, timeout=httpx2.Timeout(5.0, pool=0.2))
+        del held
+        gc.collect()
+        response = await http.get(raw.url)
+        assert response.content == b"x" * 100_000
+        assert (await http.get(raw.url)).content == b"x" * 100_000
+    assert raw.connections == 2  # the dropped one closed, the next one kept
 
 
 async def test_idle_connections_beyond_the_keep_alive_count_are_closed() -> None:

@@ -9,6 +9,7 @@ so a consumer that reads a streamed body slowly sets the pace (back-pressure).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterable, Callable
 from typing import Any
 
@@ -78,6 +79,7 @@ class Connection(asyncio.Protocol):
         "eof",
         "error",
         "expires_at",
+        "loop",
         "origin",
         "reading_paused",
         "received",
@@ -90,6 +92,7 @@ class Connection(asyncio.Protocol):
 
     def __init__(self, origin: tuple[bytes, bytes, int]) -> None:
         self.origin = origin
+        self.loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
         self.eof = False  # the peer closed its side, or the connection is gone
@@ -340,6 +343,8 @@ class ResponseBody(httpx2.AsyncByteStream):
 
     When the body ends the connection goes back to the pool (if both sides keep it alive);
     closed before its end, on an error or a cancellation, the connection is closed instead.
+    A body dropped unread and unclosed (garbage-collected) closes its connection too, so it
+    gives its place in the pool back rather than holding it for ever.
     """
 
     __slots__ = ("_conn", "_done", "_keep", "_left", "_release", "_state", "_timeout")
@@ -373,6 +378,14 @@ class ResponseBody(httpx2.AsyncByteStream):
         conn, self._conn = self._conn, None
         if conn is not None:
             self._release(conn, False)
+
+    def __del__(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            # Collection may run anywhere (in another thread, inside the pool's own code): the
+            # connection is handed back on its loop's next turn.
+            with contextlib.suppress(RuntimeError):  # the loop is closed: its sockets too
+                conn.loop.call_soon_threadsafe(self._release, conn, False)
 
     def __aiter__(self) -> ResponseBody:
         return self
