@@ -267,3 +267,30 @@ async def test_a_server_that_never_answers_the_probe_fails_like_a_hung_phase(
         assert (servers["remedy"].status, servers["remedy"].protocol) == ("connected", LEGACY)
     finally:
         await source.close()
+
+
+async def test_a_dropped_listen_stream_is_reopened_and_the_tools_listed_again() -> None:
+    from support.mcp_servers.sdk_eras import cuttable
+
+    asgi, cutter = cuttable("--stateless")
+    server = ThreadedHttpServer(asgi)
+    source = await load_mcp_with_context({"web": {"url": server.url()}})
+    try:
+        assert source.servers["web"].protocol == MODERN
+        deadline = time.monotonic() + 10
+        while cutter.opened < 1:  # the connection holds its listen stream
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        changed: list[int] = []
+        source.on_tools_changed = lambda: changed.append(1)
+        cutter.cut()
+        # changed while no stream is open: the event is lost (there is no replay) ...
+        adder = next(t for t in source.tools if t.name == "web_add_tool_now")
+        assert (await adder.execute({"name": "unheard"})).output == "added unheard"
+        # ... but the stream re-opened a second later lists the tools again
+        await _wait_for_tool(source, "web_unheard")
+        assert cutter.opened == 2
+        assert changed
+    finally:
+        await source.close()
+        server.stop()

@@ -251,6 +251,40 @@ async def test_a_modern_client_gets_one_input_request_per_question(asking_gatewa
         assert foreign.value.code == types.INVALID_PARAMS
 
 
+async def test_two_questions_in_one_upstream_round_are_two_input_requests(
+    asking_gateway: str,
+) -> None:
+    async def fill(context: Any, params: Any) -> Any:
+        content = {"name": "Ada"} if "name" in params.requested_schema["properties"] else {}
+        return types.ElicitResult(action="accept", content=content or {"city": "Oslo"})
+
+    async with Client(asking_gateway, elicitation_callback=fill) as client:
+        first = await client.session.read_resource("ask://pair", allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        [(name_key, name_entry)] = (first.input_requests or {}).items()
+        assert name_entry.params.message == "Who is reading?"  # type: ignore[union-attr]
+        second = await client.session.read_resource(
+            "ask://pair",
+            input_responses={name_key: await fill(None, name_entry.params)},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        # the round's second question, asked before the upstream server is asked again
+        assert isinstance(second, types.InputRequiredResult)
+        [(city_key, city_entry)] = (second.input_requests or {}).items()
+        assert city_entry.params.message == "Which city?"  # type: ignore[union-attr]
+        done = await client.session.read_resource(
+            "ask://pair",
+            input_responses={city_key: await fill(None, city_entry.params)},
+            request_state=second.request_state,
+            allow_input_required=True,
+        )
+        assert done.contents[0].text == "Ada from Oslo (state r2)"  # type: ignore[union-attr]
+        # the SDK's own driver does the same rounds
+        read = await client.read_resource("ask://pair")
+        assert read.contents[0].text == "Ada from Oslo (state r2)"  # type: ignore[union-attr]
+
+
 async def test_what_the_gateway_cannot_provide_is_an_error_naming_it(asking_gateway: str) -> None:
     async with Client(asking_gateway, elicitation_callback=_name_ada) as client:
         with pytest.raises(MCPError) as sampled:

@@ -518,8 +518,9 @@ def _unsupported(
 def input_server() -> Any:
     """A lowlevel `Server` whose resource and prompt ask for input first (2026-07-28
     `InputRequiredResult`s, request state unsealed as a lowlevel server sends it):
-    `ask://name` asks a form question; `ask://sample` asks for sampling; the `hello` prompt
-    asks for the client's roots and a form question in one round."""
+    `ask://name` asks a form question; `ask://pair` two in one round; `ask://sample` asks
+    for sampling; the `hello` prompt asks for the client's roots and a form question in one
+    round."""
     from mcp.server.lowlevel import Server
     from mcp_types import (
         CreateMessageRequest,
@@ -548,12 +549,37 @@ def input_server() -> Any:
         return ListResourcesResult(
             resources=[
                 Resource(uri="ask://name", name="name", mime_type="text/plain"),
+                Resource(uri="ask://pair", name="pair", mime_type="text/plain"),
                 Resource(uri="ask://sample", name="sample", mime_type="text/plain"),
             ]
         )
 
+    ask_city = ElicitRequest(
+        params=ElicitRequestFormParams(
+            message="Which city?",
+            requested_schema={
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        )
+    )
+
+    def read(params: Any, text: str) -> ReadResourceResult:
+        return ReadResourceResult(
+            contents=[TextResourceContents(uri=params.uri, mime_type="text/plain", text=text)]
+        )
+
     async def read_resource(ctx: Any, params: Any) -> ReadResourceResult | InputRequiredResult:
         answers = params.input_responses or {}
+        if params.uri == "ask://pair":
+            if not {"name", "city"} <= set(answers):
+                return InputRequiredResult(
+                    input_requests={"name": ask_name, "city": ask_city}, request_state="r2"
+                )
+            who = (_field(answers["name"], "content") or {}).get("name")
+            city = (_field(answers["city"], "content") or {}).get("city")
+            return read(params, f"{who} from {city} (state {params.request_state})")
         if params.uri == "ask://sample" and "sample" not in answers:
             sampling = CreateMessageRequest(
                 params=CreateMessageRequestParams(
@@ -565,10 +591,7 @@ def input_server() -> Any:
         if "name" not in answers:
             return InputRequiredResult(input_requests={"name": ask_name}, request_state="r1")
         who = (_field(answers["name"], "content") or {}).get("name")
-        text = f"read by {who} (state {params.request_state})"
-        return ReadResourceResult(
-            contents=[TextResourceContents(uri=params.uri, mime_type="text/plain", text=text)]
-        )
+        return read(params, f"read by {who} (state {params.request_state})")
 
     async def list_prompts(ctx: Any, params: Any) -> ListPromptsResult:
         return ListPromptsResult(prompts=[Prompt(name="hello")])
@@ -661,6 +684,56 @@ def switchable(*argv: str) -> tuple[Any, EraSwitch]:
         await starlette(scope, _replay(body, receive), send)
 
     return app, switch
+
+
+class ListenCutter:
+    """An ASGI wrapper that can end the open `subscriptions/listen` streams (2026-07-28) while
+    everything else carries on, as a proxy dropping idle streams would. `cut()` may be called
+    from any thread; `opened` counts the listen requests that arrived."""
+
+    def __init__(self, inner: ASGIApp) -> None:
+        self.inner = inner
+        self.opened = 0
+        self._open: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    def cut(self) -> None:
+        for loop, event in self._open:
+            loop.call_soon_threadsafe(event.set)
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or ())
+        if scope["type"] != "http" or headers.get(b"mcp-method") != b"subscriptions/listen":
+            await self.inner(scope, receive, send)
+            return
+        self.opened += 1
+        ended = asyncio.Event()
+        entry = (asyncio.get_running_loop(), ended)
+        self._open.append(entry)
+
+        async def until_cut(message: dict[str, Any]) -> None:
+            if not ended.is_set():
+                await send(message)
+
+        serving = asyncio.ensure_future(self.inner(scope, receive, until_cut))
+        cutting = asyncio.ensure_future(ended.wait())
+        try:
+            await asyncio.wait({serving, cutting}, return_when=asyncio.FIRST_COMPLETED)
+            if ended.is_set():
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            self._open.remove(entry)
+            serving.cancel()
+            cutting.cancel()
+
+
+def cuttable(*argv: str) -> tuple[Any, ListenCutter]:
+    """The HTTP app for `argv` behind a `ListenCutter` the caller holds."""
+    cutter = ListenCutter(app(*argv))
+
+    async def with_lifespan(scope: Scope, receive: Any, send: Any) -> None:
+        await cutter(scope, receive, send)
+
+    return with_lifespan, cutter
 
 
 def tasks_app() -> Any:
