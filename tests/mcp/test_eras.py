@@ -294,3 +294,22 @@ async def test_a_dropped_listen_stream_is_reopened_and_the_tools_listed_again() 
     finally:
         await source.close()
         server.stop()
+
+
+async def test_the_sse_fallback_is_handshake_only(
+    http_servers: dict[str, ThreadedHttpServer],
+) -> None:
+    sse = http_servers["sse"].url("/sse")  # an endpoint that speaks only the legacy SSE transport
+    source = await load_mcp_with_context(
+        {"auto": {"url": sse}, "pinned": {"url": sse, "protocol": MODERN}}
+    )
+    try:
+        auto, pinned = source.servers["auto"], source.servers["pinned"]
+        assert (auto.status, auto.transport, auto.protocol) == ("connected", "sse", LEGACY)
+        assert (pinned.status, pinned.protocol) == ("failed", None)
+        assert pinned.error == (
+            "HTTP 405 Method Not Allowed; not tried over SSE, which speaks only the handshake "
+            "era (protocol is 2026-07-28)"
+        )
+    finally:
+        await source.close()

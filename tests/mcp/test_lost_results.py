@@ -76,6 +76,12 @@ async def test_http_a_read_only_call_is_resent_after_the_reconnect(
     assert (calls, status) == (2, "connected")
 
 
+async def test_http_an_idempotent_call_is_resent_after_the_reconnect(tmp_path: Path) -> None:
+    result, calls, status = await _lost_mid_call(tmp_path, "dual", "fragile_idempotent")
+    assert (result.output, result.is_error) == ("answered on call 2", False)
+    assert (calls, status) == (2, "connected")
+
+
 @pytest.mark.parametrize("era", ["dual", "legacy"])
 async def test_http_an_unannotated_call_is_never_resent(tmp_path: Path, era: str) -> None:
     result, calls, _ = await _lost_mid_call(tmp_path, era, "fragile")

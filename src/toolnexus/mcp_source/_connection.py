@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import (
     AbstractAsyncContextManager,
     AsyncExitStack,
+    ExitStack,
     asynccontextmanager,
     contextmanager,
 )
@@ -247,6 +248,7 @@ class Connection:
         self._task: asyncio.Task[None] | None = None
         self._listing: ListingRepair | None = None
         self._renegotiating = asyncio.Lock()
+        self._in_flight: set[Budget] = set()  # the budgets of the calls awaiting an answer
         self._era_changed = asyncio.Event()  # wakes the listener after a new negotiation
         self._listen_scope: anyio.CancelScope | None = None
         self.refused: str | None = None  # why negotiating again failed (the loss reason)
@@ -328,9 +330,14 @@ class Connection:
             allow_input_required=True,
             allow_claimed=True,
         )
-        with mcp_request("tools/call", name, self) as traced:
-            result = await budget.run(call, signal)
-            traced.result(result)
+        in_flight = self._in_flight
+        in_flight.add(budget)
+        try:
+            with mcp_request("tools/call", name, self) as traced:
+                result = await budget.run(call, signal)
+                traced.result(result)
+        finally:
+            in_flight.discard(budget)
         return result
 
     async def renegotiate(self, negotiation: int) -> None:
@@ -485,11 +492,8 @@ class Connection:
             listing = ListingRepair(self.spec.name)
             read, write = listing.wrap(*streams)
             spec = self.spec
+            # SSE speaks only the handshake era (never tried when `protocol` is 2026-07-28)
             protocol = "legacy" if self.transport == "sse" else spec.protocol
-            if self.transport == "sse" and spec.protocol == MODERN:
-                raise LoadError(
-                    "the SSE transport speaks only the handshake era (protocol is 2026-07-28)"
-                )
             session = _Session(
                 read,
                 write,
@@ -510,12 +514,17 @@ class Connection:
                 status = self._post_status
                 if (
                     self.transport == "streamable-http"
-                    and protocol != MODERN
                     and status
                     and status[0] in (404, 405)
                     and session.protocol_version is None
                 ):
-                    raise _NotStreamable(_status_text(*status)) from None
+                    if protocol != MODERN:
+                        raise _NotStreamable(_status_text(*status)) from None
+                    if status[0] == 405:  # no POST at all: an SSE-only endpoint, most likely
+                        raise LoadError(
+                            f"{_status_text(*status)}; not tried over SSE, which speaks only "
+                            "the handshake era (protocol is 2026-07-28)"
+                        ) from None
                 raise
             except RuntimeError as exc:  # the SDK's "no mutual version" verdicts
                 raise LoadError(str(exc)) from None
@@ -770,7 +779,12 @@ class Connection:
         answer: Any = None
         try:
             assert self._wait_for is not None
-            answer = await call_in_thread_maybe_async(self._wait_for, request)
+            # A person answers: no call's budget runs meanwhile. A pushed request names no
+            # call, so every call waiting on this server is paused.
+            with ExitStack() as paused:
+                for budget in list(self._in_flight):
+                    paused.enter_context(budget.paused())
+                answer = await call_in_thread_maybe_async(self._wait_for, request)
         except Exception as exc:
             warn(
                 f'MCP server "{self.spec.name}": wait_for raised while answering an elicitation: '

@@ -224,6 +224,13 @@ def build(name: str = "eras", state_key: str | None = None) -> MCPServer:
     async def fragile_read(ctx: Context, marker: str, how: str = "exit") -> str:
         return await fragile_call(ctx, marker, how)
 
+    @mcp.tool(
+        description="`fragile_read` annotated idempotent instead of read-only.",
+        annotations=ToolAnnotations(idempotentHint=True),
+    )
+    async def fragile_idempotent(ctx: Context, marker: str, how: str = "exit") -> str:
+        return await fragile_call(ctx, marker, how)
+
     @mcp.tool(description="`fragile_read` without annotations: not safe to repeat.")
     async def fragile(ctx: Context, marker: str, how: str = "exit") -> str:
         return await fragile_call(ctx, marker, how)
