@@ -21,7 +21,8 @@ HTTP and a bare SDK `ClientSession`). The HTTP layer alone, one POST of a chat r
 answer read whole: `post_raw` (the floor's hand-written asyncio POST), `post_transport` (a
 request built once, sent straight through `Http1Transport.handle_async_request`), `post_http1`
 (`httpx2.AsyncClient` on our `Http1Transport`), `post_httpx2` (`httpx2.AsyncClient` on its own
-transport: httpcore2 + h11 on anyio).
+transport: httpcore2 + h11 on anyio), `post_client` (the LLM client's HTTP step alone: its
+`HttpTransport.post`, request building, `AsyncClient.send` and the body read whole and decoded).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ SCENARIOS = (
     "post_transport",
     "post_http1",
     "post_httpx2",
+    "post_client",
 )
 _CHAT = {"model": "mock", "messages": [{"role": "user", "content": "hi"}]}
 WARMUP = 20
@@ -126,6 +128,19 @@ async def _post(scenario: str, base_url: str, n: int) -> None:
             await _measure(lambda: raw.post(_CHAT), n)
         finally:
             await raw.close()
+        return
+    if scenario == "post_client":
+        from toolnexus.client._transport import HttpTransport
+
+        client_transport = HttpTransport(None, 600.0)
+        chat_url = base_url.rstrip("/") + "/chat/completions"
+        try:
+            await _measure(
+                lambda: client_transport.post(chat_url, {"Authorization": "Bearer bench"}, _CHAT),
+                n,
+            )
+        finally:
+            await client_transport.aclose()
         return
     import httpx2
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import gzip
 import json
 import os
@@ -54,6 +55,20 @@ async def test_answers_are_asked_for_uncompressed(llm, make_client):
     assert sent["accept-encoding"] == "identity"
     assert sent["host"] == llm.url.removeprefix("http://")
     assert int(sent["content-length"]) == len(llm.requests[0].raw)
+
+
+async def test_credentials_in_the_base_url_are_sent_as_basic_auth(llm: FakeLLM) -> None:
+    # As httpx does for a URL with userinfo (a gateway or proxy in front of the provider).
+    llm.push(text("one"), text("two"))
+    base = llm.url.replace("http://", "http://gate%40way:pa%3Ass@") + "/v1"
+    client = create_client(base_url=base, style="openai", model="m", api_key="sk-test")
+    try:
+        for prompt in ("a", "b"):
+            await client.run(prompt)
+    finally:
+        await client.aclose()
+    expected = "Basic " + base64.b64encode(b"gate@way:pa:ss").decode()
+    assert [r.headers.get("authorization") for r in llm.requests] == [expected, expected]
 
 
 @pytest.mark.parametrize(

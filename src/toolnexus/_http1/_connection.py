@@ -302,7 +302,8 @@ async def exchange(
             conn.write(head + body if len(body) < 65536 else head)
             if len(body) >= 65536:
                 conn.write(body)
-            await conn.drain(write_timeout)
+            if conn.writing_paused:  # else there is nothing to wait for
+                await conn.drain(write_timeout)
         else:
             conn.write(head)
             await _send_stream(conn, body, chunked, length, write_timeout)
@@ -394,6 +395,13 @@ class ResponseBody(httpx2.AsyncByteStream):
         conn = self._conn
         if conn is None:
             raise StopAsyncIteration
+        if self._state == "length" and conn.buffer:  # the usual case: what is buffered, at once
+            data = conn.take(self._left)
+            self._left -= len(data)
+            if not self._left:
+                self._state = "done"
+                self._finish()
+            return data
         try:
             data = await self._read(conn)
         except BaseException:

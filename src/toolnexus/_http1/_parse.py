@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import httpx2
 
@@ -276,8 +277,7 @@ def chunk_size(line: bytes) -> int:
     return int(match[1], 16)
 
 
-@dataclass(frozen=True, slots=True)
-class Framing:
+class Framing(NamedTuple):
     """How a response body is delimited."""
 
     kind: str  # "none", "length", "chunked" or "close" (read until the server closes)

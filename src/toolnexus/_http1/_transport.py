@@ -69,6 +69,8 @@ class Http1Transport(httpx2.AsyncBaseTransport):
 
     def _take_idle(self, origin: Origin) -> Connection | None:
         idle = self._idle.get(origin)
+        if not idle:
+            return None
         now = time.monotonic()
         while idle:
             conn = idle.pop()
@@ -117,7 +119,8 @@ class Http1Transport(httpx2.AsyncBaseTransport):
             conn.expires_at = time.monotonic() + self._expiry
         self._idle.setdefault(conn.origin, []).append(conn)
         self._idle_count += 1
-        self._wake_one()
+        if self._waiters:
+            self._wake_one()
 
     async def _acquire(self, origin: Origin, timeouts: dict[str, Any], fresh: bool) -> Connection:
         deadline: float | None = None
@@ -206,7 +209,11 @@ class Http1Transport(httpx2.AsyncBaseTransport):
         replayable = isinstance(body, bytes)
         fresh = False
         while True:
-            conn = await self._acquire(origin, timeouts, fresh)
+            conn = None if fresh else self._take_idle(origin)
+            if conn is None:
+                conn = await self._acquire(origin, timeouts, fresh)
+            else:
+                self._busy.add(conn)
             try:
                 response, framing = await exchange(
                     conn, method, head, body, chunked, length, timeouts

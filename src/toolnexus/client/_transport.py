@@ -79,13 +79,6 @@ def _raw(response: httpx2.Response) -> httpx2.AsyncByteStream:
     return cast(httpx2.AsyncByteStream, response.stream)
 
 
-async def _body(response: httpx2.Response) -> bytes:
-    """The whole body; read as sent unless a content coding must be undone (httpx2 does it)."""
-    if _content_coded(response):  # compressed although we asked it not to be
-        return await response.aread()
-    return b"".join([part async for part in _raw(response)])
-
-
 class _HttpStream:
     """The body of a 2xx streaming response."""
 
@@ -126,6 +119,7 @@ class _HttpStream:
         await self._response.aclose()
 
 
+_NO_AUTH = httpx2.Auth()  # what `AsyncClient` uses when neither it nor the URL has credentials
 _LIMITS = httpx2.Limits(max_connections=100, max_keepalive_connections=20)
 # `httpx2.AsyncClient`'s default headers, but answers are asked for uncompressed: they are small,
 # and undoing a coding costs more CPU than it saves (one a server applies anyway is undone).
@@ -186,7 +180,7 @@ class HttpTransport:
         self._owned: httpx2.AsyncClient | None = None
         self._owned_frames = False  # the owned client adds a body's Content-Length itself
         self._owned_loop: asyncio.AbstractEventLoop | None = None
-        self._urls: dict[str, httpx2.URL] = {}
+        self._urls: dict[str, tuple[httpx2.URL, httpx2.Auth]] = {}
         self._headers: dict[tuple[tuple[str, str], ...], httpx2.Headers] = {}
         timeout = client.timeout if client is not None else httpx2.Timeout(30.0)
         self._extensions: dict[str, Any] = {
@@ -210,20 +204,30 @@ class HttpTransport:
             self._headers.clear()  # merged with that client's default headers
         return owned
 
-    def _request(
-        self, client: httpx2.AsyncClient, url: str, headers: Mapping[str, str], body: Any
-    ) -> httpx2.Request:
-        content = compact_json(body).encode()
-        parsed = self._urls.get(url)
-        if parsed is None:
+    def _target(self, url: str) -> tuple[httpx2.URL, httpx2.Auth]:
+        """The parsed `url` and the auth `AsyncClient` would derive from it (Basic auth from
+        its userinfo, else none), both worked out once rather than per request."""
+        known = self._urls.get(url)
+        if known is None:
             if len(self._urls) > 32:
                 self._urls.clear()
-            parsed = self._urls[url] = httpx2.URL(url)
+            parsed = httpx2.URL(url)
+            username, password = parsed.username, parsed.password
+            auth = httpx2.BasicAuth(username, password) if username or password else _NO_AUTH
+            known = self._urls[url] = (parsed, auth)
+        return known
+
+    async def _send(
+        self, client: httpx2.AsyncClient, url: str, headers: Mapping[str, str], body: Any
+    ) -> httpx2.Response:
+        content = compact_json(body).encode()
+        parsed, auth = self._target(url)
         if client is self._given:
             # The caller's client may carry its own headers, cookies or auth: let it merge them.
-            return client.build_request(
+            request = client.build_request(
                 "POST", parsed, content=content, headers=headers, extensions=self._extensions
             )
+            return await client.send(request, stream=True)
         key = tuple(headers.items())
         merged = self._headers.get(key)
         if merged is None:
@@ -243,16 +247,20 @@ class HttpTransport:
         )
         if not self._owned_frames:  # with the same headers every time, our transport's checked
             request.headers["Content-Length"] = str(len(content))  # head is reused as it is
-        return request
+        return await client.send(request, stream=True, auth=auth)
 
     async def post(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> tuple[int, Any, bytes]:
         client = self._client()
         try:
-            response = await client.send(self._request(client, url, headers, body), stream=True)
+            response = await self._send(client, url, headers, body)
             try:
-                raw = await _body(response)
+                if _content_coded(response):  # compressed although we asked it not to be
+                    raw = await response.aread()
+                else:  # the body as received: no decoder and no chunker between the pool and us
+                    parts = [part async for part in _raw(response)]
+                    raw = parts[0] if len(parts) == 1 else b"".join(parts)
             finally:
                 await response.aclose()
         except httpx2.TransportError as exc:
@@ -267,7 +275,7 @@ class HttpTransport:
     ) -> StreamBody:
         client = self._client()
         try:
-            response = await client.send(self._request(client, url, headers, body), stream=True)
+            response = await self._send(client, url, headers, body)
             status = response.status_code
             if not 200 <= status < 300:
                 try:
