@@ -21,6 +21,8 @@ callgrind (`valgrind --tool=callgrind --instr-atstart=no`, switched on with `cal
 only around the measured calls, `--inflight` outstanding): the SDK's HTTP server, the native
 gateway and the gateway in front of the stdio server (its own process; the upstream server is
 not counted). Unlike wall-clock and `/proc` figures, these do not move with the machine's load.
+`--only sdk,native,stdio` picks some of the three; `--callgrind-dir DIR` keeps the dumps for
+`callgrind_annotate`.
 """
 
 from __future__ import annotations
@@ -254,8 +256,9 @@ async def over_http(
         return stats
 
 
-async def server_instructions(command: list[str], args: argparse.Namespace) -> float:
-    """Instructions per `tools/call` the server process spends, `--inflight` outstanding."""
+async def server_instructions(command: list[str], args: argparse.Namespace, label: str) -> float:
+    """Instructions per `tools/call` the server process spends, `--inflight` outstanding.
+    With `--callgrind-dir` the dumps are kept there as `<label>.callgrind.out*`."""
     with tempfile.TemporaryDirectory(prefix="bench-gateway-") as folder:
         out = Path(folder) / "callgrind.out"
         valgrind = [
@@ -297,6 +300,10 @@ async def server_instructions(command: list[str], args: argparse.Namespace) -> f
         for dump in Path(folder).glob("callgrind.out*"):
             match = re.search(r"^totals: (\d+)", dump.read_text(), re.M)
             totals += int(match.group(1)) if match else 0
+            if args.callgrind_dir:
+                keep = Path(args.callgrind_dir)
+                keep.mkdir(parents=True, exist_ok=True)
+                shutil.copy(dump, keep / f"{label}.{dump.name}")
         if not totals:
             raise RuntimeError(f"no callgrind totals for {command[-1]}")
         return totals / args.calls
@@ -305,9 +312,26 @@ async def server_instructions(command: list[str], args: argparse.Namespace) -> f
 async def instructions(args: argparse.Namespace) -> dict[str, Any]:
     """The `--instructions` row: instructions per call in each HTTP server process."""
     gateway = [c.repo_python(), str(c.FIXTURES_DIR / "gateway.py")]
-    sdk = await server_instructions([*c.mcp_server_command(), "--http"], args)
-    native = await server_instructions([*gateway, "--native"], args)
-    stdio = await server_instructions(gateway, args)
+    commands = {
+        "sdk": [*c.mcp_server_command(), "--http"],
+        "native": [*gateway, "--native"],
+        "stdio": gateway,
+    }
+    wanted = set(args.only.split(",")) if args.only else set(commands)
+    counts: dict[str, float] = {}
+    for label, command in commands.items():
+        if label in wanted:
+            counts[label] = await server_instructions(command, args, label)
+    if len(counts) < len(commands):  # a partial run: the counts alone
+        return {
+            "name": "scale_gateway_instructions",
+            "ok": True,
+            "calls": args.calls,
+            "inflight": args.inflight,
+            **{f"{label}_instructions_per_call": n for label, n in counts.items()},
+            "headline": ", ".join(f"{k} {n / 1e6:.3f} M" for k, n in counts.items()),
+        }
+    sdk, native, stdio = counts["sdk"], counts["native"], counts["stdio"]
     return {
         "name": "scale_gateway_instructions",
         "ok": True,
@@ -433,6 +457,12 @@ if __name__ == "__main__":
     )
     parser.add_argument(
         "--modern", action="store_true", help="SDK clients negotiate 2026-07-28 (mcp.Client)"
+    )
+    parser.add_argument(
+        "--only", help="with --instructions: a comma-separated subset of sdk,native,stdio"
+    )
+    parser.add_argument(
+        "--callgrind-dir", help="with --instructions: keep the callgrind dumps there"
     )
     ARGS = parser.parse_args()
     if ARGS.instructions:

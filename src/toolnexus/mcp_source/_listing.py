@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any, Self
 
 import mcp_types as types
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.client._transport import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
 from toolnexus._log import warn
@@ -37,8 +37,8 @@ class ListingRepair:
 
     def wrap(
         self,
-        read: MemoryObjectReceiveStream[SessionMessage | Exception],
-        write: MemoryObjectSendStream[SessionMessage],
+        read: ReadStream[SessionMessage | Exception],
+        write: WriteStream[SessionMessage],
     ) -> tuple[_RepairingReader, _WatchingWriter]:
         """The session's streams, with the repair in the path."""
         return _RepairingReader(read, self), _WatchingWriter(write, self)
@@ -129,7 +129,7 @@ class _Proxy:
 class _RepairingReader(_Proxy):
     """The session's read stream; repairs `tools/list` responses as they go by."""
 
-    _inner: MemoryObjectReceiveStream[SessionMessage | Exception]
+    _inner: ReadStream[SessionMessage | Exception]
 
     async def receive(self) -> SessionMessage | Exception:
         item = await self._inner.receive()
@@ -148,7 +148,7 @@ class _RepairingReader(_Proxy):
 class _WatchingWriter(_Proxy):
     """The session's write stream; notes the ids of `tools/list` requests."""
 
-    _inner: MemoryObjectSendStream[SessionMessage]
+    _inner: WriteStream[SessionMessage]
 
     async def send(self, item: SessionMessage, /) -> None:
         self._repair._sent(item)
