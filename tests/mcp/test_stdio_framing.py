@@ -35,7 +35,7 @@ async def framing(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Too
 async def test_concurrent_large_calls_each_get_their_own_answer(framing: Toolkit) -> None:
     # Each request is larger than a pipe holds, so senders wait for the child to read while
     # others write: a message that interleaved with another would be answered wrongly or not.
-    texts = [chr(ord("a") + i) * (96 * 1024 + i) for i in range(24)]
+    texts = [f"call {i} of 24; " * (6000 + i) for i in range(24)]
     results = await asyncio.gather(*(framing.execute("f_echo", {"text": t}) for t in texts))
     assert [r.output for r in results] == texts
     assert not any(r.is_error for r in results)
