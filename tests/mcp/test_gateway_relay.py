@@ -321,3 +321,7 @@ async def test_a_handshake_client_over_stdio_is_asked_by_push(asks: ThreadedHttp
         assert read.contents[0].text == READ_BY_ADA  # type: ignore[union-attr]
         got = await client.get_prompt("asks_hello")
         assert got.messages[0].content.text == HELLO_ADA  # type: ignore[union-attr]
+        # as for a tool: one push per request; a second question is left unresolved
+        with pytest.raises(MCPError) as unresolved:
+            await client.read_resource("ask://pair")
+        assert unresolved.value.message == "unresolved: Which city?"

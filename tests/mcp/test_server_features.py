@@ -12,7 +12,13 @@ import pytest
 
 from support.mcp_fixtures import ErasShared
 from support.mcp_servers import ERAS, ThreadedHttpServer, command
-from support.mcp_servers.sdk_eras import IMAGE_BYTES, INSTRUCTIONS, task_answers_app, tasks_app
+from support.mcp_servers.sdk_eras import (
+    IMAGE_BYTES,
+    INSTRUCTIONS,
+    output_schema_app,
+    task_answers_app,
+    tasks_app,
+)
 from toolnexus import create_toolkit
 from toolnexus.client._loop import compose_system
 from toolnexus.mcp_source import list_mcp_tools, load_mcp_with_context
@@ -215,6 +221,30 @@ async def test_task_required_tools_are_hidden_with_a_warning(
             ("optional_task", "optional"),
             ("forbidden_task", "forbidden"),
         ]
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_structure_breaking_the_output_schema_is_the_sdk_error(protocol: str) -> None:
+    server = ThreadedHttpServer(output_schema_app())
+    try:
+        source = await load_mcp_with_context({"s": {"url": server.url(), "protocol": protocol}})
+        try:
+            tools = {t.name: t for t in source.tools}
+            wrong = await tools["s_wrong"].execute()
+            assert wrong.is_error
+            assert wrong.output.startswith(
+                "Invalid structured content returned by tool wrong: 'x' is not of type 'integer'"
+            )
+            assert wrong.metadata == {"server": "s"}
+            missing = await tools["s_unstructured"].execute()
+            assert (missing.output, missing.is_error) == (
+                "Tool unstructured has an output schema but did not return structured content",
+                True,
+            )
+        finally:
+            await source.close()
     finally:
         server.stop()
 

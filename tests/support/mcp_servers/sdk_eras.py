@@ -414,6 +414,37 @@ def task_answers_server() -> Any:
     return Server("task-answers", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+def output_schema_server() -> Any:
+    """A lowlevel `Server` (which, unlike `MCPServer`, never checks its own results) whose
+    tools declare an output schema: `wrong` breaks it, `unstructured` returns no structure."""
+    from mcp.server.lowlevel import Server
+    from mcp_types import ListToolsResult, Tool
+
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+    }
+    listing = ListToolsResult(
+        tools=[
+            Tool(name=name, input_schema={"type": "object"}, output_schema=schema)
+            for name in ("wrong", "unstructured")
+        ]
+    )
+
+    async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
+        return listing
+
+    async def call_tool(ctx: Any, params: Any) -> CallToolResult:
+        if params.name == "wrong":
+            return CallToolResult(
+                content=[TextContent(text="n is x")], structured_content={"n": "x"}
+            )
+        return CallToolResult(content=[TextContent(text="no structure")])
+
+    return Server("schemas", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
 def logging_server() -> Any:
     """A lowlevel `Server` that declares `logging` and tells which level `logging/setLevel`
     set (`level` tool: `unset` until one arrives)."""
@@ -746,6 +777,11 @@ def cuttable(*argv: str) -> tuple[Any, ListenCutter]:
 def tasks_app() -> Any:
     """`tasks_server()` over streamable HTTP."""
     return tasks_server().streamable_http_app()
+
+
+def output_schema_app() -> Any:
+    """`output_schema_server()` over streamable HTTP (stateless)."""
+    return output_schema_server().streamable_http_app(stateless_http=True)
 
 
 def task_answers_app() -> Any:
