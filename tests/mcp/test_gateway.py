@@ -18,7 +18,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp import Client, MCPError
 from support.mcp_gateway_stdio import TOOLS
 from support.mcp_servers import ThreadedHttpServer
-from support.mcp_servers.sdk_eras import AUDIO_BYTES, IMAGE_BYTES
+from support.mcp_servers.sdk_eras import AUDIO_BYTES, IMAGE_BYTES, SUN_ICON
 from support.mcp_servers.sdk_eras import app as eras_app
 from toolnexus import create_toolkit
 from toolnexus.serve import ServeHandle
@@ -70,6 +70,7 @@ async def test_upstream_results_pass_through(gateway: ServeHandle, mode: str) ->
         assert weather.title == "Weather report"
         assert weather.annotations is not None and weather.annotations.read_only_hint is True
         assert weather.output_schema is not None
+        assert [(i.src, i.mime_type) for i in weather.icons or ()] == [(SUN_ICON, "image/svg+xml")]
         # the client validates structuredContent against the output schema
         checked = await client.call_tool("up_weather", {"city": "Oslo"})
         assert checked.structured_content == {"city": "Oslo", "degrees": 21}

@@ -226,6 +226,14 @@ async def test_a_modern_client_answers_what_an_upstream_read_asks(asking_gateway
         assert len(seen) == 2
 
 
+async def test_the_read_tool_suspends_and_a_modern_client_resumes_it(
+    asking_gateway: str,
+) -> None:
+    async with Client(asking_gateway, elicitation_callback=_name_ada) as client:
+        result = await client.call_tool("mcp_read_resource", {"uri": "ask://name"})
+        assert (result.content[0].text, result.is_error) == (READ_BY_ADA, False)  # type: ignore[union-attr]
+
+
 async def test_a_modern_client_gets_one_input_request_per_question(asking_gateway: str) -> None:
     async with Client(asking_gateway, elicitation_callback=_name_ada) as client:
         first = await client.session.read_resource("ask://name", allow_input_required=True)

@@ -16,7 +16,7 @@ from support.mcp_servers.sdk_eras import IMAGE_BYTES, input_app
 from toolnexus import McpInputError, ToolnexusError, create_toolkit
 from toolnexus.mcp_source import McpResource, McpSource, load_mcp_with_context
 from toolnexus.toolkit import Toolkit
-from toolnexus.types import Answer
+from toolnexus.types import Answer, ToolContext, pending_of
 
 DESCRIPTION = (
     "Read a resource (a file, document or record) from a connected MCP server by its URI, for "
@@ -158,9 +158,28 @@ async def test_without_wait_for_the_question_is_the_error(asks: ThreadedHttpServ
         assert str(rootless.value) == (
             'MCP server "asks" asked for roots; none are configured (create_toolkit(roots=...))'
         )
+        # the model's tool suspends instead, as an MCP tool call does, and resumes
         tool = next(t for t in source.tools if t.name == "mcp_read_resource")
         model = await tool.execute({"uri": "ask://name"})
-        assert model.is_error
-        assert model.output.endswith("there is no wait_for to ask: Who is reading?")
+        request = pending_of(model)
+        assert request is not None
+        assert (model.output, model.is_error, model.metadata) == (
+            "Who is reading?",
+            True,
+            {"pending": request, "server": "asks"},
+        )
+        assert (request.kind, request.data["schema"]["required"]) == ("input", ["name"])  # type: ignore[index]
+        answer = Answer(request.id, True, {"name": "Ada"})
+        done = await tool.execute(
+            {"uri": "ask://name"}, ToolContext(answer=answer, request=request)
+        )
+        assert (done.output, done.is_error) == ("read by Ada (state r1)", False)
+        only_answer = await tool.execute({"uri": "ask://name"}, ToolContext(answer=answer))
+        assert only_answer.output == "read by Ada (state r1)"  # the Request remembered here
+        other = await tool.execute({"uri": "ask://pair"}, ToolContext(answer=answer))
+        assert (other.output, other.is_error) == (
+            "Reading ask://pair failed: the answer does not belong to this request",
+            True,
+        )
     finally:
         await source.close()

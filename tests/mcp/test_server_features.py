@@ -15,6 +15,7 @@ from support.mcp_servers import ERAS, ThreadedHttpServer, command
 from support.mcp_servers.sdk_eras import (
     IMAGE_BYTES,
     INSTRUCTIONS,
+    SUN_ICON,
     output_schema_app,
     task_answers_app,
     tasks_app,
@@ -187,6 +188,7 @@ async def test_title_annotations_and_output_schema_are_kept(eras: ErasShared) ->
             "openWorldHint": False,
         }
         assert weather.metadata["outputSchema"]["required"] == ["city", "degrees"]
+        assert weather.metadata["icons"] == [{"src": SUN_ICON, "mimeType": "image/svg+xml"}]
         assert weather.description == "Weather for a city (structured, with an output schema)."
         result = await weather.execute({"city": "Oslo"})
         assert result.metadata is not None

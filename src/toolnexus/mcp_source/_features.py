@@ -200,10 +200,15 @@ async def list_templates(session: Any, server: str, timeout: float) -> list[McpR
 
 
 async def read_resource(
-    session: Any, server: str, uri: str, timeout: float, wait_for: WaitFor | None
+    session: Any,
+    server: str,
+    uri: str,
+    timeout: float,
+    wait_for: WaitFor | None,
+    resume: Resume | None = None,
 ) -> ToolResult:
     """`resources/read` as a result: texts joined, each blob a content part and a line."""
-    result = await wire_read(session, server, uri, timeout, wait_for)
+    result = await wire_read(session, server, uri, timeout, wait_for, resume)
     texts: list[str] = []
     parts: list[ContentPart] = []
     for item in result.contents:

@@ -207,10 +207,18 @@ class McpSource:
 
     async def read_mcp_resource(self, uri: str, *, server: str | None = None) -> ToolResult:
         """`resources/read` of `uri`: texts as the output, blobs as content parts."""
+        return await self._read(uri, server, None)
+
+    async def _read(self, uri: str, server: str | None, resume: Resume | None) -> ToolResult:
+        """`read_mcp_resource`, or its continuation from a Request the server's question
+        became (`InputPending`) and the answer to it, on the server that asked."""
+        if resume is not None:
+            asking = _asking_server(resume)
+            server = asking if isinstance(asking, str) else server
         owner = self.owner_of(uri, server)
         features = sdk_features()
         result: ToolResult = await features.read_resource(
-            owner.session(), owner.name, uri, owner.timeout, owner.wait_for
+            owner.session(), owner.name, uri, owner.timeout, owner.wait_for, resume
         )
         return result
 
@@ -345,8 +353,12 @@ class McpSource:
         async def read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             uri = str(args.get("uri", ""))
             server = args.get("server")
+            resume = _read_resumed(ctx)
             try:
-                return await self.read_mcp_resource(uri, server=server)
+                return await self._read(uri, server, resume)
+            except _input.InputPending as exc:  # the host answers later, as for a tool call
+                asking = _asking_server((exc.request, None))
+                return _input.pending_result(exc.request, str(asking))
             except ValueError as exc:
                 return ToolResult(str(exc), True)
             except Exception as exc:
@@ -978,6 +990,17 @@ class _Server:
         conn = self.conn
         if conn is not None:
             await conn.close()
+
+
+def _read_resumed(ctx: ToolContext) -> Resume | None:
+    """The suspended read `ctx.answer` resolves (`ctx.request`, else the one remembered)."""
+    if ctx.answer is None:
+        return None
+    request = ctx.request or _input.PENDING.get(ctx.answer.id)
+    mcp = (request.data or {}).get("mcp") if request is not None else None
+    if request is None or not isinstance(mcp, Mapping) or mcp.get("method") != "resources/read":
+        return None
+    return request, ctx.answer
 
 
 def _asking_server(resume: Resume) -> object:

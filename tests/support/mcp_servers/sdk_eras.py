@@ -44,6 +44,7 @@ from mcp_types import (
     ElicitRequestFormParams,
     ElicitRequestURLParams,
     EmbeddedResource,
+    Icon,
     ImageContent,
     InputRequiredResult,
     ListRootsResult,
@@ -58,6 +59,7 @@ from pydantic import BaseModel, Field
 IMAGE_BYTES = bytes(range(256)) * 4  # 1024 bytes
 AUDIO_BYTES = b"RIFF" + b"\x02" * 60  # 64 bytes
 INSTRUCTIONS = "  Call echo first.\nThen the rest.  "
+SUN_ICON = "data:image/svg+xml;base64,PHN2Zy8+"
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
 
@@ -289,6 +291,7 @@ def build(name: str = "eras", state_key: str | None = None) -> MCPServer:
         title="Weather report",
         description="Weather for a city (structured, with an output schema).",
         annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False, title="Weather"),
+        icons=[Icon(src=SUN_ICON, mime_type="image/svg+xml")],
     )
     def weather(city: str) -> Weather:
         return Weather(city=city, degrees=21)
