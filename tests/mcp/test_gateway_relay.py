@@ -333,3 +333,23 @@ async def test_a_handshake_client_over_stdio_is_asked_by_push(asks: ThreadedHttp
         with pytest.raises(MCPError) as unresolved:
             await client.read_resource("ask://pair")
         assert unresolved.value.message == "unresolved: Which city?"
+
+
+async def test_a_modern_client_over_stdio_gets_input_requests(asks: ThreadedHttpServer) -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=[str(GATEWAY_STDIO), "--upstream", asks.url()]
+    )
+
+    async def fill(context: Any, params: Any) -> Any:
+        if "city" in params.requested_schema["properties"]:
+            return types.ElicitResult(action="accept", content={"city": "Oslo"})
+        return await _name_ada(context, params)
+
+    async with Client(params, elicitation_callback=fill) as client:
+        assert client.protocol_version == "2026-07-28"
+        read = await client.read_resource("ask://name")
+        assert read.contents[0].text == READ_BY_ADA  # type: ignore[union-attr]
+        pair = await client.read_resource("ask://pair")  # two input requests, one after another
+        assert pair.contents[0].text == "Ada from Oslo (state r2)"  # type: ignore[union-attr]
+        got = await client.get_prompt("asks_hello")
+        assert got.messages[0].content.text == HELLO_ADA  # type: ignore[union-attr]
