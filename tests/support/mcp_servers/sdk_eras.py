@@ -738,7 +738,7 @@ class ListenCutter:
         self._open: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
 
     def cut(self) -> None:
-        for loop, event in self._open:
+        for loop, event in list(self._open):
             loop.call_soon_threadsafe(event.set)
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
@@ -746,10 +746,10 @@ class ListenCutter:
         if scope["type"] != "http" or headers.get(b"mcp-method") != b"subscriptions/listen":
             await self.inner(scope, receive, send)
             return
-        self.opened += 1
         ended = asyncio.Event()
         entry = (asyncio.get_running_loop(), ended)
         self._open.append(entry)
+        self.opened += 1  # counted once `cut()` can reach it
 
         async def until_cut(message: dict[str, Any]) -> None:
             if not ended.is_set():
