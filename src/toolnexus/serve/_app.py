@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hmac
 import json
 import re
@@ -89,6 +90,17 @@ def _loopback_authority(authority: str) -> bool:
 
 
 def local_request(host: str | None, origin: str | None) -> bool:
+    """Whether a request's `Host` and `Origin` pass the DNS-rebinding rule (`_local_request`);
+    remembered for short values, since a client sends the same pair on every request."""
+    if (host is None or len(host) <= _MEMO_MAX) and (origin is None or len(origin) <= _MEMO_MAX):
+        return _memo_local_request(host, origin)
+    return _local_request(host, origin)
+
+
+_MEMO_MAX = 255
+
+
+def _local_request(host: str | None, origin: str | None) -> bool:
     """The DNS-rebinding rule of every route on a loopback bind: `Host` is exactly a loopback
     authority — `localhost` (any case), an address in 127.0.0.0/8 or `[::1]`, with an optional
     numeric port, and nothing else (no userinfo, no path) — and `Origin`, when sent, is an
@@ -99,6 +111,9 @@ def local_request(host: str | None, origin: str | None) -> bool:
         return True
     match = _ORIGIN.fullmatch(origin.strip())
     return match is not None and _loopback_authority(match.group("host"))
+
+
+_memo_local_request = functools.lru_cache(maxsize=256)(_local_request)
 
 
 # -- JSON that is not JSON ----------------------------------------------------------------------

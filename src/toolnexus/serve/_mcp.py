@@ -15,6 +15,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
 
 import mcp_types as types
@@ -78,6 +79,12 @@ class MCPServeConfig(TypedDict, total=False):
 
 
 OnCall: TypeAlias = Callable[[dict[str, Any]], "Awaitable[None] | None"]
+
+# The cancel signal of the request being served, when the endpoint serving it sets the signal
+# itself before it cancels the request; `None` when the SDK's transport owns the cancellation.
+_REQUEST_SIGNAL: ContextVar[CancelSignal | None] = ContextVar(
+    "toolnexus_mcp_request_signal", default=None
+)
 """Called after each `tools/call` of a known tool with `{"name", "source", "ms", "is_error"}`."""
 
 Execute: TypeAlias = Callable[[Tool, dict[str, Any], ToolContext], Awaitable[ToolResult]]
@@ -254,9 +261,6 @@ def make_mcp_server(
     async def run_once(
         tool: Tool, args: dict[str, Any], ctx: Any, answer: Answer | None, request: Request | None
     ) -> ToolResult:
-        # Set when the request is cancelled (a client cancel or disconnect) before the call is
-        # cancelled, so the tool sees the signal whether it awaits or runs in a worker thread.
-        signal = CancelSignal()
         session = ctx.session
 
         async def progress(event: dict[str, Any]) -> None:
@@ -264,18 +268,22 @@ def make_mcp_server(
                 event.get("progress", 0), event.get("total"), event.get("message")
             )
 
-        call = asyncio.ensure_future(
-            execute(
-                tool,
-                args,
-                ToolContext(signal=signal, answer=answer, request=request, on_progress=progress),
-            )
-        )
+        # The tool must see its signal set whether it awaits or runs in a worker thread, so
+        # the signal is set before the call is cancelled: by the endpoint serving the request,
+        # when it owns the cancellation (the call then runs in the request's own task), or
+        # here, with the call in a task of its own that is cancelled only after the signal.
+        owned = _REQUEST_SIGNAL.get()
+        signal = owned if owned is not None else CancelSignal()
+        context = ToolContext(signal=signal, answer=answer, request=request, on_progress=progress)
+        call = None if owned is not None else asyncio.ensure_future(execute(tool, args, context))
         try:
+            if call is None:
+                return await execute(tool, args, context)
             return await asyncio.shield(call)
         except asyncio.CancelledError:
-            signal.set()
-            call.cancel()
+            signal.set()  # also for a cancellation the endpoint did not make
+            if call is not None:
+                call.cancel()
             raise
         except Exception as exc:  # the server never crashes on a tool
             return ToolResult(error_message(exc), True)
@@ -433,18 +441,24 @@ class McpHttpEndpoint:
         async def rest() -> Any:
             return await asyncio.shield(after_body)
 
-        if exchange is None:
-            handler = asyncio.ensure_future(
-                self._plain.handle_request(scope, _replay(body, rest), send)
-            )
-        else:
-            exchange.receive = rest
-            handler = asyncio.ensure_future(self._answer(exchange, send))
+        signal = CancelSignal()
+        token = _REQUEST_SIGNAL.set(signal)  # seen by the handler's task, made just below
+        try:
+            if exchange is None:
+                handler = asyncio.ensure_future(
+                    self._plain.handle_request(scope, _replay(body, rest), send)
+                )
+            else:
+                exchange.receive = rest
+                handler = asyncio.ensure_future(self._answer(exchange, send))
+        finally:
+            _REQUEST_SIGNAL.reset(token)
 
         async def watch() -> None:
             message = await receive()
             after_body.set_result(message)
             if message.get("type") == "http.disconnect":
+                signal.set()  # before the cancellation reaches the tool
                 handler.cancel()
 
         watcher = asyncio.ensure_future(watch())
