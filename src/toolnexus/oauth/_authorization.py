@@ -337,6 +337,11 @@ def _code_result(answer: Answer | None) -> AuthorizationCodeResult:
 
 
 _UNCLAIMED = object()
+# What `_refresh_token` hands the SDK's flow when, once it holds the store's lock, the tokens
+# another holder stored meanwhile are fresh: the flow never sends it, and takes the matching
+# answer as a refresh that succeeded.
+_NO_REFRESH = httpx2.Request("POST", "http://127.0.0.1/no-refresh-needed")
+_NO_REFRESH_ANSWER = httpx2.Response(200, request=_NO_REFRESH)
 
 
 class _Persisting(OAuthClientProvider):
@@ -394,6 +399,9 @@ class _Persisting(OAuthClientProvider):
         try:
             outgoing = await flow.__anext__()
             while True:
+                if outgoing is _NO_REFRESH:
+                    outgoing = await flow.asend(_NO_REFRESH_ANSWER)
+                    continue
                 if self._renewing is _UNCLAIMED:
                     self._renewing = flow  # `outgoing` is its refresh
                 response = yield outgoing
@@ -444,12 +452,16 @@ class _Persisting(OAuthClientProvider):
         # The SDK's flow refreshes holding its context lock; the store's lock on the record is
         # taken inside it (always in that order) and held until the answer is stored, so that
         # toolkits sharing the store (other processes included) never spend one refresh token
-        # twice: whoever comes second refreshes with the token the first one stored.
+        # twice: whoever comes second takes up the tokens the first one stored, and refreshes
+        # only if those are due too.
         storage = self.record_storage
         if storage is not None:
             await self._renewal.enter_async_context(storage.locked())
             self._renewing = _UNCLAIMED  # the flow sending the refresh claims it
             self._take_up(await storage.reload())
+            if self.context.is_token_valid():
+                await self._end_renewal()
+                return _NO_REFRESH
         return await super()._refresh_token()
 
     async def _perform_authorization(self) -> httpx2.Request:
@@ -471,6 +483,8 @@ class _Persisting(OAuthClientProvider):
         self._refresh_early()
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
+        if response is _NO_REFRESH_ANSWER:
+            return True
         try:
             refreshed = await super()._handle_refresh_response(response)
         finally:
