@@ -9,6 +9,8 @@ import hmac
 import json
 import re
 import resource
+import struct
+import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +63,8 @@ class ServeLimits:
     - `max_connections`: connections beyond this many are answered `503` and closed at once.
     - `max_body`: a larger body is refused with `413`.
     - `max_buffered`: bodies held by all requests together; beyond it, `503`.
+    - `send_timeout`: a response the client stops reading (its writes stalled this long with
+      nothing taken) is cut, and the connection closed.
     """
 
     header_timeout: float = 10.0
@@ -69,6 +73,7 @@ class ServeLimits:
     max_connections: int = 0  # 0: the default (512, or half the descriptor limit)
     max_body: int = MAX_BODY_BYTES
     max_buffered: int = 64 * 1024 * 1024
+    send_timeout: float = 10.0
 
     def connections(self) -> int:
         return self.max_connections if self.max_connections > 0 else _default_max_connections()
@@ -373,21 +378,34 @@ _REFUSAL = (
 )
 
 
+# The ioctl that reads a socket's unsent bytes (`SIOCOUTQ`, the same number as `TIOCOUTQ`).
+_OUTQ: int | None = None
+if sys.platform == "linux":
+    import fcntl
+    import termios
+
+    _OUTQ = termios.TIOCOUTQ
+
+
 def _raw_response(status: int, reason: bytes, body: bytes) -> bytes:
     return _REFUSAL % (status, reason, len(body), body)
 
 
 class _BoundedH11(H11Protocol):
-    """Uvicorn's h11 protocol with two more limits: connections beyond the cap are answered
-    `503` and closed at once (their descriptor is freed before anything waits), and a request's
+    """Uvicorn's h11 protocol with three more limits: connections beyond the cap are answered
+    `503` and closed at once (their descriptor is freed before anything waits); a request's
     line and headers must be complete within `header_timeout` of the connection opening or of
-    the previous response (`408`, closed) — however the bytes dribble in."""
+    the previous response (`408`, closed) — however the bytes dribble in; and a response whose
+    writes stall for `send_timeout` (the client reads nothing) is cut: the connection is
+    aborted, which also frees the task writing it."""
 
     limits: ServeLimits  # set on the per-server subclass
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._header_timer: asyncio.TimerHandle | None = None
+        self._send_timer: asyncio.TimerHandle | None = None
+        self._unsent = 0
         if len(self.connections) > self.limits.connections():
             transport.write(_raw_response(503, b"Service Unavailable", b"server busy"))
             transport.close()
@@ -421,8 +439,45 @@ class _BoundedH11(H11Protocol):
             self._disarm_header_timer()
             self._arm_header_timer()
 
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._send_timer is None:
+            self._unsent = self._pending_bytes()
+            self._send_timer = self.loop.call_later(self.limits.send_timeout, self._send_check)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._disarm_send_timer()
+
+    def _disarm_send_timer(self) -> None:
+        if self._send_timer is not None:
+            self._send_timer.cancel()
+            self._send_timer = None
+
+    def _pending_bytes(self) -> int:
+        """Bytes written but not yet taken by the client: the transport's buffer plus what the
+        kernel still holds for the socket (Linux tells; elsewhere only the buffer counts)."""
+        pending = self.transport.get_write_buffer_size()
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None and _OUTQ is not None:
+            with contextlib.suppress(OSError, ValueError):
+                pending += struct.unpack("i", fcntl.ioctl(sock.fileno(), _OUTQ, b"\0" * 4))[0]
+        return pending
+
+    def _send_check(self) -> None:
+        # While writing is paused the application waits and adds nothing, so fewer pending
+        # bytes mean the client took some: a slow reader gets another period, a still one none.
+        pending = self._pending_bytes()
+        if pending < self._unsent:
+            self._unsent = pending
+            self._send_timer = self.loop.call_later(self.limits.send_timeout, self._send_check)
+            return
+        self._send_timer = None
+        self.transport.abort()  # close() would wait for the buffer this client never takes
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
+        self._disarm_send_timer()
         super().connection_lost(exc)
 
 
