@@ -290,6 +290,50 @@ async def test_a_holder_killed_with_sigkill_frees_its_id_after_one_lease(backend
         await check.aclose()
 
 
+async def test_a_holder_frozen_past_its_lease_cannot_overwrite_the_turns_after_it(
+    backend: Backend,
+):
+    """A holder that stops running (SIGSTOP: a frozen VM, a long pause) loses its lease; the
+    turns acknowledged meanwhile by another process survive its late save, which is refused."""
+    conv = new_id()
+    frozen = await asyncio.create_subprocess_exec(
+        sys.executable, str(ASKER), backend.kind, backend.target, conv, "f", "3", "600", "stall",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    acked: dict[str, list[str]] = {"f": [], "w": []}
+    try:
+        await read_until(frozen, "holding", acked["f"])
+        frozen.send_signal(signal.SIGSTOP)
+        survivor = await spawn(backend, conv, "w", 10, lease_ms=600)
+        try:  # it waits for the frozen holder's lease to run out, then asks
+            assert await read_until(survivor, "done", acked["w"]) == []
+        finally:
+            if survivor.returncode is None:
+                survivor.kill()
+            await survivor.wait()
+        frozen.send_signal(signal.SIGCONT)
+        assert frozen.stdin is not None
+        frozen.stdin.write(b"answer now\n")  # the frozen run completes and tries to save
+        await frozen.stdin.drain()
+        late = await read_until(frozen, "done", acked["f"])
+    finally:
+        if frozen.returncode is None:
+            frozen.send_signal(signal.SIGCONT)
+            frozen.kill()
+        await frozen.wait()
+    assert len(acked["f"]) == 3 and len(acked["w"]) == 10
+    assert len(late) == 1 and late[0].startswith("err f-hold StoreError"), late
+    assert "was lost" in late[0]
+    check = backend.store()
+    try:
+        messages = await check.get(conv) or []
+        check_transcript(messages, acked)
+        assert "f-hold" not in [m["content"] for m in messages]
+    finally:
+        await check.aclose()
+
+
 @pytest.fixture
 async def held(backend: Backend) -> AsyncIterator[tuple[Backend, str]]:
     """An id that another process holds (its run never ends) for the whole test."""
