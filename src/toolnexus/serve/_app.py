@@ -9,6 +9,7 @@ import hmac
 import json
 import re
 import resource
+import socket
 import struct
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -473,7 +474,13 @@ class _BoundedH11(H11Protocol):
             self._send_timer = self.loop.call_later(self.limits.send_timeout, self._send_check)
             return
         self._send_timer = None
-        self.transport.abort()  # close() would wait for the buffer this client never takes
+        # Reset, not closed: a plain close leaves the kernel trying to deliver what is queued
+        # (megabytes, for minutes) to a client that takes nothing; a zero linger drops it.
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.transport.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
