@@ -68,10 +68,11 @@ def unreachable(url: str, exc: BaseException) -> ProviderConnectionError:
 
 def _content_coded(response: httpx2.Response) -> bool:
     """Whether the body carries a content coding (gzip, ...) to undo."""
-    return response.headers.get("content-encoding", "identity").strip().lower() not in (
-        "",
-        "identity",
-    )
+    headers = response.headers
+    # Asked first: `Headers.get` of an absent name raises and catches a KeyError inside.
+    if "content-encoding" not in headers:
+        return False
+    return headers["content-encoding"].strip().lower() not in ("", "identity")
 
 
 def _raw(response: httpx2.Response) -> httpx2.AsyncByteStream:
