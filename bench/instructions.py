@@ -79,10 +79,14 @@ async def _measure(request: Callable[[], Awaitable[Any]], n: int) -> None:
     _toggle(False)
 
 
-async def _toolnexus(scenario: str, base_url: str, n: int) -> None:
+async def _toolnexus(scenario: str, base_url: str, n: int, protocol: str) -> None:
     from toolnexus import create_client, create_toolkit
 
-    toolkit = await create_toolkit(c.mcp_config(), builtins=False)
+    config = c.mcp_config()
+    if protocol != "auto":
+        for server in config["mcpServers"].values():
+            server["protocol"] = protocol
+    toolkit = await create_toolkit(config, builtins=False)
     try:
         client = create_client(base_url=base_url, style="openai", model="mock", api_key="bench")
 
@@ -175,16 +179,18 @@ async def _post(scenario: str, base_url: str, n: int) -> None:
         await _measure(post, n)
 
 
-def _child(scenario: str, base_url: str, n: int) -> None:
+def _child(scenario: str, base_url: str, n: int, protocol: str) -> None:
     if scenario.startswith("post_"):
         asyncio.run(_post(scenario, base_url, n))
     elif scenario == "floor":
         asyncio.run(_floor(base_url, n))
     else:
-        asyncio.run(_toolnexus(scenario, base_url, n))
+        asyncio.run(_toolnexus(scenario, base_url, n, protocol))
 
 
-def _count(scenario: str, base_url: str, n: int, src: str | None, keep: Path | None) -> float:
+def _count(
+    scenario: str, base_url: str, n: int, src: str | None, keep: Path | None, protocol: str
+) -> float:
     """Instructions per request of `scenario`, from a callgrind child.
 
     With `keep`, the callgrind output is kept there as `callgrind.<scenario>.out` (for
@@ -208,6 +214,8 @@ def _count(scenario: str, base_url: str, n: int, src: str | None, keep: Path | N
             base_url,
             "-n",
             str(n),
+            "--mcp-protocol",
+            protocol,
         ]
         subprocess.run(command, check=True, env=env, stderr=subprocess.DEVNULL)
         match = re.search(r"^totals: (\d+)", out.read_text(), re.M)
@@ -226,11 +234,18 @@ def main() -> int:
     parser.add_argument(
         "--keep", type=Path, help="keep each scenario's callgrind output in this folder"
     )
+    parser.add_argument(
+        "--mcp-protocol",
+        default="auto",
+        choices=("auto", "legacy", "2026-07-28"),
+        help="the toolkit's MCP era (auto: 2026-07-28 with this SDK; the floor's bare"
+        " ClientSession speaks legacy)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        _child(args.child, args.base_url, args.n)
+        _child(args.child, args.base_url, args.n, args.mcp_protocol)
         return 0
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("needs valgrind (callgrind and callgrind_control) on PATH", file=sys.stderr)
@@ -241,7 +256,7 @@ def main() -> int:
         parser.error(f"unknown scenarios {unknown}; choose from {', '.join(SCENARIOS)}")
     with c.MockLLMProcess() as base_url:
         for scenario in chosen:
-            per_request = _count(scenario, base_url, args.n, args.src, args.keep)
+            per_request = _count(scenario, base_url, args.n, args.src, args.keep, args.mcp_protocol)
             print(f"{scenario:14} {per_request / 1e6:8.3f} M instructions per request")
     return 0
 

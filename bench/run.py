@@ -48,6 +48,13 @@ REQUEST_SPECS: tuple[Spec, ...] = (
     Spec("floor", "floor.py"),
     Spec("toolnexus", "toolnexus_run.py"),
     Spec("toolnexus_skill", "toolnexus_run.py", ("--skill",)),
+    # The floor's bare `ClientSession` speaks the legacy era: the same MCP work, like for like.
+    Spec(
+        "toolnexus_legacy",
+        "toolnexus_run.py",
+        ("--mcp-protocol", "legacy", "--name", "toolnexus_legacy"),
+        quick=False,
+    ),
     *(Spec(p.name, p.runner, p.runner_args, peer=p) for p in PEERS),
 )
 

@@ -36,6 +36,12 @@ def parse_args() -> argparse.Namespace:
     parser = c.runner_parser(__doc__ or "")
     parser.add_argument("--name", default=None, help="row name (default toolnexus[_skill])")
     parser.add_argument("--skill", action="store_true", help="add a skill and a native tool")
+    parser.add_argument(
+        "--mcp-protocol",
+        choices=("legacy", "2026-07-28"),
+        help="pin the MCP server's era (default: negotiated, 2026-07-28 with this SDK; the"
+        " floor's bare ClientSession speaks legacy)",
+    )
     args = parser.parse_args()
     args.name = args.name or ("toolnexus_skill" if args.skill else "toolnexus")
     return args
@@ -58,8 +64,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         skills = tempfile.TemporaryDirectory(prefix="bench-skills-")
         extra = {"skills_dir": _write_skill(skills.name), "extra_tools": [define_tool(shout)]}
 
+    config = c.mcp_config()
+    if args.mcp_protocol:
+        for server in config["mcpServers"].values():
+            server["protocol"] = args.mcp_protocol
     with c.mock_llm(args.base_url) as base_url:
-        toolkit = await create_toolkit(c.mcp_config(), builtins=False, **extra)
+        toolkit = await create_toolkit(config, builtins=False, **extra)
         try:
             client = create_client(base_url=base_url, style="openai", model="mock", api_key="bench")
             init_ms = c.since_start_ms()
