@@ -23,6 +23,8 @@ request built once, sent straight through `Http1Transport.handle_async_request`)
 (`httpx2.AsyncClient` on our `Http1Transport`), `post_httpx2` (`httpx2.AsyncClient` on its own
 transport: httpcore2 + h11 on anyio), `post_client` (the LLM client's HTTP step alone: its
 `HttpTransport.post`, request building, `AsyncClient.send` and the body read whole and decoded).
+`own`: toolnexus's own code alone, `bench/hotpath.py --own`'s request (the model answered
+in-process, two plain tools): the loop, endpoint, dialect, hooks, events, metrics, dispatch.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ SCENARIOS = (
     "post_http1",
     "post_httpx2",
     "post_client",
+    "own",
 )
 _CHAT = {"model": "mock", "messages": [{"role": "user", "content": "hi"}]}
 WARMUP = 20
@@ -179,8 +182,24 @@ async def _post(scenario: str, base_url: str, n: int) -> None:
         await _measure(post, n)
 
 
+async def _own(n: int) -> None:
+    """`bench/hotpath.py --own`'s request: the loop with the model and tools in-process."""
+    from hotpath import _own_tools, _ScriptedModel
+    from toolnexus import create_toolkit
+    from toolnexus.client import Client
+
+    toolkit = await create_toolkit(extra_tools=_own_tools(), builtins=False)
+    client = Client._over(_ScriptedModel(), style="openai", model="mock", api_key="x")
+    try:
+        await _measure(lambda: client.run(c.PROMPT, toolkit), n)
+    finally:
+        await toolkit.close()
+
+
 def _child(scenario: str, base_url: str, n: int, protocol: str) -> None:
-    if scenario.startswith("post_"):
+    if scenario == "own":
+        asyncio.run(_own(n))
+    elif scenario.startswith("post_"):
         asyncio.run(_post(scenario, base_url, n))
     elif scenario == "floor":
         asyncio.run(_floor(base_url, n))
