@@ -307,6 +307,9 @@ async def test_what_the_gateway_cannot_provide_is_an_error_naming_it(asking_gate
             'MCP server "asks" asked for input to read ask://name, and there is no wait_for '
             "to ask: Who is reading?"
         )
+        # the code and data the SDK's own servers answer for a capability not declared
+        assert unasked.value.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+        assert unasked.value.error.data == {"requiredCapabilities": {"elicitation": {"form": {}}}}
 
 
 async def test_a_handshake_client_over_http_gets_the_question_as_the_error(
@@ -317,6 +320,7 @@ async def test_a_handshake_client_over_http_gets_the_question_as_the_error(
         with pytest.raises(MCPError) as unasked:
             await client.get_prompt("asks_hello")
         assert unasked.value.message.endswith("there is no wait_for to ask: Who is reading?")
+        assert unasked.value.code == types.INTERNAL_ERROR  # declared, but nothing can be pushed
 
 
 async def test_a_handshake_client_over_stdio_is_asked_by_push(asks: ThreadedHttpServer) -> None:

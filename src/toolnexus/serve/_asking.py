@@ -15,11 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolnexus.types import Answer, Request
 
-__all__ = ["answer_of", "ask_client", "resumed"]
+__all__ = ["answer_of", "ask_client", "cannot_ask", "resumed"]
 
 
 def _form_schema(request: Request) -> dict[str, Any]:
@@ -105,3 +106,23 @@ async def ask_client(ctx: Any, request: Request) -> types.InputRequiredResult | 
             params.message, params.requested_schema, related_request_id=ctx.request_id
         )
     return answer_of(request, response)
+
+
+def cannot_ask(ctx: Any, request: Request, message: str) -> MCPError:
+    """The error for a client `ask_client` could not ask `request` (`message` says what was
+    asked): for a 2026-07-28 client (whose every request declares its capabilities), -32021
+    naming the elicitation mode it did not declare, as the SDK's own servers answer; for a
+    2025-11-25 one (over stateless HTTP nothing can be pushed to it, whatever it declared), an
+    internal error."""
+    modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+    if not modern or _can_elicit(ctx.session.client_capabilities, request):
+        return MCPError(code=types.INTERNAL_ERROR, message=message)
+    mode = "url" if request.kind == "authorization" and request.url else "form"
+    required = types.MissingRequiredClientCapabilityErrorData.model_validate(
+        {"requiredCapabilities": {"elicitation": {mode: {}}}}
+    )
+    return MCPError(
+        code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        message=message,
+        data=required.model_dump(by_alias=True, mode="json", exclude_none=True),
+    )

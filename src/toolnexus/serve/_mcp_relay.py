@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 from toolnexus._log import warn
 from toolnexus.errors import McpInputError
 from toolnexus.mcp_source._input import InputPending, Resume
-from toolnexus.serve._asking import ask_client, resumed
+from toolnexus.serve._asking import ask_client, cannot_ask, resumed
 from toolnexus.types import sanitize
 
 if TYPE_CHECKING:
@@ -183,7 +183,8 @@ async def _asking_through(
     question only a person can answer goes to the gateway's client, as an input request
     (2026-07-28; its retry resumes the upstream round) or pushed (2025-11-25 over stdio,
     once); a client that cannot be asked, and anything toolnexus cannot answer (sampling,
-    roots none are configured for), gets an error naming what the server asked."""
+    roots none are configured for), gets an error naming what the server asked (-32021 when
+    the client did not declare the elicitation mode needed)."""
     resume: Resume | None = resumed(params)
     pushed = False
     while True:
@@ -197,7 +198,7 @@ async def _asking_through(
                 ) from None
             asked = await ask_client(ctx, request)
             if asked is None:
-                raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+                raise cannot_ask(ctx, request, str(exc)) from None
             if isinstance(asked, types.InputRequiredResult):
                 return asked
             resume, pushed = (request, asked), True
