@@ -12,7 +12,7 @@ import resource
 import socket
 import struct
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -404,6 +404,7 @@ class _BoundedH11(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.transport = _HeadWithBody(transport)  # type: ignore[assignment]
         self._header_timer: asyncio.TimerHandle | None = None
         self._send_timer: asyncio.TimerHandle | None = None
         self._unsent = 0
@@ -486,6 +487,52 @@ class _BoundedH11(H11Protocol):
         self._disarm_header_timer()
         self._disarm_send_timer()
         super().connection_lost(exc)
+
+
+# The head of a `200` response with a non-empty fixed-length body (uvicorn writes the head
+# with lowercase header names, and the body right after it).
+_HEAD_OF_A_BODY = re.compile(rb"HTTP/1\.1 200 [^\r]*\r\n(?:[^\r]*\r\n)*?content-length: [1-9]")
+
+
+class _HeadWithBody:
+    """A connection's transport that holds the head of a response with a fixed-length body
+    until the next write (its body), so both leave in one `send`: the client wakes once to read
+    them, and no pause of this process can fall between them. Anything else is written at once;
+    closing writes what is held first."""
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._transport.write(held + data)
+        elif _HEAD_OF_A_BODY.match(data):
+            self._held = data
+        elif data:
+            self._transport.write(data)
+
+    def writelines(self, chunks: Iterable[bytes]) -> None:
+        for chunk in chunks:
+            self.write(chunk)
+
+    def _release(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            self._transport.write(held)
+
+    def write_eof(self) -> None:
+        self._release()
+        self._transport.write_eof()
+
+    def close(self) -> None:
+        self._release()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 class _EmbeddedServer(uvicorn.Server):

@@ -472,11 +472,11 @@ class McpHttpEndpoint:
 
     async def _answer(self, exchange: _Exchange, send: Any) -> None:
         """Serve one request with the SDK's kernel; answer as its JSON-response transport does."""
+        import pydantic_core
         from mcp.server.runner import serve_one
         from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 
         request = exchange.request
-        message: types.JSONRPCResponse | types.JSONRPCError
         try:
             result = await serve_one(
                 self._server,
@@ -492,9 +492,13 @@ class McpHttpEndpoint:
                 logger.debug("[toolnexus] MCP handler for %r raised", request.method, exc_info=True)
                 error = types.ErrorData(code=0, message=str(exc))
             message = types.JSONRPCError(jsonrpc="2.0", id=request.id, error=error)
+            payload = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
         else:
-            message = types.JSONRPCResponse(jsonrpc="2.0", id=request.id, result=result)
-        payload = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+            # The bytes `JSONRPCResponse(...).model_dump_json(by_alias=True, exclude_unset=True)`
+            # gives for the SDK's JSON result, without building and validating the model.
+            payload = pydantic_core.to_json(
+                {"jsonrpc": "2.0", "id": request.id, "result": result}, inf_nan_mode="null"
+            )
         await send(
             {
                 "type": "http.response.start",
