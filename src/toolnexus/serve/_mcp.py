@@ -79,13 +79,13 @@ class MCPServeConfig(TypedDict, total=False):
 
 
 OnCall: TypeAlias = Callable[[dict[str, Any]], "Awaitable[None] | None"]
+"""Called after each `tools/call` of a known tool with `{"name", "source", "ms", "is_error"}`."""
 
 # The cancel signal of the request being served, when the endpoint serving it sets the signal
 # itself before it cancels the request; `None` when the SDK's transport owns the cancellation.
 _REQUEST_SIGNAL: ContextVar[CancelSignal | None] = ContextVar(
     "toolnexus_mcp_request_signal", default=None
 )
-"""Called after each `tools/call` of a known tool with `{"name", "source", "ms", "is_error"}`."""
 
 Execute: TypeAlias = Callable[[Tool, dict[str, Any], ToolContext], Awaitable[ToolResult]]
 
