@@ -17,29 +17,12 @@ import pytest
 
 from support.builtin_tools import tools_for
 from support.polling import wait_until
+from support.processes import live_processes
 from toolnexus.types import Tool, ToolContext
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc")
 
 HANG_BOUND = 15.0  # generous upper bound on a hang: every child here would live 60 s
-
-
-def running(marker: str) -> list[int]:
-    """Live processes whose command line holds `marker` (zombies excluded)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmdline = fh.read()
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                state = fh.read().rpartition(b")")[2].split()[0]
-        except (OSError, IndexError):
-            continue
-        if marker.encode() in cmdline and state not in (b"Z", b"X"):
-            found.append(int(entry))
-    return found
 
 
 @pytest.fixture
@@ -91,12 +74,12 @@ async def test_a_stop_ends_descendants_that_ignore_signals_stop_or_leave_the_ses
     )
     stop = asyncio.Event()  # stopped like a timeout, once everything runs (no race with it)
     call = asyncio.ensure_future(bash.execute({"command": command}, ToolContext(stop)))
-    await wait_until(lambda: len(running(marker)) >= 3 and ready.exists(), timeout=30)
+    await wait_until(lambda: len(live_processes(marker)) >= 3 and ready.exists(), timeout=30)
     stop.set()
     result = await asyncio.wait_for(call, HANG_BOUND)
     assert result.is_error and result.output.startswith("bash: command cancelled\n")
     assert "stubborn ready" in result.output
-    assert running(marker) == []  # at once: the kill waited for every member to be gone
+    assert live_processes(marker) == []  # at once: the kill waited for every member to be gone
 
 
 async def test_a_timeout_ends_a_tree_that_forks_while_it_is_killed(bash: Tool, marker: str) -> None:
@@ -106,7 +89,7 @@ async def test_a_timeout_ends_a_tree_that_forks_while_it_is_killed(bash: Tool, m
         f" : {marker}' & wait"
     )
     await timed_out(bash, command, 600)
-    assert running(marker) == []
+    assert live_processes(marker) == []
 
 
 async def test_a_child_with_a_cleared_environment_cannot_defeat_the_limit(
@@ -119,9 +102,9 @@ async def test_a_child_with_a_cleared_environment_cannot_defeat_the_limit(
         output = await timed_out(bash, command, 1000)
         assert "before\n" in output
     finally:
-        for pid in running(marker):
+        for pid in live_processes(marker):
             os.kill(pid, signal.SIGKILL)
-        await wait_until(lambda: not running(marker), timeout=10)
+        await wait_until(lambda: not live_processes(marker), timeout=10)
 
 
 HOST = textwrap.dedent(
@@ -148,4 +131,4 @@ async def test_background_work_of_a_finished_command_ends_with_the_host(marker: 
     )
     out, _ = await asyncio.wait_for(host.communicate(), 60)
     assert host.returncode == 0 and out.strip() == b"started"
-    await wait_until(lambda: not running(marker), timeout=20)
+    await wait_until(lambda: not live_processes(marker), timeout=20)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from support.polling import wait_until
+from support.processes import live_processes
 from toolnexus import create_toolkit
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc")
@@ -23,26 +24,8 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc"
 HOSTILE = Path(__file__).parents[1] / "support" / "hostile_stdio.py"
 
 
-def leftovers(marker: str) -> list[int]:
-    """Live processes whose command line holds `marker` (zombies excluded)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmdline = fh.read()
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                state = fh.read().rpartition(b")")[2].split()[0]
-        except (OSError, IndexError):
-            continue
-        if marker.encode() in cmdline and state not in (b"Z", b"X"):
-            found.append(int(entry))
-    return found
-
-
 async def none_left(marker: str, timeout: float = 20.0) -> None:
-    await wait_until(lambda: not leftovers(marker), timeout=timeout)
+    await wait_until(lambda: not live_processes(marker), timeout=timeout)
 
 
 def server_config(marker: str, *extra: str) -> dict[str, object]:
@@ -61,7 +44,7 @@ async def test_close_kills_a_grandchild_in_a_session_of_its_own(marker: str) -> 
     toolkit = await create_toolkit(server_config(marker))
     result = await toolkit.execute("h_spawn", {})
     assert not result.is_error, result.output
-    await wait_until(lambda: int(result.output) in leftovers(marker))
+    await wait_until(lambda: int(result.output) in live_processes(marker))
     await toolkit.close()
     await none_left(marker)
 
@@ -105,7 +88,7 @@ async def test_bash_cancel_kills_an_escaped_child(marker: str) -> None:
     toolkit = await create_toolkit({"builtins": True})
     command = f"setsid {sys.executable} -c 'import time; time.sleep(60)' {marker} & wait"
     call = asyncio.ensure_future(toolkit.execute("bash", {"command": command}))
-    await wait_until(lambda: leftovers(marker))
+    await wait_until(lambda: live_processes(marker))
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(call, 15)
@@ -145,7 +128,7 @@ async def test_host_death_leaves_nothing(marker: str, how: int) -> None:
     line = await asyncio.wait_for(host.stdout.readline(), 30)
     assert line.strip() == b"ready"
     # the stubborn server, its grandchild and bash's escaped child
-    await wait_until(lambda: len(leftovers(marker)) >= 3)
+    await wait_until(lambda: len(live_processes(marker)) >= 3)
     host.send_signal(how)
     await host.wait()
     await none_left(marker)

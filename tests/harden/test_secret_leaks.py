@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from support.cli_runner import clean_env, toolnexus
-from support.serve_hardening import QuietHandler, threaded_http
+from support.serve_hardening import EchoingHandler, threaded_http
 from toolnexus import create_toolkit, http_tool
 from toolnexus.client import create_client
 from toolnexus.errors import ToolnexusError
@@ -27,27 +27,9 @@ SECRET = "tnx-SECRET-7f3a9c1e5b"
 ENV_SECRET = "tnx-ENVSECRET-0c4d2e8a"
 
 
-class _Echo(QuietHandler):
-    """Answers every request with an error whose body repeats all request headers and the URL."""
-
-    def _answer(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            self.rfile.read(length)
-        echo = f"{self.path} " + " ".join(f"{k}={v}" for k, v in self.headers.items())
-        if self.path.endswith("/stream/chat/completions"):
-            event = {"error": {"message": "denied for " + echo}}
-            self.reply(200, "text/event-stream", f"data: {json.dumps(event)}\n\n".encode())
-        else:
-            body = json.dumps({"error": {"message": "denied for " + echo}}).encode()
-            self.reply(401 if "401" in self.path else 500, "application/json", body)
-
-    do_GET = do_POST = do_DELETE = _answer
-
-
 @pytest.fixture(scope="module")
 def echo() -> Iterator[str]:
-    with threaded_http(_Echo) as port:
+    with threaded_http(EchoingHandler) as port:
         yield f"127.0.0.1:{port}"
 
 

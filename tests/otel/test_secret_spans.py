@@ -4,14 +4,13 @@ error answers, while a run, an HTTP tool and MCP servers fail on them."""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from support.serve_hardening import QuietHandler, threaded_http
+from support.serve_hardening import EchoingHandler, threaded_http
 from toolnexus import create_toolkit, http_tool
 from toolnexus.client import create_client
 from toolnexus.errors import ToolnexusError
@@ -22,21 +21,9 @@ SECRET = "tnx-SPANSECRET-5d1e9b"
 ENV_SECRET = "tnx-SPANENV-a4c70f"
 
 
-class _Echo(QuietHandler):
-    def _answer(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            self.rfile.read(length)
-        echo = f"{self.path} " + " ".join(f"{k}={v}" for k, v in self.headers.items())
-        body = json.dumps({"error": {"message": "denied for " + echo}}).encode()
-        self.reply(401 if "/401" in self.path else 500, "application/json", body)
-
-    do_GET = do_POST = do_DELETE = _answer
-
-
 @pytest.fixture(scope="module")
 def echo() -> Iterator[str]:
-    with threaded_http(_Echo) as port:
+    with threaded_http(EchoingHandler) as port:
         yield f"127.0.0.1:{port}"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -114,3 +115,23 @@ class ServedInThread:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
         self._loop.close()
+
+
+class EchoingHandler(QuietHandler):
+    """A hostile endpoint: every answer is an error whose body repeats the URL and every request
+    header (`401` when the path holds `401`, else `500`; a stream path gets the error as an SSE
+    event)."""
+
+    def _answer(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        echo = f"{self.path} " + " ".join(f"{k}={v}" for k, v in self.headers.items())
+        error = {"error": {"message": "denied for " + echo}}
+        if self.path.endswith("/stream/chat/completions"):
+            self.reply(200, "text/event-stream", f"data: {json.dumps(error)}\n\n".encode())
+        else:
+            body = json.dumps(error).encode()
+            self.reply(401 if "401" in self.path else 500, "application/json", body)
+
+    do_GET = do_POST = do_DELETE = _answer
