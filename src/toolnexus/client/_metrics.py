@@ -141,17 +141,23 @@ class _Series:
         self.histogram = histogram
 
 
-def _series(
+def _observe(
     table: dict[_Labels, _Series],
     durations: dict[_Labels, _Histogram],
     key: _Labels,
     name: Any,
-) -> _Series:
-    histogram = durations.get((name,))
-    if histogram is None:
-        histogram = durations[(name,)] = _Histogram()
-    series = table[key] = _Series(histogram)
-    return series
+    seconds: float,
+) -> None:
+    """Count one event of the series `key` and its duration in `name`'s histogram, making
+    both on first sight. Called under the metrics lock."""
+    series = table.get(key)
+    if series is None:
+        histogram = durations.get((name,))
+        if histogram is None:
+            histogram = durations[(name,)] = _Histogram()
+        series = table[key] = _Series(histogram)
+    series.count += 1
+    series.histogram.observe(seconds)
 
 
 class Metrics:
@@ -185,22 +191,14 @@ class Metrics:
             )
             seconds = _seconds(get("ms"))
             with self._lock:
-                series = self._tool_calls.get(key)
-                if series is None:
-                    series = _series(self._tool_calls, self._tool_durations, key, tool)
-                series.count += 1
-                series.histogram.observe(seconds)
+                _observe(self._tool_calls, self._tool_durations, key, tool, seconds)
         elif kind == "llm":
             model = get("model", "")
             status = get("status", "ok")
             key = (model, status)
             seconds = _seconds(get("ms"))
             with self._lock:
-                series = self._llm_requests.get(key)
-                if series is None:
-                    series = _series(self._llm_requests, self._llm_durations, key, model)
-                series.count += 1
-                series.histogram.observe(seconds)
+                _observe(self._llm_requests, self._llm_durations, key, model, seconds)
                 if status == "ok":
                     tokens = self._tokens
                     tokens[_PROMPT] += _count(get("prompt_tokens"))
