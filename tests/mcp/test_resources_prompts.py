@@ -140,6 +140,19 @@ async def test_input_a_resource_asks_for_goes_through_wait_for(
     )
 
 
+async def test_a_resource_that_never_stops_asking_is_cut_after_10_rounds(
+    answered: tuple[McpSource, Asker],
+) -> None:
+    source, asker = answered
+    asker.requests.clear()
+    with pytest.raises(McpInputError) as nagged:
+        await source.read_mcp_resource("ask://nag")
+    assert str(nagged.value) == (
+        'MCP server "asks" asked for input more than 10 times to read ask://nag'
+    )
+    assert len(asker.requests) == 10  # as for a tool: the eleventh question is never asked
+
+
 async def test_without_wait_for_the_question_is_the_error(asks: ThreadedHttpServer) -> None:
     source = await load_mcp_with_context({"asks": {"url": asks.url()}})
     try:

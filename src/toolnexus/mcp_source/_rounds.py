@@ -180,7 +180,7 @@ async def with_input(
         if following is not None:
             raise pending(asked, following, responses)
         resumed = True
-    for _ in range(_input.MAX_ROUNDS + 1):
+    for round_number in range(_input.MAX_ROUNDS + 1):
         try:
             result = await send(input_responses(responses), state)
         except MCPError as exc:
@@ -192,6 +192,8 @@ async def with_input(
             raise
         if not isinstance(result, types.InputRequiredResult):
             return result
+        if round_number == _input.MAX_ROUNDS:
+            break  # the limit: nobody is asked an answer that could not be sent
         asked = _input.wire_requests(result.input_requests or {})
         gathered: dict[str, Any] = {}
         if reuse is not None:

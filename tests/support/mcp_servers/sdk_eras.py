@@ -560,7 +560,7 @@ def input_server() -> Any:
     """A lowlevel `Server` whose resource and prompt ask for input first (2026-07-28
     `InputRequiredResult`s, request state unsealed as a lowlevel server sends it):
     `ask://name` asks a form question; `ask://pair` two in one round; `ask://sample` asks
-    for sampling; the `hello` prompt asks for the client's roots and a form question in one
+    for sampling; `ask://nag` asks the form question on every round, forever; the `hello` prompt asks for the client's roots and a form question in one
     round."""
     from mcp.server.lowlevel import Server
     from mcp_types import (
@@ -592,6 +592,7 @@ def input_server() -> Any:
                 Resource(uri="ask://name", name="name", mime_type="text/plain"),
                 Resource(uri="ask://pair", name="pair", mime_type="text/plain"),
                 Resource(uri="ask://sample", name="sample", mime_type="text/plain"),
+                Resource(uri="ask://nag", name="nag", mime_type="text/plain"),
             ]
         )
 
@@ -629,7 +630,7 @@ def input_server() -> Any:
                 )
             )
             return InputRequiredResult(input_requests={"sample": sampling})
-        if "name" not in answers:
+        if "name" not in answers or params.uri == "ask://nag":
             return InputRequiredResult(input_requests={"name": ask_name}, request_state="r1")
         who = (_field(answers["name"], "content") or {}).get("name")
         return read(params, f"read by {who} (state {params.request_state})")
