@@ -210,12 +210,14 @@ async def _abandon(task: asyncio.Future[Any], unwind_s: float | None) -> None:
     if task.done():
         return
     task.cancel()
-    task.add_done_callback(_retrieve)
+    task.add_done_callback(mark_seen)
     await asyncio.wait((task,), timeout=unwind_s)
 
 
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    """Mark an abandoned task's exception as seen."""
+def mark_seen(future: asyncio.Future[Any]) -> None:
+    """A done callback that marks a future's exception as seen, so asyncio never logs it as
+    unretrieved: for a task nobody awaits any more, whose failure is reported elsewhere or
+    superseded."""
     if not future.cancelled():
         future.exception()
 

@@ -22,6 +22,7 @@ import urllib.request
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from toolnexus._aio import mark_seen
 from toolnexus._json import compact_json
 from toolnexus.client._inprocess import STREAM_UNSUPPORTED, generate_request, to_completion
 from toolnexus.client._transport import StreamBody
@@ -156,15 +157,10 @@ async def _in_thread(
     try:
         return await asyncio.shield(waiting)
     except asyncio.CancelledError:
-        waiting.add_done_callback(_retrieve)
+        waiting.add_done_callback(mark_seen)
         if discard is not None:
             done.add_done_callback(functools.partial(_discard_late, discard))
         raise
-
-
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()  # a late failure is nobody's to report
 
 
 def _discard_late(discard: Callable[[Any], None], future: concurrent.futures.Future[Any]) -> None:

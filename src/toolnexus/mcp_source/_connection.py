@@ -45,6 +45,7 @@ from toolnexus._aio import (
     call_in_thread_maybe_async,
     call_maybe_async,
     cancelled_by,
+    mark_seen,
 )
 from toolnexus._env import EnvVarError, expand_env_headers
 from toolnexus._http import ssl_context
@@ -237,7 +238,7 @@ class Connection:
         self._on_lost = on_lost
         loop = asyncio.get_running_loop()
         self._ready: asyncio.Future[None] = loop.create_future()
-        self._ready.add_done_callback(_retrieve)
+        self._ready.add_done_callback(mark_seen)
         self._done = asyncio.Event()
         self._wake = asyncio.Event()
         self._stopping = False
@@ -1006,12 +1007,6 @@ async def _until_signal(call: Awaitable[T], signal: Signal) -> T:
         return await cancelled_by(call, signal, unwind_s=_CANCEL_SETTLE)
     except Signalled:
         raise CallCancelled from None
-
-
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    """Mark a future's exception as seen (it is reported elsewhere)."""
-    if not future.cancelled():
-        future.exception()
 
 
 def _is_oauth_flow_error(exc: BaseException) -> bool:

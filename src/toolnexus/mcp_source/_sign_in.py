@@ -18,6 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from toolnexus._aio import mark_seen
 from toolnexus.mcp_source import _input
 from toolnexus.types import Answer, Request, ToolResult
 
@@ -149,6 +150,8 @@ class CallSignIns:
             },
             expiresAt=sign_in.expiresAt,
         )
+        if call is not None:
+            call.add_done_callback(mark_seen)  # it may end on its own before anyone resumes
         loop = asyncio.get_running_loop()
         expiry = loop.call_later(SIGN_IN_WAIT_S, self._expire, oauth, request.id)
         self._waiting[request.id] = _Waiting(sign_in, call, expiry)

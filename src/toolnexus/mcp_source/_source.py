@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from toolnexus._aio import wait_signal
+from toolnexus._aio import mark_seen, wait_signal
 from toolnexus._filters import apply_name_filter
 from toolnexus._log import warn
 from toolnexus.errors import ConfigError, McpInputError, NotConnected
@@ -1147,7 +1147,7 @@ async def _run_load(
         return
     tasks = [asyncio.ensure_future(job) for job in jobs]
     everything = asyncio.gather(*tasks)
-    everything.add_done_callback(_retrieve)
+    everything.add_done_callback(mark_seen)
     watcher = asyncio.ensure_future(wait_signal(cancel)) if cancel is not None else None
     waiters: set[asyncio.Future[Any]] = {everything} if watcher is None else {everything, watcher}
     try:
@@ -1168,12 +1168,6 @@ async def _run_load(
         raise
 
 
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    """Mark a future's outcome as seen (the abort, or the first error, is what gets reported)."""
-    if not future.cancelled():
-        future.exception()
-
-
 async def _abort(
     tasks: Sequence[asyncio.Future[Any]], abort: Callable[[], Coroutine[Any, Any, None]]
 ) -> None:
@@ -1181,7 +1175,7 @@ async def _abort(
     between spawning a child and handing it to its connection kills that child itself)."""
     for task in tasks:
         task.cancel()
-        task.add_done_callback(_retrieve)
+        task.add_done_callback(mark_seen)
     closing = asyncio.ensure_future(asyncio.gather(asyncio.wait(tasks), abort()))
     try:
         await asyncio.shield(closing)
