@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import weakref
 from typing import TYPE_CHECKING, Any
 
 from toolnexus._otel import request_hooks
+from toolnexus._tls import ssl_context
 
 if TYPE_CHECKING:
-    import ssl
-
     import httpx2
 
 __all__ = [
@@ -31,14 +29,6 @@ __all__ = [
     "shared_client",
     "ssl_context",
 ]
-
-
-@functools.cache
-def ssl_context() -> ssl.SSLContext:
-    """One verified TLS context per process: building one costs tens of milliseconds."""
-    import httpx2
-
-    return httpx2.create_ssl_context()
 
 
 def _env_proxy_set() -> bool:

@@ -18,6 +18,7 @@ import httpx2
 
 from toolnexus._http1._connection import Connection, ResponseBody, _StaleConnection, exchange, wait
 from toolnexus._http1._parse import request_head
+from toolnexus._tls import ssl_context
 
 __all__ = ["Http1Transport"]
 
@@ -61,7 +62,7 @@ class Http1Transport(httpx2.AsyncBaseTransport):
     def _tls(self) -> ssl.SSLContext:
         context = self._ssl_context
         if context is None:
-            context = httpx2.create_ssl_context()
+            context = ssl_context()  # the process's one context, not a new one per pool
         elif not isinstance(context, ssl.SSLContext):
             context = context()
         self._ssl_context = context
