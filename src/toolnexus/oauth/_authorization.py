@@ -336,7 +336,6 @@ def _code_result(answer: Answer | None) -> AuthorizationCodeResult:
 # -- the SDK providers, with persistence and refresh ahead of expiry ----------------------------
 
 
-_UNCLAIMED = object()
 # What `_refresh_token` hands the SDK's flow when, once it holds the store's lock, the tokens
 # another holder stored meanwhile are fresh: the flow never sends it, and takes the matching
 # answer as a refresh that succeeded.
@@ -353,7 +352,9 @@ class _Persisting(OAuthClientProvider):
     more_scope: str | None = None  # what a step-up asks for beyond the granted scopes
     record_storage: _RecordStorage | None = None
     storage_record: dict[str, Any] | None = None
-    _renewing: object | None = None  # the flow holding the store's lock for its refresh
+    # The task whose refresh holds the store's lock: only its own flow may let the lock go (a
+    # request of another task, cancelled while it waits for the SDK's lock, must not).
+    _renewing: asyncio.Task[Any] | None = None
 
     @property
     def _renewal(self) -> contextlib.AsyncExitStack:
@@ -402,8 +403,6 @@ class _Persisting(OAuthClientProvider):
                 if outgoing is _NO_REFRESH:
                     outgoing = await flow.asend(_NO_REFRESH_ANSWER)
                     continue
-                if self._renewing is _UNCLAIMED:
-                    self._renewing = flow  # `outgoing` is its refresh
                 response = yield outgoing
                 try:
                     outgoing = await flow.asend(response)
@@ -418,7 +417,8 @@ class _Persisting(OAuthClientProvider):
             return
         finally:
             await flow.aclose()
-            if self._renewing in (flow, _UNCLAIMED):  # its refresh failed or was never sent
+            if self._renewing is not None and self._renewing is asyncio.current_task():
+                # its refresh failed or was never sent
                 await self._end_renewal()
 
     async def _catch_up(self) -> None:
@@ -457,7 +457,7 @@ class _Persisting(OAuthClientProvider):
         storage = self.record_storage
         if storage is not None:
             await self._renewal.enter_async_context(storage.locked())
-            self._renewing = _UNCLAIMED  # the flow sending the refresh claims it
+            self._renewing = asyncio.current_task()
             self._take_up(await storage.reload())
             if self.context.is_token_valid():
                 await self._end_renewal()
