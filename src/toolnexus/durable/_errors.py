@@ -46,10 +46,10 @@ def dbos_errors(workflow_id: str | None) -> Iterator[None]:
     """Raise the DBOS errors of the block as toolnexus errors about run `workflow_id`."""
     try:
         yield
-    except DBOSNonExistentWorkflowError:
+    except DBOSNonExistentWorkflowError as exc:
         if workflow_id is None:
-            raise DurableError(None, "no such workflow") from None
-        raise WorkflowNotFound(workflow_id) from None
+            raise DurableError(None, "no such workflow") from exc
+        raise WorkflowNotFound(workflow_id) from exc
     except DBOSAwaitedWorkflowCancelledError as exc:
         raise RunCancelled(f"the durable run {exc.workflow_id!r} was cancelled") from exc
     except DBOSException as exc:
