@@ -579,13 +579,15 @@ def _one_exchange(scope: Any, body: bytes, version: bytes | None) -> _Exchange |
     from mcp_types import DEFAULT_NEGOTIATED_VERSION
     from pydantic import ValidationError
 
-    accept = content_type = b""
-    for key, value in scope["headers"]:
+    accept: bytes | None = None
+    content_type: bytes | None = None
+    for key, value in scope["headers"]:  # the first of each, as the SDK's transport reads them
         if key == b"accept":
-            accept = value
-        elif key == b"content-type":
+            if accept is None:
+                accept = value
+        elif key == b"content-type" and content_type is None:
             content_type = value
-    if not _accepts_json(accept) or not _is_json_type(content_type):
+    if not _accepts_json(accept or b"") or not _is_json_type(content_type or b""):
         return None
     try:  # the SDK transport's parser, so both read every body alike
         decoded = pydantic_core.from_json(body)
