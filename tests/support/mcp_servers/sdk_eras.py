@@ -560,8 +560,8 @@ def input_server() -> Any:
     """A lowlevel `Server` whose resource and prompt ask for input first (2026-07-28
     `InputRequiredResult`s, request state unsealed as a lowlevel server sends it):
     `ask://name` asks a form question; `ask://pair` two in one round; `ask://sample` asks
-    for sampling; `ask://nag` asks the form question on every round, forever; the `hello` prompt asks for the client's roots and a form question in one
-    round."""
+    for sampling; `ask://nag` asks the form question on every round, forever; the `hello`
+    prompt asks for the client's roots and a form question in one round."""
     from mcp.server.lowlevel import Server
     from mcp_types import (
         CreateMessageRequest,
