@@ -17,7 +17,8 @@ on a shared machine cannot. Switching instrumentation on and off is counted too 
 Scenarios: `run` (the benchmark request: 2 LLM calls, 2 MCP calls), `stream` (the same
 through `client.stream`), `llm` (one LLM call, no tools), `mcp` (two concurrent
 `toolkit.execute` calls on the MCP server), `floor` (the `floor` runner's request: raw asyncio
-HTTP and a bare SDK `ClientSession`). The HTTP layer alone, one POST of a chat request and its
+HTTP and a bare SDK `ClientSession` at 2025-11-25), `floor_modern` (the same at 2026-07-28, the
+era the toolkit negotiates by default). The HTTP layer alone, one POST of a chat request and its
 answer read whole: `post_raw` (the floor's hand-written asyncio POST), `post_transport` (a
 request built once, sent straight through `Http1Transport.handle_async_request`), `post_http1`
 (`httpx2.AsyncClient` on our `Http1Transport`), `post_httpx2` (`httpx2.AsyncClient` on its own
@@ -53,6 +54,7 @@ SCENARIOS = (
     "llm",
     "mcp",
     "floor",
+    "floor_modern",
     "post_raw",
     "post_transport",
     "post_http1",
@@ -118,10 +120,10 @@ async def _toolnexus(scenario: str, base_url: str, n: int, protocol: str) -> Non
         await toolkit.close()
 
 
-async def _floor(base_url: str, n: int) -> None:
+async def _floor(base_url: str, n: int, *, modern: bool) -> None:
     from floor import floor_request
 
-    async with floor_request(base_url) as request:
+    async with floor_request(base_url, modern=modern) as request:
         await _measure(request, n)
 
 
@@ -201,8 +203,8 @@ def _child(scenario: str, base_url: str, n: int, protocol: str) -> None:
         asyncio.run(_own(n))
     elif scenario.startswith("post_"):
         asyncio.run(_post(scenario, base_url, n))
-    elif scenario == "floor":
-        asyncio.run(_floor(base_url, n))
+    elif scenario in ("floor", "floor_modern"):
+        asyncio.run(_floor(base_url, n, modern=scenario == "floor_modern"))
     else:
         asyncio.run(_toolnexus(scenario, base_url, n, protocol))
 

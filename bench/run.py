@@ -46,6 +46,8 @@ class Spec:
 
 REQUEST_SPECS: tuple[Spec, ...] = (
     Spec("floor", "floor.py"),
+    # The same bare SDK session in the current era (server/discover, per-request _meta).
+    Spec("floor_modern", "floor.py", ("--modern", "--name", "floor_modern"), quick=False),
     Spec("toolnexus", "toolnexus_run.py"),
     Spec("toolnexus_skill", "toolnexus_run.py", ("--skill",)),
     # The floor's bare `ClientSession` speaks the legacy era: the same MCP work, like for like.
@@ -182,8 +184,15 @@ def aggregate(name: str, rounds: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def add_ratios(rows: list[dict[str, Any]]) -> None:
-    """`vs_floor`/`vs_toolnexus` (p50) and `cpu_vs_floor` (CPU per request, steadier)."""
+    """`vs_floor`/`vs_toolnexus` (p50) and `cpu_vs_floor` (CPU per request, steadier); with
+    `floor_modern` measured, `vs_floor_same_era`/`cpu_vs_floor_same_era` against the floor row
+    speaking the row's MCP era."""
     ok = {r["name"]: r for r in rows if r.get("ok")}
+    floors_by_era = {
+        r["mcp_protocol"]: r
+        for name in ("floor", "floor_modern")
+        if (r := ok.get(name)) and r.get("mcp_protocol")
+    }
     for row in rows:
         if not row.get("ok"):
             continue
@@ -193,6 +202,14 @@ def add_ratios(rows: list[dict[str, Any]]) -> None:
         floor_cpu = ok.get("floor", {}).get("cpu_ms_per_request")
         if floor_cpu and row.get("cpu_ms_per_request") is not None:
             row["cpu_vs_floor"] = round(row["cpu_ms_per_request"] / floor_cpu, 3)
+        # Against the floor that speaks the same MCP era: the server's work differs by era.
+        same = floors_by_era.get(row.get("mcp_protocol") or "")
+        if same is not None and same.get("p50_ms"):
+            row["vs_floor_same_era"] = round(row["p50_ms"] / same["p50_ms"], 3)
+            if same.get("cpu_ms_per_request") and row.get("cpu_ms_per_request") is not None:
+                row["cpu_vs_floor_same_era"] = round(
+                    row["cpu_ms_per_request"] / same["cpu_ms_per_request"], 3
+                )
 
 
 def machine() -> dict[str, Any]:
@@ -227,10 +244,12 @@ HEADER = (
     "p50 ms",
     "spread",
     "×floor",
+    "×floor(era)",
     "×toolnexus",
     "p95 ms",
     "CPU ms/req",
     "CPU ×floor",
+    "CPU ×floor(era)",
     "init ms",
     "RSS MB",
 )
@@ -251,10 +270,12 @@ def _cells(row: dict[str, Any]) -> tuple[str, ...]:
         fmt(row["p50_ms"], 2),
         spread,
         fmt(row.get("vs_floor"), 2),
+        fmt(row.get("vs_floor_same_era"), 2),
         fmt(row.get("vs_toolnexus"), 2),
         fmt(row["p95_ms"], 2),
         fmt(row.get("cpu_ms_per_request"), 2),
         fmt(row.get("cpu_vs_floor"), 2),
+        fmt(row.get("cpu_vs_floor_same_era"), 2),
         fmt(row["init_ms"], 0),
         fmt(row["rss_mb"]),
     )

@@ -2,6 +2,9 @@
 
 One kept-alive HTTP/1.1 connection written by hand with asyncio streams, and a bare MCP SDK
 `ClientSession` over stdio. One request = two LLM round trips + two concurrent MCP calls.
+The session speaks 2025-11-25 (`initialize`); with `--modern` it speaks 2026-07-28
+(`server/discover`, per-request `_meta`), the era a toolkit negotiates with this SDK's servers
+(the `floor_modern` row): the server's side of each call costs more in that era.
 """
 
 from __future__ import annotations
@@ -68,7 +71,9 @@ def _text_of(result: Any) -> str:
 
 
 @contextlib.asynccontextmanager
-async def floor_request(base_url: str) -> AsyncIterator[Callable[[], Awaitable[str]]]:
+async def floor_request(
+    base_url: str, *, modern: bool = False
+) -> AsyncIterator[Callable[[], Awaitable[str]]]:
     """The scenario's request written by hand: a bare SDK session over stdio to the MCP server
     and one kept-alive HTTP/1.1 connection to the mock LLM, open for as long as the block runs
     (the `floor` row and `bench/instructions.py` measure this same request)."""
@@ -77,7 +82,7 @@ async def floor_request(base_url: str) -> AsyncIterator[Callable[[], Awaitable[s
     command = c.mcp_server_command()
     params = StdioServerParameters(command=command[0], args=command[1:])
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
+        await (session.discover() if modern else session.initialize())
         listed = await session.list_tools()
         tools = [
             {
@@ -117,12 +122,18 @@ async def floor_request(base_url: str) -> AsyncIterator[Callable[[], Awaitable[s
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     with c.mock_llm(args.base_url) as base_url:
-        async with floor_request(base_url) as request:
+        async with floor_request(base_url, modern=args.modern) as request:
             init_ms = c.since_start_ms()
             measured = await c.measure_requests(request, n=args.n, warmup=args.warmup)
-    return c.request_row(NAME, init_ms, measured)
+    era = "2026-07-28" if args.modern else "2025-11-25"
+    return c.request_row(args.name, init_ms, measured, mcp_protocol=era)
 
 
 if __name__ == "__main__":
-    ARGS = c.runner_parser(__doc__ or "").parse_args()
-    c.guarded(NAME, lambda: main(ARGS))
+    PARSER = c.runner_parser(__doc__ or "")
+    PARSER.add_argument("--name", default=NAME, help="row name")
+    PARSER.add_argument(
+        "--modern", action="store_true", help="discover at 2026-07-28 instead of initialize"
+    )
+    ARGS = PARSER.parse_args()
+    c.guarded(ARGS.name, lambda: main(ARGS))

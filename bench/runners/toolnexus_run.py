@@ -90,6 +90,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         measured,
         version=getattr(toolnexus, "__version__", None) or c.distribution_version("toolnexus"),
         tools=len(toolkit.tools()),
+        mcp_protocol=toolkit.mcp_servers()[c.SERVER_NAME].protocol,
     )
 
 
