@@ -210,3 +210,29 @@ async def test_a_task_runs_with_only_the_tools_its_callers_scopes_allow(authz):
     ]
     # The toolkit itself is untouched by the runs' views.
     assert [t.name for t in toolkit.tools()] == ["echo", "ping"]
+
+
+async def test_a_scoped_task_sees_the_tools_registered_since_an_earlier_one(authz):
+    """The view of a set of scopes is kept across tasks, yet follows the toolkit's tool set."""
+
+    def ping(args: dict[str, Any], ctx: Any) -> str:
+        return "pong"
+
+    recording = _Recording()
+    toolkit = Toolkit(extra_tools=[echo_tool()])
+    auth = ResourceAuth(
+        issuer=authz.issuer, scopes=["agent:use"], tool_scopes={"echo": ["tools:echo"]}
+    )
+    handle = await toolkit.serve("127.0.0.1:0", a2a={"name": "scoped"}, client=recording, auth=auth)
+    bearer = authz.token(handle.url + "/", scope="agent:use")
+    async with handle, httpx2.AsyncClient() as http:
+        for step in range(3):
+            if step == 2:
+                toolkit.register(Tool("ping", "Ping", None, "native", ping))
+            sent = await http.post(
+                handle.url + "/",
+                json=_send("hi"),
+                headers={"Authorization": f"Bearer {bearer}", "A2A-Version": "1.0"},
+            )
+            assert sent.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert [names for names, _, _ in recording.runs] == [[], [], ["ping"]]

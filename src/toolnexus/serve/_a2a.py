@@ -22,9 +22,10 @@ from toolnexus.a2a import _wire as wire
 from toolnexus.a2a._wire import Dialect
 from toolnexus.errors import ConfigError
 from toolnexus.serve._tasks import DEFAULT_PAGE_SIZE, TaskStore
-from toolnexus.types import Request, error_message
+from toolnexus.types import Request, Tool, error_message
 
 if TYPE_CHECKING:
+    from toolnexus.serve._auth import PerScopeSet
     from toolnexus.serve._served import Served
 
 __all__ = [
@@ -373,6 +374,13 @@ class A2AEndpoint:
         self.max_in_flight = max_in_flight
         self.owns_store = owns_store  # opened from a config string: closed with the endpoint
         self.tool_scopes = dict(tool_scopes or {})
+        # The toolkit view of each set of granted scopes, and the tools the views were made of.
+        self._views: PerScopeSet[Served | None] | None = None
+        self._viewed: list[Tool] = []
+        if self.tool_scopes:
+            from toolnexus.serve._auth import PerScopeSet
+
+            self._views = PerScopeSet(self._view)
         self._runs: dict[str, _Run] = {}
         # Streams subscribed to an interrupted task, waiting for the reply that resumes it.
         self._watchers: dict[str, list[asyncio.Queue[dict[str, Any] | None]]] = {}
@@ -715,14 +723,33 @@ class A2AEndpoint:
         except Exception as exc:
             warn(f"A2A task {task['id']}: could not restore its conversation: {error_message(exc)}")
 
+    def _scoped_toolkit(self) -> Served | None:
+        """The toolkit less the tools the current caller's scopes do not allow (`None`: it may
+        use all). A view is made once per set of scopes, and again after the tool set changed
+        (a registration, an MCP server's new list): it follows no later change by itself."""
+        from toolnexus.serve._auth import granted_scopes
+
+        granted = granted_scopes()
+        if granted is None or self._views is None:
+            return None
+        tools = self.toolkit.tools()
+        if tools != self._viewed:
+            self._views.clear()
+            self._viewed = tools
+        return self._views.get(granted)
+
+    def _view(self, granted: frozenset[str]) -> Served | None:
+        from toolnexus.serve._auth import visible_tools
+        from toolnexus.serve._served import without_tools
+
+        names = [t.name for t in self._viewed]
+        hidden = set(names).difference(visible_tools(self.tool_scopes, granted, names))
+        return without_tools(self.toolkit, hidden) if hidden else None
+
     def _start(self, run: _Run, prompt: str | list[dict[str, Any]], *, resumed: bool) -> None:
         if self.tool_scopes:
             # The caller of this request (a resume is run with the resuming caller's scopes).
-            from toolnexus.serve._auth import hidden_tools
-            from toolnexus.serve._served import without_tools
-
-            hidden = hidden_tools(self.tool_scopes, (t.name for t in self.toolkit.tools()))
-            run.toolkit = without_tools(self.toolkit, hidden) if hidden else None
+            run.toolkit = self._scoped_toolkit()
         loop = asyncio.get_running_loop()
         run.job = loop.create_task(self._fulfil(run, prompt, resumed))
         watch = getattr(self.store, "watch", None)

@@ -25,7 +25,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from mcp.server.auth.middleware.auth_context import auth_context_var, get_access_token
@@ -50,15 +50,18 @@ if TYPE_CHECKING:
 __all__ = [
     "OAuthCard",
     "OAuthGate",
+    "PerScopeSet",
     "ResourceAuth",
     "TokenVerifierImpl",
     "card_scopes",
-    "hidden_tools",
+    "granted_scopes",
     "metadata_path",
     "metadata_routes",
     "oauth_card_schemes",
     "visible_tools",
 ]
+
+T = TypeVar("T")
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 DEFAULT_ALGORITHMS = (
@@ -623,14 +626,37 @@ def visible_tools(
     return [n for n in names if all(s in have for s in tool_scopes.get(n, ()))]
 
 
-def hidden_tools(tool_scopes: Mapping[str, Sequence[str]], names: Iterable[str]) -> set[str]:
-    """The `names` the caller of the current request may not call under `tool_scopes`: none
-    for a request without an OAuth access token (the static `auth_token`, or no auth)."""
+def granted_scopes() -> frozenset[str] | None:
+    """The scopes the current request's OAuth access token grants, or `None` for a request
+    without one (the static `auth_token`, or no auth): such a caller sees every tool."""
     access = get_access_token()
-    if access is None or not tool_scopes:
-        return set()
-    listed = list(names)
-    return set(listed).difference(visible_tools(tool_scopes, access.scopes, listed))
+    return None if access is None else frozenset(access.scopes)
+
+
+class PerScopeSet(Generic[T]):
+    """What `build` makes of a set of granted scopes, built once per distinct set (callers
+    holding the same scopes share it). At most `limit` sets are kept; past that, a new set's
+    value is built for each request."""
+
+    __slots__ = ("_build", "_cache", "_limit")
+
+    def __init__(self, build: Callable[[frozenset[str]], T], *, limit: int = 1024) -> None:
+        self._build = build
+        self._cache: dict[frozenset[str], T] = {}
+        self._limit = limit
+
+    def get(self, granted: frozenset[str]) -> T:
+        try:
+            return self._cache[granted]
+        except KeyError:
+            value = self._build(granted)
+            if len(self._cache) < self._limit:
+                self._cache[granted] = value
+            return value
+
+    def clear(self) -> None:
+        """Forget every value (what they were built from has changed)."""
+        self._cache.clear()
 
 
 # -- the agent card's oauth2 scheme --------------------------------------------------------------

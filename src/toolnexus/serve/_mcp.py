@@ -208,26 +208,19 @@ def _scoped_listings(
     tools: Sequence[Tool], tool_scopes: Mapping[str, Sequence[str]]
 ) -> Callable[[], types.ListToolsResult]:
     """The listing of the caller's access token (all tools without one), one per scope set."""
-    from mcp.server.auth.middleware.auth_context import get_access_token
-
-    from toolnexus.serve._auth import visible_tools
+    from toolnexus.serve._auth import PerScopeSet, granted_scopes, visible_tools
 
     entries = {t.name: _listed(t) for t in tools}
     everything = types.ListToolsResult(tools=list(entries.values()))
-    cache: dict[frozenset[str], types.ListToolsResult] = {}
+    per_scopes = PerScopeSet(
+        lambda granted: types.ListToolsResult(
+            tools=[entries[n] for n in visible_tools(tool_scopes, granted, entries)]
+        )
+    )
 
     def listing() -> types.ListToolsResult:
-        access = get_access_token()
-        if access is None:
-            return everything
-        key = frozenset(access.scopes)
-        found = cache.get(key)
-        if found is None:
-            names = visible_tools(tool_scopes, key, entries)
-            found = types.ListToolsResult(tools=[entries[n] for n in names])
-            if len(cache) < 1024:
-                cache[key] = found
-        return found
+        granted = granted_scopes()
+        return everything if granted is None else per_scopes.get(granted)
 
     return listing
 
