@@ -259,6 +259,13 @@ async def test_bad_use_is_refused_clearly(launched: str, client: Client) -> None
     whole = create_in_process_client(model="local", generate=lambda request: {"content": "x"})
     with pytest.raises(StreamingUnsupported):
         await anext(DurableClient(whole, name=f"whole-{next(_names)}").stream("go"))
+    # `start` and `stream` share their options: a misspelt one is refused, as a keyword is.
+    with pytest.raises(TypeError, match="unexpected keyword argument 'workflowid'"):
+        await durable(client, Effects()).start("go", workflowid="w")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'workflowid'"):
+        await anext(durable(client, Effects()).stream("go", workflowid="w"))  # type: ignore[call-arg]
+    with pytest.raises(ConfigError, match="history or id"):
+        await anext(durable(client, Effects()).stream("go", history=[], id="c"))
 
 
 # -- streaming ----------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ idempotency key.
 from toolnexus.durable._client import (
     DurableClient,
     DurableRun,
+    RunOptions,
     cancel_run,
     pending_request,
     send_answer,
@@ -31,6 +32,7 @@ __all__ = [
     "DurableClient",
     "DurableError",
     "DurableRun",
+    "RunOptions",
     "WorkflowNotFound",
     "cancel_run",
     "pending_request",
