@@ -168,9 +168,7 @@ class Authorization:
         spec = self._store_spec
         if isinstance(spec, str) or spec is None:
             return token_store(spec)
-        if isinstance(spec, TokenStore):
-            return spec
-        return spec  # an SDK TokenStorage, used as it is
+        return spec  # a TokenStore, or an SDK TokenStorage used as it is
 
     def _build(self) -> OAuthClientProvider:
         s = self.settings
@@ -231,23 +229,13 @@ class Authorization:
     # -- the SDK's redirect and callback handlers -----------------------------------------------
 
     async def _redirect(self, authorization_url: str) -> None:
+        # Without `wait_for`, a sign-in met while serving calls parks for the call's owner;
+        # with no owner to park for, nobody can answer it now.
         self._asked_for = None
         if self.wait_for is None and not self.hold:
             self._asked_for = self.park_for()
-        if self.wait_for is None and not self.hold and self._asked_for is None:
-            provider = self._provider
-            more = provider.more_scope if isinstance(provider, _Persisting) else None
-            why = self.refresh_refused
-            if more:
-                raise SignInRequired(
-                    f"the server asks for more access (scope {more}); with no wait_for nobody "
-                    "can grant it during a call"
-                )
-            raise SignInRequired(
-                f"the authorization server refused the stored refresh token ({why}); sign in again"
-                if why
-                else "the server asks for a new sign-in"
-            )
+            if self._asked_for is None:
+                raise self._unanswerable()
         expires = datetime.now(UTC) + SIGN_IN_VALID_FOR
         self._asked = Request(
             id=f"auth-{secrets.token_hex(8)}",
@@ -256,6 +244,21 @@ class Authorization:
             url=authorization_url,
             data={**self._data, "redirectUri": self.settings.redirect_uri},
             expiresAt=expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
+
+    def _unanswerable(self) -> SignInRequired:
+        provider = self._provider
+        more = provider.more_scope if isinstance(provider, _Persisting) else None
+        if more:
+            return SignInRequired(
+                f"the server asks for more access (scope {more}); with no wait_for nobody "
+                "can grant it during a call"
+            )
+        why = self.refresh_refused
+        return SignInRequired(
+            f"the authorization server refused the stored refresh token ({why}); sign in again"
+            if why
+            else "the server asks for a new sign-in"
         )
 
     async def _callback(self) -> AuthorizationCodeResult:
@@ -288,7 +291,6 @@ class Authorization:
             if self.pending is request:
                 self.pending = None
             self.parked_for = None
-            self._parked.set()  # waiters look again
 
     def __repr__(self) -> str:
         state = "parked" if self.pending is not None else "idle"
@@ -395,7 +397,6 @@ class _Persisting(OAuthClientProvider):
     async def _auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        await self._catch_up()
         flow = super()._auth_flow(request)
         try:
             outgoing = await flow.__anext__()
@@ -420,19 +421,6 @@ class _Persisting(OAuthClientProvider):
             if self._renewing is not None and self._renewing is asyncio.current_task():
                 # its refresh failed or was never sent
                 await self._end_renewal()
-
-    async def _catch_up(self) -> None:
-        """When the tokens are due for a refresh, first take up those the store holds if
-        another holder renewed them meanwhile: no refresh is needed then."""
-        storage, context = self.record_storage, self.context
-        if storage is None:
-            return
-        async with context.lock:
-            if not self._initialized:
-                await self._initialize()
-            if context.is_token_valid() or not context.can_refresh_token():
-                return
-            self._take_up(await storage.reload())
 
     def _take_up(self, stored: OAuthToken | None) -> None:
         """Use the stored tokens when they are not the ones in hand (newer: stores only ever
