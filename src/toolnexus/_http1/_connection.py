@@ -238,9 +238,8 @@ class Connection(asyncio.Protocol):
         self.transport.write(data)
 
     async def drain(self, timeout: float | None) -> None:
-        """Wait while the socket's send buffer is full (the write timeout applies)."""
-        if not self.writing_paused:
-            return
+        """Wait until the full send buffer has room (the write timeout applies); called only
+        while `writing_paused`, so a write that fitted costs no coroutine."""
         self.drained = asyncio.get_running_loop().create_future()
         try:
             await wait(self.drained, timeout)
@@ -267,10 +266,12 @@ async def _send_stream(
         if length is not None and sent > length:
             raise httpx2.LocalProtocolError("request body longer than its Content-Length")
         conn.write(b"%x\r\n%b\r\n" % (len(chunk), chunk) if chunked else chunk)
-        await conn.drain(timeout)
+        if conn.writing_paused:
+            await conn.drain(timeout)
     if chunked:
         conn.write(b"0\r\n\r\n")
-        await conn.drain(timeout)
+        if conn.writing_paused:
+            await conn.drain(timeout)
     elif length is not None and sent != length:
         raise httpx2.LocalProtocolError("request body shorter than its Content-Length")
 
@@ -302,7 +303,7 @@ async def exchange(
             conn.write(head + body if len(body) < 65536 else head)
             if len(body) >= 65536:
                 conn.write(body)
-            if conn.writing_paused:  # else there is nothing to wait for
+            if conn.writing_paused:
                 await conn.drain(write_timeout)
         else:
             conn.write(head)

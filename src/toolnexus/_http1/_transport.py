@@ -68,20 +68,6 @@ class Http1Transport(httpx2.AsyncBaseTransport):
         self._ssl_context = context
         return context
 
-    def _take_idle(self, origin: Origin) -> Connection | None:
-        idle = self._idle.get(origin)
-        if not idle:
-            return None
-        now = time.monotonic()
-        while idle:
-            conn = idle.pop()
-            self._idle_count -= 1
-            if conn.usable and (conn.expires_at is None or conn.expires_at > now):
-                conn.expires_at = None
-                return conn
-            self._drop(conn)
-        return None
-
     def _evict_idle(self) -> bool:
         """Close the longest-idle connection (any origin) to make room; False if none is idle."""
         oldest: list[Connection] | None = None
@@ -120,26 +106,41 @@ class Http1Transport(httpx2.AsyncBaseTransport):
             conn.expires_at = time.monotonic() + self._expiry
         self._idle.setdefault(conn.origin, []).append(conn)
         self._idle_count += 1
-        if self._waiters:
-            self._wake_one()
+        self._wake_one()
+
+    def _reuse(self, origin: Origin, fresh: bool) -> Connection | None:
+        """An idle connection to `origin` (unless `fresh`), now busy; `None` when one must be
+        opened or waited for. The first step of every acquire, taken without a coroutine."""
+        if self._closed:
+            raise httpx2.ConnectError("the transport is closed")
+        idle = None if fresh else self._idle.get(origin)
+        if not idle:
+            return None
+        now = time.monotonic()
+        while idle:
+            conn = idle.pop()
+            self._idle_count -= 1
+            if conn.usable and (conn.expires_at is None or conn.expires_at > now):
+                conn.expires_at = None
+                self._busy.add(conn)
+                return conn
+            self._drop(conn)
+        return None
 
     async def _acquire(self, origin: Origin, timeouts: dict[str, Any], fresh: bool) -> Connection:
+        """A connection to `origin` when `_reuse` found none: a new one within the limit, else
+        the next one given back (for at most the pool timeout)."""
         deadline: float | None = None
         while True:
-            if self._closed:
-                raise httpx2.ConnectError("the transport is closed")
-            conn = None if fresh else self._take_idle(origin)
-            if conn is None:
-                limit = self._max_connections
-                if limit is None or self._open < limit or self._evict_idle():
-                    self._open += 1
-                    try:
-                        conn = await self._connect(origin, timeouts.get("connect"))
-                    except BaseException:
-                        self._open -= 1
-                        self._wake_one()
-                        raise
-            if conn is not None:
+            limit = self._max_connections
+            if limit is None or self._open < limit or self._evict_idle():
+                self._open += 1
+                try:
+                    conn = await self._connect(origin, timeouts.get("connect"))
+                except BaseException:
+                    self._open -= 1
+                    self._wake_one()
+                    raise
                 self._busy.add(conn)
                 return conn
             pool_timeout = timeouts.get("pool")
@@ -161,6 +162,9 @@ class Http1Transport(httpx2.AsyncBaseTransport):
             finally:
                 if not waiter.done():
                     waiter.cancel()
+            reused = self._reuse(origin, fresh)
+            if reused is not None:
+                return reused
 
     async def _connect(self, origin: Origin, timeout: float | None) -> Connection:
         scheme, host, port = origin
@@ -210,11 +214,9 @@ class Http1Transport(httpx2.AsyncBaseTransport):
         replayable = isinstance(body, bytes)
         fresh = False
         while True:
-            conn = None if fresh else self._take_idle(origin)
+            conn = self._reuse(origin, fresh)
             if conn is None:
                 conn = await self._acquire(origin, timeouts, fresh)
-            else:
-                self._busy.add(conn)
             try:
                 response, framing = await exchange(
                     conn, method, head, body, chunked, length, timeouts
