@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HttpClients",
-    "frames_bodies",
     "http_owner",
     "new_client",
     "shared_client",
@@ -41,8 +40,10 @@ def _env_proxy_set() -> bool:
 
 def new_client(
     *, timeout: httpx2.Timeout, limits: httpx2.Limits, **options: Any
-) -> httpx2.AsyncClient:
-    """An `httpx2.AsyncClient` of ours (`options` as `AsyncClient` takes them).
+) -> tuple[httpx2.AsyncClient, bool]:
+    """An `httpx2.AsyncClient` of ours (`options` as `AsyncClient` takes them), and whether it
+    runs on `Http1Transport`, which frames a request body sent whole by itself (a request built
+    by hand may leave out its Content-Length).
 
     It runs on `Http1Transport`, our HTTP/1.1 pool on asyncio; with a proxy named in the
     environment, on httpx2's own transport instead (only it applies `HTTP(S)_PROXY` and
@@ -51,23 +52,12 @@ def new_client(
     import httpx2
 
     if _env_proxy_set():
-        return httpx2.AsyncClient(verify=ssl_context(), timeout=timeout, limits=limits, **options)
+        client = httpx2.AsyncClient(verify=ssl_context(), timeout=timeout, limits=limits, **options)
+        return client, False
     from toolnexus._http1 import Http1Transport
 
-    client = httpx2.AsyncClient(
-        transport=Http1Transport(ssl_context, limits), timeout=timeout, limits=limits, **options
-    )
-    _on_http1.add(client)
-    return client
-
-
-_on_http1: weakref.WeakSet[httpx2.AsyncClient] = weakref.WeakSet()
-
-
-def frames_bodies(client: httpx2.AsyncClient) -> bool:
-    """Whether `client` is one of ours on `Http1Transport`, which frames a request body sent
-    whole by itself (a request built by hand may leave out its Content-Length)."""
-    return client in _on_http1
+    transport = Http1Transport(ssl_context, limits)
+    return httpx2.AsyncClient(transport=transport, timeout=timeout, limits=limits, **options), True
 
 
 class HttpClients:
@@ -87,7 +77,7 @@ class HttpClients:
         if client is None or client.is_closed:
             import httpx2
 
-            client = new_client(
+            client, _ = new_client(
                 timeout=httpx2.Timeout(30.0),
                 limits=httpx2.Limits(max_connections=100, max_keepalive_connections=20),
                 follow_redirects=True,

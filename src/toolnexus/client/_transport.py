@@ -14,7 +14,7 @@ from typing import Any, Protocol, cast
 
 import httpx2
 
-from toolnexus._http import frames_bodies, new_client
+from toolnexus._http import new_client
 from toolnexus._json import compact_json
 from toolnexus.client._errors import ProviderConnectionError, ProviderError
 from toolnexus.client._wire import CREDENTIAL_HEADERS
@@ -199,8 +199,8 @@ class HttpTransport:
             # A client left on another loop cannot be closed from this one; its loop's end
             # releases its sockets.
             timeout = httpx2.Timeout(30.0, read=self._read_timeout_s)
-            owned = self._owned = new_client(timeout=timeout, limits=_LIMITS)
-            self._owned_frames = frames_bodies(owned)
+            owned, self._owned_frames = new_client(timeout=timeout, limits=_LIMITS)
+            self._owned = owned
             self._owned_loop = loop
             self._headers.clear()  # merged with that client's default headers
         return owned
