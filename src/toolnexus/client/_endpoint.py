@@ -230,6 +230,8 @@ class Endpoint:
         )
         self._params = dict(options.request_params) if options.request_params else {}
         self._body_transform = options.body_transform
+        # Whether a body needs `shape` at all: decided once, not per request.
+        self.shapes = bool(self._params) or self._body_transform is not None
 
     @property
     def can_stream(self) -> bool:
@@ -250,7 +252,7 @@ class Endpoint:
         await self.transport.aclose()
 
     async def shape(self, body: dict[str, Any]) -> dict[str, Any]:
-        """`request_params` merged into the body, then `body_transform`."""
+        """`request_params` merged into the body, then `body_transform` (when `shapes`)."""
         if self._params:
             body.update(self._params)
         if self._body_transform is not None:
@@ -269,9 +271,7 @@ class Endpoint:
 
     async def complete(self, request: ModelRequest, scope: RunScope, emit: Emit) -> Turn:
         """One whole answer, with its retries."""
-        body = request.body
-        if self._params or self._body_transform is not None:
-            body = await self.shape(body)
+        body = await self.shape(request.body) if self.shapes else request.body
         started = time.perf_counter()
         url, headers = self.url, self.credentials.headers()
         call = _otel.chat(self.dialect.provider, request, url)
@@ -296,7 +296,7 @@ class Endpoint:
         self, request: ModelRequest, scope: RunScope, emit: Emit
     ) -> AsyncGenerator[str | Turn, None]:
         """Yield the text deltas of one streamed answer, then its `Turn`."""
-        body = await self.shape(request.body)
+        body = await self.shape(request.body) if self.shapes else request.body
         started = time.perf_counter()
         url, headers = self.url, self.credentials.headers()
         read = scope.inline if self.transport.unwinds_promptly else scope.race

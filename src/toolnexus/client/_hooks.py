@@ -85,12 +85,8 @@ def resolve_hooks(hooks: Any) -> Hooks | None:
     return None if found.empty else found
 
 
-async def call_hook(
-    fn: Callable[..., Any] | None, payload: Mapping[str, Any]
-) -> dict[str, Any] | None:
+async def call_hook(fn: Callable[..., Any], payload: Mapping[str, Any]) -> dict[str, Any] | None:
     """Call a hook; its reply must be `None` or a dict."""
-    if fn is None:
-        return None
     reply = await call_maybe_async(fn, payload)
     if reply is None:
         return None
@@ -100,7 +96,7 @@ async def call_hook(
 
 
 async def before_llm(
-    hooks: Hooks | None,
+    hook: BeforeLlmHook,
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]],
     model: str,
@@ -112,12 +108,10 @@ async def before_llm(
     A returned `messages`/`tools` replaces them for this and later turns (the caller keeps
     them); a returned `model` is for this turn only. A hook that raises aborts the caller.
     """
-    if hooks is None or hooks.before_llm is None:
-        return messages, tools, model
     payload: BeforeLlmInfo = {"messages": messages, "tools": tools, "model": model, "turn": turn}
     if deps is not None:  # the run's `deps`, as every hook of a run given some sees them
         payload["deps"] = deps
-    reply = await call_hook(hooks.before_llm, payload)
+    reply = await call_hook(hook, payload)
     if reply:
         if reply.get("messages") is not None:
             messages = list(reply["messages"])

@@ -33,7 +33,7 @@ from toolnexus.client._events import (
     ToolEvent,
     ToolResultEvent,
 )
-from toolnexus.client._hooks import before_llm, call_hook
+from toolnexus.client._hooks import AfterLlmHook, AfterToolHook, before_llm, call_hook
 from toolnexus.client._metrics import elapsed_ms
 from toolnexus.client._output import FINAL_RESULT
 from toolnexus.client._parts import Prompt, prompt_content
@@ -174,7 +174,7 @@ class RunLoop:
                 for turn_index in range(c.max_turns):
                     if hooks is not None and hooks.before_llm is not None:
                         messages, tools, model = await before_llm(
-                            hooks, messages, tools, c.model, turn_index, c.deps
+                            hooks.before_llm, messages, tools, c.model, turn_index, c.deps
                         )
                     seen: list[dict[str, Any]] = []  # the summaries of the parts sent
                     body = wire.body(
@@ -204,7 +204,7 @@ class RunLoop:
                     self.turns += 1
                     self._add_usage(turn.usage)
                     if hooks is not None and hooks.after_llm is not None:
-                        await self._after_llm(turn, model, turn_index)
+                        await self._after_llm(hooks.after_llm, turn, model, turn_index)
                     messages.extend(turn.entries())
                     text = turn.text
                     if turn.refusal is not None and not turn.calls:
@@ -504,13 +504,10 @@ class RunLoop:
             add_usage(self.usage, usage)
             self.usage_seen = True
 
-    async def _after_llm(self, turn: Turn, model: str, turn_index: int) -> None:
-        hooks = self.c.hooks
-        if hooks is None or hooks.after_llm is None:
-            return
+    async def _after_llm(self, hook: AfterLlmHook, turn: Turn, model: str, turn_index: int) -> None:
         response = {"streamed": True, "usage": dict(self.usage)} if self.streaming else turn.raw
         info: AfterLlmInfo = {"response": response, "model": model, "turn": turn_index}
-        await call_hook(hooks.after_llm, self._with_deps(info))
+        await call_hook(hook, self._with_deps(info))
 
     # -- tools ----------------------------------------------------------------------------------
 
@@ -618,15 +615,17 @@ class RunLoop:
             return _Outcome(call, args, result, True)  # after_tool never sees a suspension
         self._tool_event(call.name, result, started, False)
         if hooks is not None and hooks.after_tool is not None:
-            result = await self._after_tool(call, args, result, turn)
+            result = await self._after_tool(hooks.after_tool, call, args, result, turn)
         return _Outcome(call, args, result, False)
 
     async def _after_tool(
-        self, call: ToolCall, args: dict[str, Any], result: ToolResult, turn: int
+        self,
+        hook: AfterToolHook,
+        call: ToolCall,
+        args: dict[str, Any],
+        result: ToolResult,
+        turn: int,
     ) -> ToolResult:
-        hooks = self.c.hooks
-        if hooks is None or hooks.after_tool is None:
-            return result
         info: AfterToolInfo = {
             "name": call.name,
             "args": args,
@@ -635,7 +634,7 @@ class RunLoop:
             "turn": turn,
             "tool": self._tool(call.name),
         }
-        reply = await call_hook(hooks.after_tool, self._with_deps(info))
+        reply = await call_hook(hook, self._with_deps(info))
         if reply and reply.get("result") is not None:
             return _as_result(reply["result"], "after_tool")
         return result
@@ -661,7 +660,10 @@ class RunLoop:
             self._tool_event(name, result, started, True)
             return ToolResult("unresolved: " + request.prompt, True)  # never a second wait
         self._tool_event(name, result, started, False)
-        return await self._after_tool(outcome.call, args, result, turn)
+        hooks = self.c.hooks
+        if hooks is None or hooks.after_tool is None:
+            return result
+        return await self._after_tool(hooks.after_tool, outcome.call, args, result, turn)
 
 
 class _Reporter:

@@ -78,8 +78,6 @@ class RetryPolicy:
         a = 0
         while True:
             try:
-                if not scope.abortable:  # nothing can cut the attempt short: await it as it is
-                    return await attempt()
                 if self.inline:
                     return await scope.inline(attempt())
                 return await scope.race(attempt())

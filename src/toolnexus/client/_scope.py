@@ -84,11 +84,6 @@ class RunScope:
         return RunCancelled()
 
     @property
-    def abortable(self) -> bool:
-        """Whether the run has a deadline or a `cancel` event (else nothing can abort it)."""
-        return self._abort is not None
-
-    @property
     def aborted(self) -> bool:
         if self._kind is None and self.cancel is not None and self.cancel.is_set():
             self._fire("cancel")

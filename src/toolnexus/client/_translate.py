@@ -210,9 +210,11 @@ async def translate(
 
     scope = RunScope(settings.timeout_ms, cancel)
     try:
-        wire_messages, wire_tools, model = await before_llm(
-            settings.hooks, wire_messages, wire_tools, settings.model, 0
-        )
+        model, hooks = settings.model, settings.hooks
+        if hooks is not None and hooks.before_llm is not None:
+            wire_messages, wire_tools, model = await before_llm(
+                hooks.before_llm, wire_messages, wire_tools, model, 0
+            )
         if not anthropic:  # part dicts become blocks; tool media move to one user message
             wire_messages = openai_request_messages(wire_messages, settings.parts, seen)
         if anthropic:
@@ -265,9 +267,11 @@ async def _translate_responses(
     seen: list[dict[str, Any]] = []
     scope = RunScope(settings.timeout_ms, cancel)
     try:
-        items, wire_tools, model = await before_llm(
-            settings.hooks, items, wire_tools, settings.model, 0
-        )
+        model, hooks = settings.model, settings.hooks
+        if hooks is not None and hooks.before_llm is not None:
+            items, wire_tools, model = await before_llm(
+                hooks.before_llm, items, wire_tools, model, 0
+            )
         body = RESPONSES.body(
             model, instructions, items, [], False, parts=settings.parts, seen=seen
         )
