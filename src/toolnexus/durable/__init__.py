@@ -19,7 +19,6 @@ idempotency key.
 from toolnexus.durable._client import (
     DurableClient,
     DurableRun,
-    RunOptions,
     cancel_run,
     pending_request,
     send_answer,
@@ -32,7 +31,6 @@ __all__ = [
     "DurableClient",
     "DurableError",
     "DurableRun",
-    "RunOptions",
     "WorkflowNotFound",
     "cancel_run",
     "pending_request",

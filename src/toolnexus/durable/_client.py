@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any, TypedDict
+from typing import Any
 
 from dbos import (
     DBOS,
@@ -14,7 +14,6 @@ from dbos import (
     SetWorkflowID,
     WorkflowHandleAsync,
 )
-from typing_extensions import Unpack
 
 from toolnexus.client import Client, ConversationStore, RunResult, StreamEvent
 from toolnexus.client._inprocess import STREAM_UNSUPPORTED
@@ -35,28 +34,7 @@ from toolnexus.errors import ConfigError, ConfigTypeError, StreamingUnsupported
 from toolnexus.toolkit import Toolkit
 from toolnexus.types import Answer, Request, Tool
 
-__all__ = [
-    "DurableClient",
-    "DurableRun",
-    "RunOptions",
-    "cancel_run",
-    "pending_request",
-    "send_answer",
-]
-
-
-class RunOptions(TypedDict, total=False):
-    """The keyword options of `DurableClient.start` and `DurableClient.stream`."""
-
-    workflow_id: str | None
-    """The run's DBOS workflow id (default: a new one); an existing id attaches to its run."""
-    history: list[dict[str, Any]] | None
-    """Messages the run continues from (not with `id`)."""
-    id: str | None
-    """The conversation the run continues and saves (not with `history`)."""
-    output_type: Any
-    """The type the final answer is parsed into, as for `Client.run`."""
-
+__all__ = ["DurableClient", "DurableRun", "cancel_run", "pending_request", "send_answer"]
 
 FOREVER_S = 100 * 365 * 24 * 3600.0
 """How long a suspended run waits for its answer when no `answer_timeout_s` is given."""
@@ -177,7 +155,14 @@ class DurableClient:
         _names.add(workflow_name)
 
     async def start(
-        self, prompt: Prompt, *, stream: bool = False, **options: Unpack[RunOptions]
+        self,
+        prompt: Prompt,
+        *,
+        workflow_id: str | None = None,
+        history: list[dict[str, Any]] | None = None,
+        id: str | None = None,
+        output_type: Any = None,
+        stream: bool = False,
     ) -> DurableRun:
         """Start a run in the background and return its handle at once.
 
@@ -185,17 +170,11 @@ class DurableClient:
         `stream`, the run records its events for `DurableRun.stream()`. Starting a
         `workflow_id` that exists attaches to that run: it is never run twice.
         """
-        unknown = options.keys() - RunOptions.__optional_keys__
-        if unknown:
-            raise ConfigTypeError(f"unexpected keyword argument {min(unknown)!r}")
-        workflow_id = options.get("workflow_id")
-        history = options.get("history")
-        conversation_id = options.get("id")
-        if history is not None and conversation_id is not None:
+        if history is not None and id is not None:
             raise ConfigError("pass history or id, not both")
         if stream and not self.client._endpoint.can_stream:
             raise StreamingUnsupported(STREAM_UNSUPPORTED)
-        args = (prompt, history, conversation_id, options.get("output_type"), bool(stream))
+        args = (prompt, history, id, output_type, bool(stream))
         started = SetWorkflowID(workflow_id) if workflow_id is not None else None
         with dbos_errors(workflow_id), started or contextlib.nullcontext():
             if self.queue is not None:
@@ -207,10 +186,16 @@ class DurableClient:
         return DurableRun(handle.get_workflow_id(), handle)
 
     async def stream(
-        self, prompt: Prompt, **options: Unpack[RunOptions]
+        self,
+        prompt: Prompt,
+        *,
+        workflow_id: str | None = None,
+        history: list[dict[str, Any]] | None = None,
+        id: str | None = None,
+        output_type: Any = None,
     ) -> AsyncIterator[StreamEvent[Any]]:
         """`Client.stream` as a durable workflow: the run's events as they come, the last one
-        `done`. Takes the options of `start`.
+        `done`. Takes the options of `start` (but `stream`).
 
         The events are those of `Client.stream` but for `progress`, and each model call's text
         comes whole, in one `text` event, when the call's step completes. Streaming a
@@ -218,7 +203,14 @@ class DurableClient:
         first: those recorded before (by this process or one that died) at once, each once,
         then the rest as they come. Leaving early stops the reading, not the run.
         """
-        run = await self.start(prompt, stream=True, **options)
+        run = await self.start(
+            prompt,
+            workflow_id=workflow_id,
+            history=history,
+            id=id,
+            output_type=output_type,
+            stream=True,
+        )
         async for event in run.stream():
             yield event
 
