@@ -6,6 +6,10 @@ host itself inherited, so trees nest). Its descendants inherit the variable,
 so they are found in `/proc` even after they moved to a session of their own (`setsid`) and were
 re-parented when their parent died: nothing has to be tracked while they run.
 
+A tree may sit inside a wider one (`ProcessTree(inside=...)`): its members carry both tags, so
+killing the wider tree ends it too. A toolkit gathers its `bash` calls that way (`owned_tree`),
+and `end_owned` on its close kills whatever they left running in the background.
+
 If the host itself dies (any signal, `SIGKILL` included), a watchdog process started with the
 first child notices the end of its pipe from the host and kills every tree the host had left.
 
@@ -25,17 +29,28 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
-__all__ = ["TREE_VARIABLE", "ProcessTree", "kill_now", "start_uncancelled"]
+__all__ = [
+    "TREE_VARIABLE",
+    "ProcessTree",
+    "end_owned",
+    "kill_now",
+    "owned_tree",
+    "start_uncancelled",
+]
 
 T = TypeVar("T")
 
 TREE_VARIABLE = "TOOLNEXUS_PROCESS_TREE"
 POLL_SECONDS = 0.01
-# Killing is repeated while members remain (a member may fork while it is being killed).
-_KILL_ROUNDS = 200
+# Killing is repeated while members remain (a member may fork while it is being killed), for at
+# most this long: a member stopped in the kernel (uninterruptible I/O) may never go.
+KILL_SECONDS = 5.0
+_ZOMBIE = ("Z", "X")
 
 _state_lock = threading.Lock()
 _host: tuple[int, str] | None = None  # (pid, token): a forked host gets a token of its own
@@ -67,7 +82,8 @@ def tagged():
             except OSError:
                 pass
     return found
-for _ in range(200):
+deadline = time.monotonic() + float(sys.argv[3])
+while time.monotonic() < deadline:
     pids = tagged()
     if not pids:
         break
@@ -104,7 +120,12 @@ def _ensure_watchdog(token: str) -> None:
             # pipe's write end stays open here until this process ends.
             shell = ["/bin/sh", "-c", 'exec 3<&0; "$0" "$@" <&3 3<&- &']
             launcher = subprocess.Popen(
-                [*shell, sys.executable, "-E", "-s", "-S", "-c", _WATCHDOG, TREE_VARIABLE, token],
+                [
+                    *shell,
+                    sys.executable,
+                    *("-E", "-s", "-S", "-c", _WATCHDOG),
+                    *(TREE_VARIABLE, token, str(KILL_SECONDS)),
+                ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -115,14 +136,17 @@ def _ensure_watchdog(token: str) -> None:
 
 
 class ProcessTree:
-    """The tag of one child's tree: `env()` to start the child with, `kill()` to end it all."""
+    """The tag of one child's tree: `env()` to start the child with, `kill()` to end it all.
 
-    __slots__ = ("_signalled", "tag")
+    With `inside`, the members carry that wider tree's tag too (and end when it is killed)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_inside", "_signalled", "tag")
+
+    def __init__(self, *, inside: ProcessTree | None = None) -> None:
         token = _host_token()
         _ensure_watchdog(token)
         self.tag = f"{token}.{next(_counter)}"
+        self._inside = inside
         # Members signalled so far, by pid, with their start time (a pid is reused once its
         # process is reaped; the start time tells the two apart).
         self._signalled: dict[int, str] = {}
@@ -130,40 +154,33 @@ class ProcessTree:
     def env(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         """This process's environment, `overrides` merged over it, plus the tree's tag."""
         env = {**os.environ, **(overrides or {})}
-        inherited = env.get(TREE_VARIABLE)
-        env[TREE_VARIABLE] = f"{inherited}:{self.tag}" if inherited else self.tag
+        tags = [env.get(TREE_VARIABLE), self._inside and self._inside.tag, self.tag]
+        env[TREE_VARIABLE] = ":".join(t for t in tags if t)
         return env
 
-    def members(self) -> list[int]:
-        """Pids of the live processes of this tree (zombies excluded). Blocking: reads /proc.
-
-        A member that has begun to exit may be missing: its environment reads empty while it
-        still runs (see `signal`, which keeps track of those it signalled)."""
-        return _tagged(self.tag.encode())
-
-    def signal(self, leader: int, sig: int) -> list[int]:
-        """Send `sig` to the leader's process group and to every tagged member; the members
-        signalled."""
-        kill_now(leader, sig)
-        pids = self.members()
-        for pid in pids:
-            started = _start_time(pid)
+    def signal(self, leader: int | None, sig: int) -> dict[int, str]:
+        """Send `sig` to the leader's process group (if any) and to every live member; the
+        members signalled, pid -> start time. Blocking: reads /proc."""
+        if leader is not None:
+            kill_now(leader, sig)
+        members = self._members(leader)
+        for pid, started in members.items():
             with contextlib.suppress(OSError):
                 os.kill(pid, sig)
-            if started is not None:
-                self._signalled[pid] = started
-        return pids
+            self._signalled[pid] = started
+        return members
 
-    async def kill(self, leader: int, *, term_grace: float = 0.0) -> None:
+    async def kill(self, leader: int | None, *, term_grace: float = 0.0) -> None:
         """Kill the whole tree: SIGTERM first when `term_grace` > 0 (waiting at most that long
-        for it to end), then SIGKILL until no member is left. Never blocks the event loop."""
+        for it to end), then SIGKILL until no member is left (for at most `KILL_SECONDS`).
+        `leader` is the child whose process group goes too. Never blocks the event loop."""
         if term_grace > 0:
             await asyncio.to_thread(self.signal, leader, signal.SIGTERM)
             if await self._gone(leader, term_grace):
                 return
         await asyncio.to_thread(self._kill_all, leader)
 
-    async def _gone(self, leader: int, within: float) -> bool:
+    async def _gone(self, leader: int | None, within: float) -> bool:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within
         while True:
@@ -173,27 +190,77 @@ class ProcessTree:
                 return False
             await asyncio.sleep(POLL_SECONDS)
 
-    def _alive(self, leader: int) -> bool:
-        return _group_alive(leader) or bool(self.members()) or self._exiting()
+    def _alive(self, leader: int | None) -> bool:
+        members = self._members(leader)
+        return self._exiting(members) or bool(members)
 
-    def _exiting(self) -> bool:
-        """Whether a member signalled earlier still runs. A process that has begun to exit has
-        already released its memory, environment included, so `members()` no longer finds it,
-        yet it runs on until its exit completes (long, for a large process on a loaded host)."""
+    def _members(self, leader: int | None) -> dict[int, str]:
+        """The live members, pid -> start time, from one pass over /proc: each process carrying
+        the tag, and each in the leader's process group (zombies excluded). A member that has
+        begun to exit may be missing: its environment reads empty while it still runs (see
+        `_exiting`)."""
+        group = str(leader) if leader is not None and _group_exists(leader) else None
+        tag = self.tag.encode()
+        found: dict[int, str] = {}
+        for pid in _pids():
+            tagged = _carries(pid, tag)
+            if not tagged and group is None:
+                continue
+            fields = _stat_fields(pid)
+            if fields is None or len(fields) <= 19 or fields[0] in _ZOMBIE:
+                continue
+            if tagged or fields[2] == group:
+                found[pid] = fields[19]
+        return found
+
+    def _exiting(self, members: Mapping[int, str]) -> bool:
+        """Whether a member signalled earlier still runs though this round's `members` lacks
+        it (only those are looked at again). A process that has begun to exit has already
+        released its memory, environment included, so it is no longer found by its tag, yet it
+        runs on until its exit completes (long, for a large process on a loaded host)."""
         self._signalled = {
-            pid: started for pid, started in self._signalled.items() if _runs(pid, started)
+            pid: started
+            for pid, started in self._signalled.items()
+            if pid in members or _runs(pid, started)
         }
-        return bool(self._signalled)
+        return len(self._signalled) > len(members.keys() & self._signalled.keys())
 
-    def _kill_all(self, leader: int) -> None:
-        for _ in range(_KILL_ROUNDS):
-            found = self.signal(leader, signal.SIGKILL)
-            if not found and not _group_alive(leader) and not self._exiting():
+    def _kill_all(self, leader: int | None) -> None:
+        deadline = time.monotonic() + KILL_SECONDS
+        while True:
+            members = self.signal(leader, signal.SIGKILL)
+            if not members and not self._exiting(members):
+                return
+            if time.monotonic() >= deadline:
                 return
             threading.Event().wait(POLL_SECONDS)
 
     def __repr__(self) -> str:
         return f"<ProcessTree {self.tag}>"
+
+
+# The tree of each owner (a toolkit) that started children inside one, until it is ended.
+_owned: weakref.WeakKeyDictionary[object, ProcessTree] = weakref.WeakKeyDictionary()
+_owned_lock = threading.Lock()
+
+
+def owned_tree(owner: object) -> ProcessTree:
+    """The wider tree the children started on behalf of `owner` go inside (made on first use):
+    `end_owned(owner)` kills whatever of them still runs."""
+    tree = _owned.get(owner)
+    if tree is None:
+        with _owned_lock:
+            tree = _owned.get(owner) or _owned.setdefault(owner, ProcessTree())
+    return tree
+
+
+async def end_owned(owner: object) -> None:
+    """Kill every process still running that was started inside `owner`'s tree, descendants
+    included; nothing when `owner` started none. Returns once none of them runs."""
+    with _owned_lock:
+        tree = _owned.pop(owner, None)
+    if tree is not None:
+        await tree.kill(None)
 
 
 async def start_uncancelled(start: Awaitable[T], discard: Callable[[T], Awaitable[None]]) -> T:
@@ -217,22 +284,13 @@ def kill_now(leader: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(leader, sig)
 
 
-def _group_alive(leader: int) -> bool:
+def _group_exists(leader: int) -> bool:
+    """Whether a process group `leader` exists (zombies included: `_members` looks closer)."""
     try:
         os.killpg(leader, 0)
     except (ProcessLookupError, PermissionError):
         return False
-    # Signal 0 also reaches zombies: only a group member that still runs counts.
-    return any(_running(pid) for pid in _group_members(leader))
-
-
-def _group_members(pgid: int) -> list[int]:
-    found = []
-    for pid in _pids():
-        fields = _stat_fields(pid)
-        if fields is not None and len(fields) > 2 and fields[2] == str(pgid):
-            found.append(pid)
-    return found
+    return True
 
 
 def _pids() -> list[int]:
@@ -252,12 +310,6 @@ def _stat_fields(pid: int) -> list[str] | None:
     return data.rpartition(")")[2].split()
 
 
-def _start_time(pid: int) -> str | None:
-    """When `pid` started (clock ticks since boot), or `None` once it is gone."""
-    fields = _stat_fields(pid)
-    return fields[19] if fields is not None and len(fields) > 19 else None
-
-
 def _runs(pid: int, started: str) -> bool:
     """Whether the process that started at `started` still runs as `pid` (not a zombie)."""
     fields = _stat_fields(pid)
@@ -265,31 +317,22 @@ def _runs(pid: int, started: str) -> bool:
         fields is not None
         and len(fields) > 19
         and fields[19] == started
-        and fields[0] not in ("Z", "X")
+        and fields[0] not in _ZOMBIE
     )
-
-
-def _running(pid: int) -> bool:
-    fields = _stat_fields(pid)
-    return fields is not None and bool(fields) and fields[0] not in ("Z", "X")
 
 
 _PREFIX = f"{TREE_VARIABLE}=".encode()
 
 
-def _tagged(tag: bytes) -> list[int]:
-    found = []
-    for pid in _pids():
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as fh:
-                environ = fh.read()
-        except OSError:
-            continue
-        # A zombie's environment reads empty, so it is never counted.
-        if tag not in environ:
-            continue
-        for variable in environ.split(b"\0"):
-            if variable.startswith(_PREFIX) and tag in variable[len(_PREFIX) :].split(b":"):
-                found.append(pid)
-                break
-    return found
+def _carries(pid: int, tag: bytes) -> bool:
+    """Whether process `pid` has `tag` among the tags of its environment (a zombie's
+    environment reads empty: never)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            environ = fh.read()
+    except OSError:
+        return False
+    return tag in environ and any(
+        variable.startswith(_PREFIX) and tag in variable[len(_PREFIX) :].split(b":")
+        for variable in environ.split(b"\0")
+    )

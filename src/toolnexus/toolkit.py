@@ -434,8 +434,10 @@ class Toolkit:
     # -- life cycle -----------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Disconnect every MCP server (killing stdio process trees) and close the HTTP clients
-        this toolkit's tools opened (another toolkit's stay open).
+        """Disconnect every MCP server (killing stdio process trees), end what this toolkit's
+        `bash` calls left running (background jobs, `nohup`, detached descendants; a command
+        still running too) and close the HTTP clients this toolkit's tools opened (another
+        toolkit's processes and clients are left alone).
 
         Idempotent; safe from any task.
         """
@@ -450,7 +452,13 @@ class Toolkit:
             if self._mcp is not None:
                 await self._mcp.close()
         finally:
-            await self._http.aclose()
+            try:
+                # Imported here, not with this module, so that importing toolnexus stays light.
+                from toolnexus._proctree import end_owned
+
+                await end_owned(self._http)
+            finally:
+                await self._http.aclose()
 
     async def __aenter__(self) -> Toolkit:
         return self

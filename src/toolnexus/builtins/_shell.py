@@ -9,8 +9,9 @@ import os
 from typing import Any
 
 from toolnexus._aio import Expired, Signalled, bounded
+from toolnexus._http import http_owner
 from toolnexus._numbers import format_number
-from toolnexus._proctree import ProcessTree, start_uncancelled
+from toolnexus._proctree import ProcessTree, owned_tree, start_uncancelled
 from toolnexus.builtins._common import (
     Settings,
     ToolError,
@@ -95,7 +96,10 @@ def bash_tool(settings: Settings) -> Tool:
         limit_ms = budget(optional_number(args, "timeout"), ctx, DEFAULT_TIMEOUT_MS, 1000.0)
         cwd = await asyncio.to_thread(_workdir, settings, optional_str(args, "workdir"))
         output = CappedBuffer(settings.max_output_bytes)
-        tree = ProcessTree()
+        # A toolkit's calls go inside its tree (the toolkit is known by the HTTP clients it
+        # owns), so that its close ends what they leave running in the background.
+        owner = http_owner.get()
+        tree = ProcessTree(inside=None if owner is None else owned_tree(owner))
 
         async def discard(proc: asyncio.subprocess.Process) -> None:
             await tree.kill(proc.pid)
