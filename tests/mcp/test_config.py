@@ -158,6 +158,13 @@ def test_environment_wins_over_env_key_by_key() -> None:
         ({"command": "x", "timeout": "30"}, '"timeout" must be a positive number'),
         ({"command": "x", "timeout": 0}, '"timeout" must be a positive number'),
         ({"command": "x", "timeout": True}, '"timeout" must be a positive number'),
+        ({"command": "x", "maxTimeout": -1}, '"maxTimeout" must be a positive number'),
+        ({"command": "x", "listenRetry": 0}, '"listenRetry" must be a positive number'),
+        ({"command": "x", "listenRetryMax": "1s"}, '"listenRetryMax" must be a positive number'),
+        (
+            {"command": "x", "listenRetry": 500, "listenRetryMax": 100},
+            '"listenRetryMax" must not be less than "listenRetry"',
+        ),
         ({"command": "x", "tools": ["a"]}, '"tools" must be an object'),
         ({"command": "x", "tools": {"a": "yes"}}, '"tools" must be an object'),
         ({"command": "x", "env": ["A=1"]}, '"env" must be an object of strings'),
@@ -174,6 +181,16 @@ def test_wrong_types_name_the_key(cfg: object, reason: str) -> None:
     with pytest.raises(ServerConfigError) as info:
         check_server("a", cfg)
     assert reason in str(info.value)
+
+
+def test_the_listen_retry_delays_default_to_the_contracts_and_follow_the_keys() -> None:
+    default = check_server("a", SERVER)
+    assert (default.listen_retry, default.listen_retry_max) == (1.0, 30.0)
+    tuned = check_server("a", {**SERVER, "listenRetry": 250, "listenRetryMax": 2000})
+    assert (tuned.listen_retry, tuned.listen_retry_max) == (0.25, 2.0)
+    # a first delay beyond the default cap raises the cap with it
+    slow = check_server("a", {**SERVER, "listenRetry": 60000})
+    assert (slow.listen_retry, slow.listen_retry_max) == (60.0, 60.0)
 
 
 def test_a_header_value_never_appears_in_a_config_error() -> None:

@@ -9,8 +9,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -156,11 +158,16 @@ async def test_a_changed_tool_list_reaches_the_toolkit(
 
 
 async def test_a_killed_dual_stdio_server_is_reported_once_and_respawned(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
-    source = await load_mcp_with_context({"d": {"command": command(ERAS)}})
+    told = tmp_path / "instructions.txt"  # read by the server when it starts
+    told.write_text("Before the restart.")
+    entry = {"command": command(ERAS, "--instructions-file", str(told)), "instructions": True}
+    source = await load_mcp_with_context({"d": entry})
     caplog.set_level(logging.WARNING, logger="toolnexus")
     try:
+        assert source.servers["d"].instructions == "Before the restart."
+        told.write_text("After the restart.")
         tools = {t.name: t for t in source.tools}
         first_pid = int((await tools["d_pid"].execute()).output)
         os.kill(first_pid, signal.SIGKILL)
@@ -176,6 +183,11 @@ async def test_a_killed_dual_stdio_server_is_reported_once_and_respawned(
         assert int(again.output) != first_pid
         assert source.servers["d"].protocol == MODERN
         assert source.status["d"] == "connected"
+        # the respawned server's instructions, not the first one's
+        assert source.servers["d"].instructions == "After the restart."
+        assert source.instructions_prompt() == (
+            "## MCP Server Instructions\n\n### d\nAfter the restart."
+        )
         about = [m for m in caplog.messages if m.startswith('[toolnexus] MCP server "d"')]
         assert len(about) == 1 and "exited" in about[0], about  # the death, told once
     finally:
@@ -190,11 +202,13 @@ async def test_a_restarted_stateful_legacy_server_is_rejoined_transparently() ->
         echo = next(t for t in source.tools if t.name == "st_echo")
         assert (await echo.execute({"text": "one"})).output == "one"
         server.stop()
-        server = ThreadedHttpServer(eras_app("--era", "legacy", "--stateful"), port=port)
+        restarted = eras_app("--era", "legacy", "--stateful", "--instructions", "Rejoined.")
+        server = ThreadedHttpServer(restarted, port=port)
         # the old session id gets 404: a new session, the request sent once more
         again = await echo.execute({"text": "two"})
         assert (again.output, again.is_error) == ("two", False)
         assert source.status["st"] == "connected"
+        assert source.servers["st"].instructions == "Rejoined."  # the new session's
     finally:
         await source.close()
         server.stop()
@@ -202,10 +216,12 @@ async def test_a_restarted_stateful_legacy_server_is_rejoined_transparently() ->
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 async def test_a_stopped_http_server_fails_fast_then_reconnects(era: str) -> None:
-    server = ThreadedHttpServer(eras_app("--era", era, "--stateless"))
+    server = ThreadedHttpServer(eras_app("--era", era, "--stateless", "--instructions", "Old."))
     port = server.port
-    source = await load_mcp_with_context({"web": {"url": server.url(), "timeout": 5000}})
+    entry = {"url": server.url(), "timeout": 5000, "instructions": True}
+    source = await load_mcp_with_context({"web": entry})
     try:
+        assert source.instructions_prompt().endswith("### web\nOld.")
         echo = next(t for t in source.tools if t.name == "web_echo")
         assert (await echo.execute({"text": "up"})).output == "up"
         server.stop()
@@ -218,7 +234,8 @@ async def test_a_stopped_http_server_fails_fast_then_reconnects(era: str) -> Non
         started = time.monotonic()
         fast = await echo.execute({"text": "x"})  # within 5 s of that attempt: at once
         assert fast.is_error and time.monotonic() - started < 1.0
-        server = ThreadedHttpServer(eras_app("--era", era, "--stateless"), port=port)
+        restarted = eras_app("--era", era, "--stateless", "--instructions", "New.")
+        server = ThreadedHttpServer(restarted, port=port)
         deadline = time.monotonic() + 15
         while True:
             back = await echo.execute({"text": "back"})
@@ -228,6 +245,9 @@ async def test_a_stopped_http_server_fails_fast_then_reconnects(era: str) -> Non
             await asyncio.sleep(0.2)
         assert back.output == "back"
         assert source.status["web"] == "connected"
+        # read again on the reconnect: what the restarted server says now
+        assert source.servers["web"].instructions == "New."
+        assert source.instructions_prompt().endswith("### web\nNew.")
         if era == "modern":  # the new connection holds a new listen stream: it sees a change
             changed: list[int] = []
             source.on_tools_changed = lambda: changed.append(1)
@@ -287,10 +307,61 @@ async def test_a_dropped_listen_stream_is_reopened_and_the_tools_listed_again() 
         # changed while no stream is open: the event is lost (there is no replay) ...
         adder = next(t for t in source.tools if t.name == "web_add_tool_now")
         assert (await adder.execute({"name": "unheard"})).output == "added unheard"
-        # ... but the stream re-opened a second later lists the tools again
+        # ... but the stream re-opened a second later (the default) lists the tools again
         await _wait_for_tool(source, "web_unheard")
         assert cutter.opened == 2
         assert changed
+    finally:
+        await source.close()
+        server.stop()
+
+
+_REOPENING = re.compile(r'MCP server "web" listen stream ended \(.*\); re-opening in (\d+) ms$')
+
+
+def _reopen_delays(caplog: pytest.LogCaptureFixture) -> list[int]:
+    return [int(m.group(1)) for m in map(_REOPENING.search, caplog.messages) if m is not None]
+
+
+async def test_failing_re_opens_double_the_delay_up_to_the_cap_and_each_re_open_re_lists(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from support.mcp_servers.sdk_eras import cuttable
+
+    caplog.set_level(logging.DEBUG, logger="toolnexus")
+    asgi, cutter = cuttable("--stateless")
+    server = ThreadedHttpServer(asgi)
+    # the delays of the contract (1 s doubling to 30 s), scaled down by the server's own keys
+    entry = {"url": server.url(), "listenRetry": 100, "listenRetryMax": 400}
+    source = await load_mcp_with_context({"web": entry})
+    try:
+        deadline = time.monotonic() + 10
+        while cutter.opened < 1:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        changed: list[int] = []
+        source.on_tools_changed = lambda: changed.append(1)
+        adder = next(t for t in source.tools if t.name == "web_add_tool_now")
+        # tools added without an event: only listing the tools again finds them
+        quiet = await adder.execute({"name": "quiet_one", "announce": False})
+        assert quiet.output == "added quiet_one"
+        cutter.refused = 4  # the stream drops, and the next four re-opens fail
+        cutter.cut()
+        await _wait_for_tool(source, "web_quiet_one")
+        assert _reopen_delays(caplog) == [100, 200, 400, 400, 400]
+        assert (cutter.opened, len(cutter.arrivals)) == (2, 6)
+        gaps = [b - a for a, b in zip(cutter.arrivals[1:], cutter.arrivals[2:], strict=False)]
+        for gap, delay_ms in zip(gaps, [200, 400, 400, 400], strict=True):
+            assert gap >= delay_ms / 1000 - 0.01  # each attempt waited its delay
+        assert changed
+        # open again: the next drop starts from the first delay, and re-lists once more
+        caplog.clear()
+        quiet = await adder.execute({"name": "quiet_two", "announce": False})
+        assert quiet.output == "added quiet_two"
+        cutter.cut()
+        await _wait_for_tool(source, "web_quiet_two")
+        assert _reopen_delays(caplog) == [100]
+        assert cutter.opened == 3
     finally:
         await source.close()
         server.stop()

@@ -28,6 +28,10 @@ MODERN = "2026-07-28"
 # MCP log levels, lowest first (the order `logLevel` filters by).
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 DEFAULT_LOG_LEVEL = "warning"
+DEFAULT_LISTEN_RETRY = 1.0
+"""Seconds before a dropped 2026-07-28 listen stream is re-opened (key `listenRetry`, ms)."""
+DEFAULT_LISTEN_RETRY_MAX = 30.0
+"""Cap of that delay, which doubles while re-opening fails (key `listenRetryMax`, ms)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +61,8 @@ class ServerSpec:
     instructions: bool = False
     roots: tuple[str | dict[str, str], ...] | bool | None = None  # None: not configured
     resources: bool = True
+    listen_retry: float = DEFAULT_LISTEN_RETRY  # seconds
+    listen_retry_max: float = DEFAULT_LISTEN_RETRY_MAX  # seconds
 
 
 def parse_mcp_config(
@@ -102,7 +108,7 @@ def check_server(name: str, cfg: Any) -> ServerSpec:
     for key in ("enabled", "disabled", "reconnect", "instructions", "resources"):
         if key in cfg and not isinstance(cfg[key], bool):
             raise ServerConfigError(f'"{key}" must be true or false, not {_show(cfg[key])}')
-    timeout = _timeout(cfg)
+    timeout = _milliseconds(cfg, "timeout", DEFAULT_TIMEOUT)
     tools_filter = _tools_filter(cfg)
     protocol = cfg.get("protocol", "auto")
     if protocol not in PROTOCOLS:
@@ -114,12 +120,13 @@ def check_server(name: str, cfg: Any) -> ServerSpec:
         "tools_filter": tools_filter,
         "reconnect": cfg.get("reconnect", True),
         "protocol": protocol,
-        "max_timeout": _max_timeout(cfg, timeout),
+        "max_timeout": _milliseconds(cfg, "maxTimeout", timeout * 10),
         "log_level": _log_level(cfg),
         "log_level_explicit": "logLevel" in cfg,
         "instructions": cfg.get("instructions", False),
         "roots": _roots(cfg),
         "resources": cfg.get("resources", True),
+        **_listen_retry(cfg),
     }
     if is_remote(cfg):
         url = cfg.get("url")
@@ -199,26 +206,24 @@ def _command(cfg: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def _timeout(cfg: Mapping[str, Any]) -> float:
-    value = cfg.get("timeout")
+def _milliseconds(cfg: Mapping[str, Any], key: str, default: float) -> float:
+    """The positive number of milliseconds under `key`, in seconds (`default` when absent)."""
+    value = cfg.get(key)
     if value is None:
-        return DEFAULT_TIMEOUT
+        return default
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise ServerConfigError(
-            f'"timeout" must be a positive number of milliseconds, not {_show(value)}'
+            f'"{key}" must be a positive number of milliseconds, not {_show(value)}'
         )
     return float(value) / 1000.0
 
 
-def _max_timeout(cfg: Mapping[str, Any], timeout: float) -> float:
-    value = cfg.get("maxTimeout")
-    if value is None:
-        return timeout * 10
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ServerConfigError(
-            f'"maxTimeout" must be a positive number of milliseconds, not {_show(value)}'
-        )
-    return float(value) / 1000.0
+def _listen_retry(cfg: Mapping[str, Any]) -> dict[str, float]:
+    first = _milliseconds(cfg, "listenRetry", DEFAULT_LISTEN_RETRY)
+    most = _milliseconds(cfg, "listenRetryMax", max(first, DEFAULT_LISTEN_RETRY_MAX))
+    if most < first:
+        raise ServerConfigError('"listenRetryMax" must not be less than "listenRetry"')
+    return {"listen_retry": first, "listen_retry_max": most}
 
 
 def _log_level(cfg: Mapping[str, Any]) -> str | None:

@@ -112,8 +112,6 @@ class _NotStreamable(Exception):
 _CALL_BUDGET: ContextVar[Budget | None] = ContextVar("toolnexus_mcp_call_budget", default=None)
 
 _NEGOTIATION_PHASES = frozenset({"discover", "initialize"})
-_LISTEN_RETRY_FIRST = 1.0
-_LISTEN_RETRY_MAX = 30.0
 
 
 # What `ClientSession` holds of a negotiation, as it is before one (see `forget_negotiation`).
@@ -605,40 +603,46 @@ class Connection:
         )
 
     async def _listen(self, session: ClientSession) -> None:
-        """While the era and the server call for it, hold one listen stream; re-open a dropped
-        one (1 s doubling to 30 s), then re-list. A new negotiation re-decides."""
-        delay = _LISTEN_RETRY_FIRST
+        """While the era and the server call for it, hold one listen stream. A dropped one is
+        re-opened after the server's `listenRetry` (1 s), doubling while re-opening fails up
+        to `listenRetryMax` (30 s); each successful re-open lists the tools again (events
+        sent meanwhile are lost: there is no replay). A new negotiation re-decides at once."""
+        first, most = self.spec.listen_retry, self.spec.listen_retry_max
+        delay = first
         reopened = False
         while True:
             if not self.listens(session):
                 await self._era_changed.wait()
                 self._era_changed.clear()
-                delay, reopened = _LISTEN_RETRY_FIRST, False
+                delay, reopened = first, False
                 continue
+            ended = "closed by the server"
             with anyio.CancelScope() as scope:
                 self._listen_scope = scope
                 try:
                     async with listen_for(session, tools_list_changed=True) as stream:
-                        delay = _LISTEN_RETRY_FIRST
+                        delay = first
                         if reopened:
-                            self._ask_relist()  # there is no replay: changes meanwhile are lost
+                            self._ask_relist()
                         async for event in stream:
                             if isinstance(event, ToolsListChanged):
                                 self._ask_relist()
                 except Exception as exc:
-                    logger.debug(
-                        '[toolnexus] MCP server "%s" listen stream ended: %s',
-                        self.spec.name,
-                        error_message(exc),
-                    )
+                    ended = self._describe(exc) or type(exc).__name__
             self._listen_scope = None
             if scope.cancelled_caught:  # negotiated again: decide afresh, at once
                 self._era_changed.clear()
                 reopened = False
                 continue
             reopened = True
+            logger.debug(
+                '[toolnexus] MCP server "%s" listen stream ended (%s); re-opening in %s ms',
+                self.spec.name,
+                ended,
+                format_ms(delay),
+            )
             await anyio.sleep(delay)
-            delay = min(delay * 2, _LISTEN_RETRY_MAX)
+            delay = min(delay * 2, most)
 
     def _ask_relist(self) -> None:
         self._relist = True

@@ -9,7 +9,8 @@ Run it as a script::
     python sdk_eras.py --http 0 [--era ...]    # streamable HTTP on 127.0.0.1, first line PORT <n>
 
 HTTP options: `--json` (JSON answers; default SSE), `--stateless` (default stateful),
-`--state-key K` (seal request state with a shared key, for replicas), `--name NAME`.
+`--state-key K` (seal request state with a shared key, for replicas), `--name NAME`. Either
+transport: `--instructions TEXT`, or `--instructions-file PATH` (read when the server starts).
 
 Legacy over HTTP is an ASGI filter that answers `server/discover` and 2026-07-28 requests with
 404; modern over HTTP answers `initialize` with -32022 naming only 2026-07-28.
@@ -28,6 +29,7 @@ import json
 import os
 import socket
 import sys
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any
@@ -93,12 +95,14 @@ def sample() -> Sample:
     return Sample([SamplingMessage(role="user", content=TextContent(text="hi"))], max_tokens=5)
 
 
-def build(name: str = "eras", state_key: str | None = None) -> MCPServer:
+def build(
+    name: str = "eras", state_key: str | None = None, instructions: str = INSTRUCTIONS
+) -> MCPServer:
     security = RequestStateSecurity(keys=[state_key]) if state_key else None
     mcp: MCPServer = MCPServer(
         name,
         version="1.2.3",
-        instructions=INSTRUCTIONS,
+        instructions=instructions,
         log_level="WARNING",
         request_state_security=security,
     )
@@ -303,13 +307,15 @@ def build(name: str = "eras", state_key: str | None = None) -> MCPServer:
     def wipe() -> str:
         return "wiped"
 
-    @mcp.tool(description="Add a tool named `name` and announce the change.")
-    async def add_tool_now(ctx: Context, name: str = "added") -> str:
+    @mcp.tool(description="Add a tool named `name` and (unless `announce` is false) say so.")
+    async def add_tool_now(ctx: Context, name: str = "added", announce: bool = True) -> str:
         def added() -> str:
             return f"{name} works"
 
         mcp.add_tool(added, name=name, description="Added at run time.")
-        if (ctx.protocol_version or "") >= "2026-07-28":
+        if not announce:
+            pass  # only a client listing the tools again finds it
+        elif (ctx.protocol_version or "") >= "2026-07-28":
             await ctx.notify_tools_changed()
         else:
             await ctx.session.send_tool_list_changed()
@@ -705,7 +711,7 @@ class EraSwitch:
 def switchable(*argv: str) -> tuple[Any, EraSwitch]:
     """The dual-era HTTP app for `argv` behind an `EraSwitch` the caller holds."""
     args = _parser().parse_args(list(argv))
-    server = build(args.name, args.state_key)
+    server = _build(args)
     starlette = server.streamable_http_app(json_response=args.json, stateless_http=args.stateless)
     switch = EraSwitch()
 
@@ -731,11 +737,15 @@ def switchable(*argv: str) -> tuple[Any, EraSwitch]:
 class ListenCutter:
     """An ASGI wrapper that can end the open `subscriptions/listen` streams (2026-07-28) while
     everything else carries on, as a proxy dropping idle streams would. `cut()` may be called
-    from any thread; `opened` counts the listen requests that arrived."""
+    from any thread; `refused` makes that many of the next listen requests fail (a JSON-RPC
+    error, as from a proxy that cannot reach the server yet); `opened` counts the listen
+    requests that were let through, `arrivals` the `time.monotonic()` of every one."""
 
     def __init__(self, inner: ASGIApp) -> None:
         self.inner = inner
         self.opened = 0
+        self.refused = 0
+        self.arrivals: list[float] = []
         self._open: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
 
     def cut(self) -> None:
@@ -746,6 +756,13 @@ class ListenCutter:
         headers = dict(scope.get("headers") or ())
         if scope["type"] != "http" or headers.get(b"mcp-method") != b"subscriptions/listen":
             await self.inner(scope, receive, send)
+            return
+        self.arrivals.append(time.monotonic())
+        if self.refused > 0:
+            self.refused -= 1
+            message = json.loads(await _read_body(receive))
+            error = {"code": -32603, "message": "listen refused by the test proxy"}
+            await _respond(send, 200, {"jsonrpc": "2.0", "id": message.get("id"), "error": error})
             return
         ended = asyncio.Event()
         entry = (asyncio.get_running_loop(), ended)
@@ -796,7 +813,7 @@ def task_answers_app() -> Any:
 def app(*argv: str) -> Any:
     """The HTTP app for `argv` (the script's options), built in-process."""
     args = _parser().parse_args(list(argv))
-    server = build(args.name, args.state_key)
+    server = _build(args)
     starlette = server.streamable_http_app(json_response=args.json, stateless_http=args.stateless)
     if args.era == "dual":
         return starlette
@@ -820,7 +837,7 @@ async def _stdio(args: argparse.Namespace) -> None:
     from mcp.shared.message import SessionMessage
     from mcp_types import JSONRPCError, JSONRPCRequest
 
-    server = build(args.name, args.state_key)._lowlevel_server
+    server = _build(args)._lowlevel_server
     async with stdio_server() as (read, write), server.lifespan(server) as state:
         if args.era == "legacy":
             await serve_loop(server, read, write, lifespan_state=state)
@@ -859,6 +876,14 @@ async def _stdio(args: argparse.Namespace) -> None:
             tg.cancel_scope.cancel()
 
 
+def _build(args: argparse.Namespace) -> MCPServer:
+    instructions = args.instructions
+    if args.instructions_file is not None:  # read at start: a restart may find new ones
+        with open(args.instructions_file, encoding="utf-8") as fh:
+            instructions = fh.read()
+    return build(args.name, args.state_key, instructions)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
     parser.add_argument("--era", choices=("dual", "legacy", "modern"), default="dual")
@@ -870,6 +895,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--stateful", dest="stateless", action="store_false")
     parser.add_argument("--state-key", default=None)
     parser.add_argument("--name", default="eras")
+    parser.add_argument("--instructions", default=INSTRUCTIONS)
+    parser.add_argument("--instructions-file", default=None)
     return parser
 
 
