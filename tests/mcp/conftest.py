@@ -17,6 +17,7 @@ from support.mcp_fixtures import TOKEN, TOKEN_VAR, Asker, ErasShared, Shared
 from support.mcp_servers import BASIC, ERAS, PAGED, ThreadedHttpServer, command
 from support.mcp_servers.basic_server import http_app
 from support.mcp_servers.sdk_eras import app as eras_app
+from support.mcp_servers.sdk_eras import input_app
 from toolnexus.mcp_source import load_mcp_with_context
 
 
@@ -93,3 +94,12 @@ async def eras(era_http: dict[str, ThreadedHttpServer]) -> AsyncIterator[ErasSha
     source = await load_mcp_with_context(config, asker)
     yield ErasShared(source, asker, era_http)
     await source.close()
+
+
+@pytest.fixture(scope="session")
+def asks() -> Iterator[ThreadedHttpServer]:
+    """`input_server()` over HTTP (2026-07-28 only): a resource and a prompt that ask for input
+    first (by input requests), sampling, a never-ending asker, a resource that never answers."""
+    server = ThreadedHttpServer(input_app())
+    yield server
+    server.stop()

@@ -20,7 +20,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from mcp import Client, MCPError
 from support.mcp_servers import ThreadedHttpServer
-from support.mcp_servers.sdk_eras import IMAGE_BYTES, input_app
+from support.mcp_servers.sdk_eras import IMAGE_BYTES
 from support.mcp_servers.sdk_eras import app as eras_app
 from toolnexus import create_toolkit
 from toolnexus.toolkit import Toolkit
@@ -190,13 +190,6 @@ async def _name_ada(context: Any, params: Any) -> Any:
     return types.ElicitResult(action="accept", content={"name": "Ada"})
 
 
-@pytest.fixture(scope="module")
-def asks() -> Iterator[ThreadedHttpServer]:
-    server = ThreadedHttpServer(input_app())  # 2026-07-28 only: it asks by input requests
-    yield server
-    server.stop()
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def asking_gateway(asks: ThreadedHttpServer) -> AsyncIterator[str]:
     kit = await create_toolkit(
@@ -357,3 +350,53 @@ async def test_a_modern_client_over_stdio_gets_input_requests(asks: ThreadedHttp
         assert pair.contents[0].text == "Ada from Oslo (state r2)"  # type: ignore[union-attr]
         got = await client.get_prompt("asks_hello")
         assert got.messages[0].content.text == HELLO_ADA  # type: ignore[union-attr]
+
+
+# -- completions of upstream resource templates ---------------------------------------------
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def mixed(asks: ThreadedHttpServer, upstream: ThreadedHttpServer) -> AsyncIterator[Toolkit]:
+    # `asks` comes first and offers resources but no templates: the template is `up`'s alone
+    kit = await create_toolkit(
+        mcp_config={"asks": {"url": asks.url()}, "up": {"url": upstream.url()}}, builtins=False
+    )
+    yield kit
+    await kit.close()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def mixed_gateway(mixed: Toolkit) -> AsyncIterator[str]:
+    handle = await mixed.serve("127.0.0.1:0", mcp={"name": "gw"})
+    yield handle.url + "/mcp"
+    await handle.stop()
+
+
+async def test_a_server_without_templates_lists_none(mixed: Toolkit) -> None:
+    # `asks` does not know `resources/templates/list` (templates are optional): no error
+    templates = await mixed.list_mcp_resource_templates()
+    assert [(t.server, t.uri_template) for t in templates] == [("up", "eras://users/{user}")]
+    assert await mixed.list_mcp_resource_templates("asks") == []
+
+
+@pytest.mark.parametrize(("mode", "version"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+async def test_a_resource_template_completion_goes_to_the_server_that_lists_it(
+    mixed_gateway: str, mode: str, version: str
+) -> None:
+    template = types.ResourceTemplateReference(uri="eras://users/{user}")
+    async with Client(mixed_gateway, mode=mode) as client:
+        assert client.protocol_version == version
+        assert client.server_capabilities.completions is not None
+        listed = (await client.list_resource_templates()).resource_templates
+        assert [t.uri_template for t in listed] == ["eras://users/{user}"]
+        done = await client.complete(template, {"name": "user", "value": "a"})
+        assert done.completion.values == ["ada", "alan"]
+        # what the template completes, the gateway reads from the same server
+        read = await client.read_resource("eras://users/ada")
+        assert read.contents[0].text == "user ada"  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as unknown:
+            await client.complete(
+                types.ResourceTemplateReference(uri="eras://nobody/{x}"), {"name": "x", "value": ""}
+            )
+        assert unknown.value.code == types.INVALID_PARAMS
+        assert unknown.value.message == "Unknown resource template: eras://nobody/{x}"

@@ -5,14 +5,14 @@ or a prompt may ask for first (2026-07-28)."""
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
 
 from support.mcp_fixtures import Asker
 from support.mcp_servers import ThreadedHttpServer
-from support.mcp_servers.sdk_eras import IMAGE_BYTES, input_app
+from support.mcp_servers.sdk_eras import IMAGE_BYTES
 from toolnexus import McpInputError, ToolnexusError, create_toolkit
 from toolnexus.mcp_source import McpResource, McpSource, load_mcp_with_context
 from toolnexus.toolkit import Toolkit
@@ -104,13 +104,6 @@ async def test_prompts_and_completions(toolkit: Toolkit) -> None:
 
 
 # -- input asked for by a resource or a prompt (2026-07-28) -----------------------------------
-
-
-@pytest.fixture(scope="module")
-def asks() -> Iterator[ThreadedHttpServer]:
-    server = ThreadedHttpServer(input_app())
-    yield server
-    server.stop()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")

@@ -77,14 +77,20 @@ async def wire_resources(session: Any, timeout: float) -> list[types.Resource]:
 
 
 async def wire_templates(session: Any, timeout: float) -> list[types.ResourceTemplate]:
-    """Every resource template the server lists (all pages), as the SDK read them."""
-    return await _pages(
-        session,
-        "resources/templates/list",
-        lambda p: session.list_resource_templates(params=p),
-        "resource_templates",
-        timeout,
-    )
+    """Every resource template the server lists (all pages), as the SDK read them; none from
+    a server offering resources that does not know the method (templates are optional)."""
+    try:
+        return await _pages(
+            session,
+            "resources/templates/list",
+            lambda p: session.list_resource_templates(params=p),
+            "resource_templates",
+            timeout,
+        )
+    except MCPError as exc:
+        if exc.code == types.METHOD_NOT_FOUND:
+            return []
+        raise
 
 
 async def wire_read(

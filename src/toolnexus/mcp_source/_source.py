@@ -14,14 +14,14 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus._aio import mark_seen, wait_signal
 from toolnexus._filters import apply_name_filter
 from toolnexus._log import warn
-from toolnexus.errors import ConfigError, McpInputError, NotConnected
+from toolnexus.errors import ConfigError, McpInputError, NotConnected, ToolnexusError
 from toolnexus.mcp_source import _input
 from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_server, is_enabled
 from toolnexus.mcp_source._config import parse_mcp_config as _parse_mcp_config
@@ -116,6 +116,28 @@ async def _load_sdk() -> ModuleType:
     if _sdk is not None:
         return _sdk
     return await asyncio.wrap_future(_start_sdk_import())
+
+
+class UpstreamFailed(ToolnexusError):
+    """A request relayed to MCP server `server` (a gateway re-serving its resources and
+    prompts) failed there while it tried to `what` (e.g. `read <uri>`): `cause` says how (an
+    error the server answered, a timeout after `timeout` seconds, a lost connection)."""
+
+    def __init__(
+        self,
+        server: str,
+        what: str,
+        cause: BaseException,
+        timeout: float | None = None,
+        *,
+        reason: str | None = None,
+    ) -> None:
+        super().__init__(f'MCP server "{server}" could not {what}')
+        self.server = server
+        self.what = what
+        self.cause = cause
+        self.timeout = timeout
+        self.reason = reason  # why a server that is not connected is not (its status error)
 
 
 class McpSource:
@@ -262,6 +284,17 @@ class McpSource:
         """Whether a connected server (of `among`, when given) offers `capability`."""
         return bool(self._among(among, capability))
 
+    def _lost_offering(self, among: Collection[str] | None, capability: str) -> list[_Server]:
+        """The servers (of `among`, when given) that offered `capability` before their
+        connection was lost."""
+        return [
+            s
+            for s in self._servers.values()
+            if s.status == "failed"
+            and s.lost_offered(capability)
+            and (among is None or s.name in among)
+        ]
+
     def _among(self, among: Collection[str] | None, capability: str) -> list[_Server]:
         offering = self._offering(None, capability)
         return offering if among is None else [s for s in offering if s.name in among]
@@ -272,7 +305,10 @@ class McpSource:
         features = sdk_features()
         found: list[tuple[str, Any]] = []
         for s in self._among(among, "resources"):
-            for resource in await features.wire_resources(s.session(), s.timeout):
+            listed = await _relayed(
+                s, "list resources", lambda s: features.wire_resources(s.session(), s.timeout)
+            )
+            for resource in listed:
                 self.remember(str(resource.uri), s.name)
                 found.append((s.name, resource))
         return found
@@ -284,7 +320,12 @@ class McpSource:
         features = sdk_features()
         found: list[tuple[str, Any]] = []
         for s in self._among(among, "resources"):
-            found.extend((s.name, t) for t in await features.wire_templates(s.session(), s.timeout))
+            listed = await _relayed(
+                s,
+                "list resource templates",
+                lambda s: features.wire_templates(s.session(), s.timeout),
+            )
+            found.extend((s.name, t) for t in listed)
         return found
 
     async def wire_read_resource(
@@ -293,36 +334,44 @@ class McpSource:
         """The `ReadResourceResult` of `uri` from its owner: the server that last named it, else
         each server offering resources in config order until one has it. A question only the
         host can answer raises `InputPending` (the server asking is the owner); `resume` is the
-        Request it carried and the answer, continued on the server that asked."""
+        Request it carried and the answer, continued on the server that asked. When none
+        answers, `UpstreamFailed` tells the most telling failure: a server that failed
+        otherwise than by not having the URI, else the first that did not have it."""
         features = sdk_features()
         candidates = self._among(among, "resources")
-        if not candidates:
-            raise ConfigError("no connected MCP server offers resources")
         if resume is not None:
             candidates = [s for s in candidates if s.name == _asking_server(resume)][:1]
             if not candidates:
                 raise McpInputError("the answer does not belong to this request")
+        else:  # and those that went away, which a read reconnects as a tool call would
+            candidates += self._lost_offering(among, "resources")
         remembered = self._owners.get(uri)
+        failures: list[UpstreamFailed] = []
         candidates.sort(key=lambda s: s.name != remembered)  # stable: config order otherwise
-        failure: Exception | None = None
         for s in candidates:
             try:
-                return await features.wire_read(
-                    s.session(), s.name, uri, s.timeout, s.wait_for, resume
+                return await _relayed(
+                    s,
+                    f"read {uri}",
+                    lambda s: features.wire_read(
+                        s.session(), s.name, uri, s.timeout, s.wait_for, resume
+                    ),
                 )
-            except McpInputError:
-                raise  # this server has it: it asks for input
-            except Exception as exc:  # not this one's, perhaps: ask the next
-                failure = exc
-        assert failure is not None
-        raise failure
+            except UpstreamFailed as exc:  # not this one's, perhaps: ask the next
+                failures.append(exc)
+        if not failures:
+            raise ConfigError("no connected MCP server offers resources")
+        raise next((f for f in failures if not _not_found(f.cause)), failures[0])
 
     async def wire_prompts(self, among: Collection[str] | None = None) -> list[tuple[str, Any]]:
         """`(server, Prompt)` for every prompt of the servers offering prompts (config order)."""
         features = sdk_features()
         found: list[tuple[str, Any]] = []
         for s in self._among(among, "prompts"):
-            found.extend((s.name, p) for p in await features.wire_prompts(s.session(), s.timeout))
+            listed = await _relayed(
+                s, "list prompts", lambda s: features.wire_prompts(s.session(), s.timeout)
+            )
+            found.extend((s.name, p) for p in listed)
         return found
 
     async def wire_get_prompt(
@@ -335,19 +384,39 @@ class McpSource:
     ) -> Any:
         """`server`'s `GetPromptResult` for its prompt `name` (input as for
         `wire_read_resource`)."""
-        [s] = self._offering(server, "prompts")
+        what = f"get prompt {name}"
+        s = await self._relay_target(server, "prompts", what)
         if resume is not None and _asking_server(resume) != s.name:
             raise McpInputError("the answer does not belong to this request")
-        return await sdk_features().wire_get_prompt(
-            s.session(), s.name, name, arguments, s.timeout, s.wait_for, resume
+        features = sdk_features()
+        return await _relayed(
+            s,
+            what,
+            lambda s: features.wire_get_prompt(
+                s.session(), s.name, name, arguments, s.timeout, s.wait_for, resume
+            ),
         )
 
     async def wire_complete(
         self, server: str, ref: Any, argument: dict[str, str], context: dict[str, str] | None
     ) -> Any:
         """`server`'s `CompleteResult` for `argument` of the prompt or template `ref`."""
-        [s] = self._offering(server, "completions")
-        return await sdk_features().wire_complete(s.session(), ref, argument, context, s.timeout)
+        what = f"complete {argument.get('name')}"
+        s = await self._relay_target(server, "completions", what)
+        features = sdk_features()
+        return await _relayed(
+            s,
+            what,
+            lambda s: features.wire_complete(s.session(), ref, argument, context, s.timeout),
+        )
+
+    async def _relay_target(self, server: str, capability: str, what: str) -> _Server:
+        """The server a relayed request names, reconnected when it went away (as for a tool
+        call); `UpstreamFailed` when it is not connected."""
+        s = self._named(server)
+        if s.spec is not None:
+            await s.relay_ready(what)
+        return self._offering(server, capability)[0]
 
     def _read_tool(self) -> Tool:
         async def read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -755,6 +824,41 @@ class _Server:
         elif reported:
             self._lost_reported = True
 
+    def lost_offered(self, capability: str) -> bool:
+        """Whether the connection this server lost had offered `capability` (and it is not
+        hidden from it)."""
+        lost = self._lost
+        if lost is None or self.spec is None:
+            return False
+        if capability == "resources" and not self.spec.resources:
+            return False
+        return capability in (lost.capabilities or {})
+
+    async def relay_ready(self, what: str) -> None:
+        """Before a gateway relays a request here: a lost server gets the reconnect a tool call
+        would make (at most one try per 5 s); `UpstreamFailed` naming `what` while it stays
+        unavailable."""
+        conn = self.conn
+        if self.status == "connected" and conn is not None and conn.alive and self._lost is None:
+            return
+        problem = await self._recover()
+        if problem is not None:
+            reason = problem.removeprefix(f'MCP server "{self.name}" ')
+            raise UpstreamFailed(self.name, what, NotConnected(self.name), reason=reason)
+
+    async def relay_lost(self, exc: Exception) -> None:
+        """A relayed request lost its answer with the connection: the server counts as lost,
+        told (the request's error says so), as after a tool call."""
+        conn, sdk = self.conn, _sdk
+        if (
+            conn is not None
+            and sdk is not None
+            and sdk.connection_went_away(exc)
+            and await self._gone(conn, exc)
+            and conn is self.conn
+        ):
+            self._mark_lost(conn, reported=True)
+
     # -- calls ----------------------------------------------------------------------------------
 
     async def call(self, tool_name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -990,6 +1094,26 @@ class _Server:
         conn = self.conn
         if conn is not None:
             await conn.close()
+
+
+async def _relayed(server: _Server, what: str, send: Callable[[_Server], Awaitable[D]]) -> D:
+    """`send(server)` for a gateway; a failure there (not a question for a person, which
+    the gateway relays) raises `UpstreamFailed` naming the server and `what` it tried."""
+    await server.relay_ready(what)
+    try:
+        return await send(server)
+    except McpInputError:
+        raise  # names the server and what it asked for: the gateway says so as it is
+    except Exception as exc:
+        await server.relay_lost(exc)
+        timeout = server.spec.timeout if server.spec is not None else None
+        raise UpstreamFailed(server.name, what, exc, timeout) from exc
+
+
+def _not_found(exc: BaseException) -> bool:
+    """Whether a server answered that it has no such resource (-32602, as the SDK's servers
+    answer, or the -32002 some others use)."""
+    return getattr(exc, "code", None) in (-32602, -32002)
 
 
 def _read_resumed(ctx: ToolContext) -> Resume | None:

@@ -6,6 +6,13 @@ two servers list is the first one's); `resources/read` goes to the URI's owner. 
 renamed like tools (`sanitize(server) + "_" + sanitize(prompt)`) and `prompts/get` goes to their
 server; completions follow the prompt or the template they complete. Everything is asked of the
 servers when the gateway's client asks: nothing is cached, so upstream changes show at once.
+
+A failure upstream reaches the client as an error naming the server and what it could not do
+(`MCP server "<name>" could not read <uri>: <why>`): the server's own error code and data when
+it answered with an error (an unknown resource stays -32602, a -32042 URL elicitation keeps its
+URLs), -32001 when it did not answer within its `timeout`, and -32603 when it is not connected,
+its connection was lost, or its error concerns the gateway's own session with it (a protocol
+version, a header, a capability toolnexus does not declare). Never a traceback or a secret.
 """
 
 from __future__ import annotations
@@ -17,10 +24,13 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from toolnexus._log import warn
-from toolnexus.errors import McpInputError
+from toolnexus._numbers import format_number
+from toolnexus._secrets import redact
+from toolnexus.errors import McpInputError, NotConnected
 from toolnexus.mcp_source._input import InputPending, Resume
+from toolnexus.mcp_source._source import UpstreamFailed
 from toolnexus.serve._asking import ask_client, cannot_ask, resumed
-from toolnexus.types import sanitize
+from toolnexus.types import error_message, sanitize
 
 if TYPE_CHECKING:
     from toolnexus.mcp_source import McpSource
@@ -56,6 +66,49 @@ def relay_handlers(
     return handlers
 
 
+# Errors about the gateway's own session with the upstream server: relayed as they are, they
+# would tell the gateway's client something false about its session with the gateway.
+_SESSION_CODES = frozenset(
+    {types.UNSUPPORTED_PROTOCOL_VERSION, types.HEADER_MISMATCH, types.REQUEST_TIMEOUT}
+)
+
+
+def upstream_error(failure: UpstreamFailed) -> MCPError:
+    """What the gateway's client is told of a request that failed at an upstream server."""
+    cause, said = failure.cause, str(failure)
+    if isinstance(cause, TimeoutError):
+        waited = format_number((failure.timeout or 0.0) * 1000)
+        return MCPError(code=types.REQUEST_TIMEOUT, message=f"{said}: timed out after {waited} ms")
+    if isinstance(cause, NotConnected):
+        why = failure.reason or "not connected"
+        return MCPError(code=types.INTERNAL_ERROR, message=f"{said}: {redact(why)}")
+    if not isinstance(cause, MCPError):
+        why = redact(error_message(cause))
+        return MCPError(code=types.INTERNAL_ERROR, message=f"{said}: {why}")
+    if cause.code == types.CONNECTION_CLOSED:
+        return MCPError(code=types.INTERNAL_ERROR, message=f"{said}: connection lost")
+    text = redact(cause.message or f"error {cause.code}")
+    if cause.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY:
+        data = cause.error.data if isinstance(cause.error.data, Mapping) else {}
+        needed = data.get("requiredCapabilities")
+        if isinstance(needed, Mapping) and needed:
+            text = "it needs client capabilities toolnexus does not declare: " + ", ".join(
+                sorted(str(k) for k in needed)
+            )
+        return MCPError(code=types.INTERNAL_ERROR, message=f"{said}: {text}")
+    if cause.code in _SESSION_CODES:
+        return MCPError(code=types.INTERNAL_ERROR, message=f"{said}: {text}")
+    return MCPError(code=cause.code, message=f"{said}: {text}", data=cause.error.data)
+
+
+async def _upstream(call: Awaitable[T]) -> T:
+    """`call`, its upstream failure told as `upstream_error`."""
+    try:
+        return await call
+    except UpstreamFailed as exc:
+        raise upstream_error(exc) from None
+
+
 class _Relay:
     def __init__(self, source: McpSource, among: Collection[str] | None) -> None:
         self.source = source
@@ -68,13 +121,13 @@ class _Relay:
     async def list_resources(
         self, ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        listed = await self.source.wire_resources(self.among)
+        listed = await _upstream(self.source.wire_resources(self.among))
         return types.ListResourcesResult(resources=self._first_of_each(listed, "uri"))
 
     async def list_templates(
         self, ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        listed = await self.source.wire_resource_templates(self.among)
+        listed = await _upstream(self.source.wire_resource_templates(self.among))
         return types.ListResourceTemplatesResult(
             resource_templates=self._first_of_each(listed, "uri_template")
         )
@@ -117,7 +170,7 @@ class _Relay:
     async def _served_prompts(self) -> list[types.Prompt]:
         served: list[types.Prompt] = []
         names: dict[str, tuple[str, str]] = {}
-        for server, prompt in await self.source.wire_prompts(self.among):
+        for server, prompt in await _upstream(self.source.wire_prompts(self.among)):
             name = f"{sanitize(server)}_{sanitize(prompt.name)}"
             if name in names:
                 continue
@@ -160,7 +213,7 @@ class _Relay:
         else:
             if not self.completes_templates:
                 raise MCPError(code=types.INVALID_PARAMS, message="resources are not served")
-            templates = await self.source.wire_resource_templates(self.among)
+            templates = await _upstream(self.source.wire_resource_templates(self.among))
             owner = next((s for s, t in templates if t.uri_template == ref.uri), None)
             if owner is None:
                 raise MCPError(
@@ -168,8 +221,8 @@ class _Relay:
                 )
             server, upstream = owner, ref
         try:
-            result: types.CompleteResult = await self.source.wire_complete(
-                server, upstream, argument, context
+            result: types.CompleteResult = await _upstream(
+                self.source.wire_complete(server, upstream, argument, context)
             )
         except ValueError as exc:  # that server does not complete
             raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
@@ -204,5 +257,7 @@ async def _asking_through(
             resume, pushed = (request, asked), True
         except McpInputError as exc:
             raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+        except UpstreamFailed as exc:
+            raise upstream_error(exc) from None
         except ValueError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None

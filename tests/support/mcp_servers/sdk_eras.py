@@ -38,7 +38,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, ListRoots, Resolve, Sample
 from mcp.server.request_state import RequestStateSecurity
-from mcp.shared.exceptions import UrlElicitationRequiredError
+from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
 from mcp_types import (
     AudioContent,
     CallToolResult,
@@ -361,6 +361,9 @@ def build(
         if argument.name == "style":
             values = [v for v in ("terse", "thorough", "tender") if v.startswith(argument.value)]
             return Completion(values=values)
+        if argument.name == "user" and getattr(ref, "uri", None) == "eras://users/{user}":
+            values = [v for v in ("ada", "alan", "grace") if v.startswith(argument.value)]
+            return Completion(values=values)
         return None
 
     return mcp
@@ -566,8 +569,9 @@ def input_server() -> Any:
     """A lowlevel `Server` whose resource and prompt ask for input first (2026-07-28
     `InputRequiredResult`s, request state unsealed as a lowlevel server sends it):
     `ask://name` asks a form question; `ask://pair` two in one round; `ask://sample` asks
-    for sampling; `ask://nag` asks the form question on every round, forever; the `hello`
-    prompt asks for the client's roots and a form question in one round."""
+    for sampling; `ask://nag` asks the form question on every round, forever; `ask://slow`
+    never answers; any other URI is unknown (-32602); the `hello` prompt asks for the
+    client's roots and a form question in one round."""
     from mcp.server.lowlevel import Server
     from mcp_types import (
         CreateMessageRequest,
@@ -619,6 +623,10 @@ def input_server() -> Any:
         )
 
     async def read_resource(ctx: Any, params: Any) -> ReadResourceResult | InputRequiredResult:
+        if not str(params.uri).startswith("ask://"):
+            raise MCPError(code=-32602, message=f"Unknown resource: {params.uri}")
+        if params.uri == "ask://slow":
+            await anyio.sleep(30)  # longer than any test waits
         answers = params.input_responses or {}
         if params.uri == "ask://pair":
             if not {"name", "city"} <= set(answers):
