@@ -25,6 +25,7 @@ __all__ = [
     "call_maybe_async",
     "cancelled_by",
     "is_async_callable",
+    "mark_seen",
     "run_in_thread",
     "run_together",
     "until_signalled",
@@ -303,8 +304,7 @@ async def _unwind(tasks: list[asyncio.Task[Any]]) -> bool:
         except asyncio.CancelledError:
             cancelled = True
     for task in tasks:
-        if not task.cancelled():
-            task.exception()  # seen: their failure is ours to report, or superseded
+        mark_seen(task)  # their failure is ours to report, or superseded
     return cancelled
 
 

@@ -8,7 +8,7 @@ import inspect
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from toolnexus._aio import CancelSignal
+from toolnexus._aio import CancelSignal, mark_seen
 from toolnexus.client._errors import RunCancelled, RunTimeout
 from toolnexus.types import ToolContext
 
@@ -125,7 +125,7 @@ class RunScope:
         with contextlib.suppress(BaseException):
             await asyncio.wait((task,), timeout=_UNWIND_S)
         if not task.done():
-            task.add_done_callback(_consume)
+            task.add_done_callback(mark_seen)
         raise self.error()
 
     async def inline(self, awaitable: Awaitable[T]) -> T:
@@ -172,8 +172,3 @@ class RunScope:
             self._timer.cancel()
         if self._watch is not None:
             self._watch.cancel()
-
-
-def _consume(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()

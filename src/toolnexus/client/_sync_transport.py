@@ -25,8 +25,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from toolnexus._aio import mark_seen
 from toolnexus._json import compact_json
 from toolnexus.client._inprocess import STREAM_UNSUPPORTED, generate_request, to_completion
-from toolnexus.client._transport import StreamBody
-from toolnexus.client._transport import _failure as failure
+from toolnexus.client._transport import StreamBody, status_failure
 from toolnexus.errors import (
     ConfigTypeError,
     ProviderConnectionError,
@@ -215,7 +214,7 @@ def _mapped(exc: Exception, url: str, sent: Mapping[str, str]) -> Exception:
     provider echoed are blanked), anything else ⇒ `ProviderConnectionError` (retried)."""
     status = _status_of(exc)
     if status is not None:
-        return failure(status, _body_of(exc), sent, _received_headers(exc))
+        return status_failure(status, _body_of(exc), sent, _received_headers(exc))
     return ProviderConnectionError(url, f"http_transport: {error_message(exc)}")
 
 

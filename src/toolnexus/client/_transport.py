@@ -19,7 +19,7 @@ from toolnexus._json import compact_json
 from toolnexus.client._errors import ProviderConnectionError, ProviderError
 from toolnexus.client._wire import CREDENTIAL_HEADERS
 
-__all__ = ["HttpTransport", "StreamBody", "Transport"]
+__all__ = ["HttpTransport", "StreamBody", "Transport", "status_failure"]
 
 
 class StreamBody(Protocol):
@@ -132,7 +132,7 @@ _DEFAULT_HEADERS = {
 }
 
 
-def _failure(
+def status_failure(
     status: int, raw: bytes, sent: Mapping[str, str], received: Mapping[str, str]
 ) -> ProviderError:
     """The error for a non-2xx answer; a credential the provider echoed back is blanked out."""
@@ -268,7 +268,7 @@ class HttpTransport:
             raise unreachable(url, exc) from exc
         status = response.status_code
         if not 200 <= status < 300:
-            raise _failure(status, raw, headers, response.headers)
+            raise status_failure(status, raw, headers, response.headers)
         return status, _decode(status, raw), raw
 
     async def open_stream(
@@ -283,7 +283,7 @@ class HttpTransport:
                     raw = await response.aread()
                 finally:
                     await response.aclose()
-                raise _failure(status, raw, headers, response.headers)
+                raise status_failure(status, raw, headers, response.headers)
         except httpx2.TransportError as exc:
             raise unreachable(url, exc) from exc
         return _HttpStream(response, status, response.headers.get("content-type", ""), url)
