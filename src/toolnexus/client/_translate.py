@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolnexus._json import compact_json
@@ -208,26 +208,40 @@ async def translate(
             wire_messages.insert(0, {"role": "system", "content": system_text})
         wire_tools = declared + list(tools or ())
 
+    def build(model: str, wire_messages: list[Any], wire_tools: list[Any]) -> dict[str, Any]:
+        if anthropic:
+            return _anthropic_body(
+                model, wire_messages, system_text, wire_tools, tool_choice, max_tokens
+            )
+        # Part dicts become blocks; tool media move to one user message.
+        wire_messages = openai_request_messages(wire_messages, settings.parts, seen)
+        return _openai_body(model, wire_messages, wire_tools, tool_choice, max_tokens)
+
+    turn, model = await _ask(settings, wire_messages, wire_tools, seen, cancel, build)
+    calls = _anthropic_calls(turn.message["content"]) if anthropic else _openai_calls(turn.message)
+    return await _answered(settings, turn, model, calls)
+
+
+async def _ask(
+    settings: RunSettings,
+    messages: list[Any],
+    tools: list[Any],
+    seen: list[dict[str, Any]],
+    cancel: asyncio.Event | None,
+    build: Callable[[str, list[Any], list[Any]], dict[str, Any]],
+) -> tuple[Turn, str]:
+    """One model call of `translate`: the `before_llm` hook may replace the wire messages,
+    tools and model, `build` makes the body of them; the answer and the model it came from."""
     scope = RunScope(settings.timeout_ms, cancel)
     try:
         model, hooks = settings.model, settings.hooks
         if hooks is not None and hooks.before_llm is not None:
-            wire_messages, wire_tools, model = await before_llm(
-                hooks.before_llm, wire_messages, wire_tools, model, 0
-            )
-        if not anthropic:  # part dicts become blocks; tool media move to one user message
-            wire_messages = openai_request_messages(wire_messages, settings.parts, seen)
-        if anthropic:
-            body = _anthropic_body(
-                model, wire_messages, system_text, wire_tools, tool_choice, max_tokens
-            )
-        else:
-            body = _openai_body(model, wire_messages, wire_tools, tool_choice, max_tokens)
-        turn = await endpoint.complete(ModelRequest(model, body, seen), scope, settings.emit)
+            messages, tools, model = await before_llm(hooks.before_llm, messages, tools, model, 0)
+        request = ModelRequest(model, build(model, messages, tools), seen)
+        turn = await settings.endpoint.complete(request, scope, settings.emit)
     finally:
         scope.close()
-    calls = _anthropic_calls(turn.message["content"]) if anthropic else _openai_calls(turn.message)
-    return await _answered(settings, turn, model, calls)
+    return turn, model
 
 
 async def _answered(
@@ -258,20 +272,14 @@ async def _translate_responses(
     cancel: asyncio.Event | None,
 ) -> TranslateResult:
     """`translate` on the Responses wire: the OpenAI chat shapes become input items."""
-    endpoint = settings.endpoint
     kit = as_toolkit(toolkit)
     declared = RESPONSES.declarations(kit) if kit is not None else []
     wire_tools = declared + chat_tools(list(tools or ()))
     items = chat_to_input(list(messages))
     instructions = system if system is not None else (settings.system_prompt or "")
     seen: list[dict[str, Any]] = []
-    scope = RunScope(settings.timeout_ms, cancel)
-    try:
-        model, hooks = settings.model, settings.hooks
-        if hooks is not None and hooks.before_llm is not None:
-            items, wire_tools, model = await before_llm(
-                hooks.before_llm, items, wire_tools, model, 0
-            )
+
+    def build(model: str, items: list[Any], wire_tools: list[Any]) -> dict[str, Any]:
         body = RESPONSES.body(
             model, instructions, items, [], False, parts=settings.parts, seen=seen
         )
@@ -281,9 +289,9 @@ async def _translate_responses(
             body["tool_choice"] = chat_tool_choice(tool_choice)
         if max_tokens > 0:
             body["max_output_tokens"] = max_tokens
-        turn = await endpoint.complete(ModelRequest(model, body, seen), scope, settings.emit)
-    finally:
-        scope.close()
+        return body
+
+    turn, model = await _ask(settings, items, wire_tools, seen, cancel, build)
     calls = [
         TranslatedToolCall(
             id=str(item.get("call_id") or ""),
