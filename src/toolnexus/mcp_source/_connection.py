@@ -42,7 +42,6 @@ from pydantic import TypeAdapter, ValidationError
 from toolnexus import __version__
 from toolnexus._aio import (
     Signalled,
-    call_in_thread_maybe_async,
     call_maybe_async,
     cancelled_by,
     mark_seen,
@@ -55,15 +54,16 @@ from toolnexus._otel import mcp_request, request_hooks
 from toolnexus._secrets import redact, remember_url
 from toolnexus.errors import HeaderValueError, ToolnexusError
 from toolnexus.mcp_source._config import MODERN, ServerSpec
-from toolnexus.mcp_source._elicitation import elicit_result_fields, elicitation_to_request
+from toolnexus.mcp_source._elicitation import ask_host, elicit_response, elicitation_to_request
 from toolnexus.mcp_source._listing import ListingRepair
 from toolnexus.mcp_source._process import SpawnError, kill_tree_now
+from toolnexus.mcp_source._results import wire
 from toolnexus.mcp_source._server_log import ServerLog
 from toolnexus.mcp_source._sign_in import park_for
 from toolnexus.mcp_source._state import Transport
 from toolnexus.mcp_source._stdio import ChildState, TransportStreams, stdio_transport
 from toolnexus.oauth._errors import SignInFailed, SignInRequired
-from toolnexus.types import Answer, Request, Signal, error_message
+from toolnexus.types import Request, Signal, error_message
 
 if TYPE_CHECKING:
     from toolnexus.oauth._authorization import Authorization  # the OAuth flow: loaded on use
@@ -339,7 +339,27 @@ class Connection:
             in_flight.discard(budget)
         return result
 
-    async def renegotiate(self, negotiation: int) -> None:
+    async def with_renegotiation(self, send: Callable[[], Awaitable[T]]) -> T:
+        """What `send()` answers, sent once more when the server refused the version it was
+        sent under (see `renegotiated`)."""
+        negotiation = self.negotiation
+        try:
+            return await send()
+        except MCPError as exc:
+            if not await self.renegotiated(exc, negotiation):
+                raise
+        return await send()
+
+    async def renegotiated(self, exc: BaseException, negotiation: int) -> bool:
+        """Whether `exc` is the server refusing the version of `negotiation` (-32022: it was
+        upgraded or restarted, and did not execute the request), negotiated again now: the
+        request may be sent once more. Raises `ProtocolRefused` when negotiating fails."""
+        if not isinstance(exc, MCPError) or exc.code != types.UNSUPPORTED_PROTOCOL_VERSION:
+            return False
+        await self._renegotiate(negotiation)
+        return True
+
+    async def _renegotiate(self, negotiation: int) -> None:
         """The server answered a request sent under `negotiation` (see `self.negotiation`)
         with -32022: it no longer accepts that version (upgraded or restarted). Negotiate again
         on the same transport, as the server's `protocol` allows (`auto`: the SDK's probe,
@@ -392,7 +412,7 @@ class Connection:
             raise LoadError("not connected")
         async with asyncio.timeout(self.spec.timeout):
             tools = await list_all_tools(session, listing)
-        if [_wire(t) for t in tools] != [_wire(t) for t in self.tools]:
+        if [wire(t) for t in tools] != [wire(t) for t in self.tools]:
             self.tools = tools
             if self._on_tools is not None:
                 self._on_tools(self)
@@ -583,9 +603,9 @@ class Connection:
         self.negotiation += 1
         self.protocol = session.protocol_version
         info = session.server_info
-        self.server_info = _wire(info) if info is not None else None
+        self.server_info = wire(info) if info is not None else None
         capabilities = session.server_capabilities
-        self.capabilities = _wire(capabilities) if capabilities is not None else {}
+        self.capabilities = wire(capabilities) if capabilities is not None else {}
         self.instructions = session.instructions
 
     @staticmethod
@@ -662,14 +682,7 @@ class Connection:
         name = self.spec.name
         with anyio.move_on_after(self.spec.timeout) as scope:
             try:
-                negotiation = self.negotiation
-                try:
-                    tools = await list_all_tools(session, listing)
-                except MCPError as exc:
-                    if exc.code != types.UNSUPPORTED_PROTOCOL_VERSION:
-                        raise
-                    await self.renegotiate(negotiation)  # not executed: negotiate, ask again
-                    tools = await list_all_tools(session, listing)
+                tools = await self.with_renegotiation(lambda: list_all_tools(session, listing))
             except Exception as exc:
                 warn(f'MCP server "{name}" tool list refresh failed: {self._describe(exc)}')
                 return
@@ -781,23 +794,13 @@ class Connection:
         if self._wait_for is None:  # never declared at 2025-11-25 without a wait_for
             return types.ErrorData(code=types.INVALID_REQUEST, message="elicitation unavailable")
         request = elicitation_to_request(params)
-        answer: Any = None
-        try:
-            assert self._wait_for is not None
-            # A person answers: no call's budget runs meanwhile. A pushed request names no
-            # call, so every call waiting on this server is paused.
-            with ExitStack() as paused:
-                for budget in list(self._in_flight):
-                    paused.enter_context(budget.paused())
-                answer = await call_in_thread_maybe_async(self._wait_for, request)
-        except Exception as exc:
-            warn(
-                f'MCP server "{self.spec.name}": wait_for raised while answering an elicitation: '
-                f"{error_message(exc)}"
-            )
-        result = elicit_result_fields(Answer.coerce(answer))
-        if request.kind == "authorization":
-            result.pop("content", None)  # URL mode carries no form content
+        # A person answers: no call's budget runs meanwhile. A pushed request names no call,
+        # so every call waiting on this server is paused.
+        with ExitStack() as paused:
+            for budget in list(self._in_flight):
+                paused.enter_context(budget.paused())
+            answer = await ask_host(self._wait_for, request, self.spec.name, "an elicitation")
+        result = elicit_response(request, answer)
         try:
             return types.ElicitResult.model_validate(result)
         except ValidationError as exc:
@@ -853,11 +856,6 @@ def input_responses(responses: dict[str, Any] | None) -> Any:
     if responses is None:
         return None
     return _RESPONSES.validate_python(responses)
-
-
-def _wire(model: Any) -> dict[str, Any]:
-    dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return dumped
 
 
 def session_expired(exc: BaseException, conn: Connection) -> bool:

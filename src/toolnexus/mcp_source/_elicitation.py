@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolnexus.types import Answer, Request
+from toolnexus._aio import call_in_thread_maybe_async
+from toolnexus._log import warn
+from toolnexus.types import Answer, Request, error_message
 
 if TYPE_CHECKING:
     from mcp_types import ElicitResult
@@ -49,6 +51,30 @@ def elicit_result_fields(answer: Answer | None) -> dict[str, Any]:
     if answer is not None and answer.reason == "declined":
         return {"action": "decline"}
     return {"action": "cancel"}
+
+
+def elicit_response(request: Request, answer: Answer | None) -> dict[str, Any]:
+    """The wire `ElicitResult` for the host's answer to `request` (a URL elicitation's carries
+    no form content)."""
+    result = elicit_result_fields(answer)
+    if request.kind == "authorization":
+        result.pop("content", None)
+    return result
+
+
+async def ask_host(
+    wait_for: Callable[[Request], Any], request: Request, server: str, answering: str
+) -> Answer | None:
+    """The host's answer to `request` (asked for by `server`, while `answering` it); `None`,
+    with a warning, when `wait_for` raises."""
+    try:
+        return Answer.coerce(await call_in_thread_maybe_async(wait_for, request))
+    except Exception as exc:
+        warn(
+            f'MCP server "{server}": wait_for raised while answering {answering}: '
+            f"{error_message(exc)}"
+        )
+        return None
 
 
 def answer_to_elicit_result(answer: Answer | None) -> ElicitResult:

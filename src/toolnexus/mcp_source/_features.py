@@ -14,9 +14,9 @@ from mcp.shared.exceptions import MCPError
 
 from toolnexus._otel import mcp_request
 from toolnexus.content import ContentPart, ContentPartError, incoming_part
-from toolnexus.mcp_source._connection import MAX_PAGES, Connection, LoadError
+from toolnexus.mcp_source._connection import MAX_PAGES, Connection, LoadError, input_responses
 from toolnexus.mcp_source._input import Resume
-from toolnexus.mcp_source._rounds import Rounds, with_input
+from toolnexus.mcp_source._rounds import Fetch
 from toolnexus.mcp_source._state import (
     McpPrompt,
     McpPromptResult,
@@ -34,18 +34,13 @@ async def _request(
 ) -> T:
     """One request `method` (traced, about `target`) on `session`, bounded by `timeout`; sent
     once more after negotiating again when the server no longer accepts the version (-32022)."""
-    peer = getattr(session, "peer", None)
-    negotiation = peer.negotiation if isinstance(peer, Connection) else None
-    try:
+    peer: Connection = session.peer
+
+    async def traced() -> T:
         with mcp_request(method, target, peer):
             return await asyncio.wait_for(send(), timeout)
-    except MCPError as exc:
-        if exc.code != types.UNSUPPORTED_PROTOCOL_VERSION or negotiation is None:
-            raise
-    assert isinstance(peer, Connection)
-    await peer.renegotiate(negotiation)
-    with mcp_request(method, target, peer):
-        return await asyncio.wait_for(send(), timeout)
+
+    return await peer.with_renegotiation(traced)
 
 
 async def _pages(
@@ -93,6 +88,32 @@ async def wire_templates(session: Any, timeout: float) -> list[types.ResourceTem
         raise
 
 
+async def _with_input(
+    session: Any,
+    server: str,
+    origin: dict[str, Any],
+    target: str,
+    what: str,
+    send: Callable[[Any, str | None], Awaitable[T]],
+    timeout: float,
+    wait_for: WaitFor | None,
+    resume: Resume | None,
+) -> T:
+    """What `send(input_responses, request_state)` answers for the request `origin` names
+    (`{"method", ...}`, about `target`) once the server stops asking for input; `what` says
+    what it does (`read <uri>`) in an `InputPending`'s message."""
+    method = origin["method"]
+
+    def send_once(responses: dict[str, Any] | None, state: str | None) -> Awaitable[T]:
+        return _request(
+            session, method, target, lambda: send(input_responses(responses), state), timeout
+        )
+
+    fetch = Fetch(server, wait_for, session.peer, send_once, what, origin)
+    result: T = await fetch.run(resume)
+    return result
+
+
 async def wire_read(
     session: Any,
     server: str,
@@ -104,24 +125,19 @@ async def wire_read(
     """The server's `ReadResourceResult` for `uri`. Input the server asks for first
     (2026-07-28) is answered as for a tool call (`wait_for`), else raises `InputPending`;
     `resume` continues from the Request it handed out and the answer to it."""
-
-    def send(responses: Any, state: str | None) -> Awaitable[Any]:
-        return _request(
-            session,
-            "resources/read",
-            uri,
-            lambda: session.read_resource(
-                uri, input_responses=responses, request_state=state, allow_input_required=True
-            ),
-            timeout,
-        )
-
-    rounds = Rounds(server, wait_for, session.peer)
-    origin = {"method": "resources/read", "uri": uri}
-    result: types.ReadResourceResult = await with_input(
-        rounds, f"read {uri}", send, origin=origin, resume=resume
+    return await _with_input(
+        session,
+        server,
+        {"method": "resources/read", "uri": uri},
+        uri,
+        f"read {uri}",
+        lambda responses, state: session.read_resource(
+            uri, input_responses=responses, request_state=state, allow_input_required=True
+        ),
+        timeout,
+        wait_for,
+        resume,
     )
-    return result
 
 
 async def wire_prompts(session: Any, timeout: float) -> list[types.Prompt]:
@@ -141,28 +157,23 @@ async def wire_get_prompt(
     resume: Resume | None = None,
 ) -> types.GetPromptResult:
     """The server's `GetPromptResult` for its prompt `name`; input as for `wire_read`."""
-
-    def send(responses: Any, state: str | None) -> Awaitable[Any]:
-        return _request(
-            session,
-            "prompts/get",
+    return await _with_input(
+        session,
+        server,
+        {"method": "prompts/get", "name": name, "arguments": arguments},
+        name,
+        f"get prompt {name}",
+        lambda responses, state: session.get_prompt(
             name,
-            lambda: session.get_prompt(
-                name,
-                arguments,
-                input_responses=responses,
-                request_state=state,
-                allow_input_required=True,
-            ),
-            timeout,
-        )
-
-    rounds = Rounds(server, wait_for, session.peer)
-    origin = {"method": "prompts/get", "name": name, "arguments": arguments}
-    result: types.GetPromptResult = await with_input(
-        rounds, f"get prompt {name}", send, origin=origin, resume=resume
+            arguments,
+            input_responses=responses,
+            request_state=state,
+            allow_input_required=True,
+        ),
+        timeout,
+        wait_for,
+        resume,
     )
-    return result
 
 
 async def wire_complete(

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolnexus.errors import McpInputError
-from toolnexus.mcp_source._elicitation import elicit_result_fields, elicitation_to_request
+from toolnexus.mcp_source._elicitation import elicitation_to_request
 from toolnexus.types import Answer, Request, ToolResult
 
 ELICIT = "elicitation/create"
@@ -60,36 +60,6 @@ def host_request(entry: Mapping[str, Any], key: str | None = None) -> Request:
     if key is not None and params.get("mode") == "url":
         params.setdefault("elicitationId", key)
     return elicitation_to_request(params)
-
-
-def elicit_response(request: Request, answer: Answer | None) -> dict[str, Any]:
-    """The wire `ElicitResult` for the host's answer to `request`."""
-    result = elicit_result_fields(answer)
-    if request.kind == "authorization":
-        result.pop("content", None)  # URL mode carries no form content
-    return result
-
-
-def suspension(
-    *,
-    server: str,
-    tool: str,
-    arguments: Mapping[str, Any],
-    protocol: str,
-    request_state: str | None,
-    input_requests: Mapping[str, Mapping[str, Any]],
-    key: str,
-    responses: Mapping[str, Any],
-) -> ToolResult:
-    """A pending result standing for entry `key` of the round."""
-    request = round_request(
-        {"server": server, "tool": tool, "arguments": dict(arguments), "protocol": protocol},
-        request_state=request_state,
-        input_requests=input_requests,
-        key=key,
-        responses=responses,
-    )
-    return pending_result(request, server)
 
 
 def round_request(
@@ -193,10 +163,17 @@ def invalid_fields(schema: Any, data: Mapping[str, Any] | None) -> list[str]:
 
 
 def belongs(request: Request | None, answer: Answer | None, server: str, tool: str) -> bool:
+    """Whether `answer` answers `request`, a suspension of a call of `tool` on `server`."""
+    return answers(request, answer, {"server": server, "tool": tool})
+
+
+def answers(request: Request | None, answer: Answer | None, origin: Mapping[str, Any]) -> bool:
+    """Whether `answer` answers `request`, a suspension of what `origin` names (each of its
+    keys as the suspension recorded it)."""
     if request is None or answer is None or answer.id != request.id:
         return False
     mcp = (request.data or {}).get("mcp")
-    return isinstance(mcp, Mapping) and mcp.get("server") == server and mcp.get("tool") == tool
+    return isinstance(mcp, Mapping) and all(mcp.get(k) == v for k, v in origin.items())
 
 
 def describe_url_elicitations(message: str, elicitations: list[Mapping[str, Any]]) -> str:

@@ -58,7 +58,7 @@ def map_call_result(result: Any, server: str) -> ToolResult:
     if structured is not None:
         metadata["structured"] = structured
         metadata["structuredContent"] = structured
-    metadata["content"] = [_wire(block) for block in content]
+    metadata["content"] = [wire(block) for block in content]
     return ToolResult(output=body, is_error=is_error, metadata=metadata, parts=parts or None)
 
 
@@ -112,12 +112,13 @@ def _part(**fields: Any) -> ContentPart | None:
         return None  # described by its line; nothing the model could use
 
 
-def _wire(block: Any) -> dict[str, Any]:
-    dump = getattr(block, "model_dump", None)
+def wire(value: Any) -> dict[str, Any]:
+    """An SDK model as its wire form (wire keys, no nulls); a dict as a copy."""
+    dump = getattr(value, "model_dump", None)
     if callable(dump):
-        wire: dict[str, Any] = dump(by_alias=True, mode="json", exclude_none=True)
-        return wire
-    return dict(block) if isinstance(block, dict) else {"type": str(getattr(block, "type", ""))}
+        dumped: dict[str, Any] = dump(by_alias=True, mode="json", exclude_none=True)
+        return dumped
+    return dict(value) if isinstance(value, dict) else {"type": str(getattr(value, "type", ""))}
 
 
 def _size(data: str) -> int:

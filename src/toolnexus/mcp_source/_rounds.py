@@ -1,31 +1,32 @@
-"""One MCP tool call, round by round: input requests, URL elicitations, resumes, stale state.
+"""One MCP request, round by round: input requests, URL elicitations, resumes, stale state.
 
-At 2026-07-28 a server may answer `tools/call` with input requests instead of a result. Each
-round is answered here (roots), through the host's `wait_for` (elicitations, one at a time in
-server order), or handed to the host as a suspension to resume later; then the call is retried
-with the responses and the echoed `requestState`. A -32042 error (URL elicitation required) is
-handled the same way in either era. Imported with the SDK.
+At 2026-07-28 a server may answer `tools/call`, `resources/read` or `prompts/get` with input
+requests instead of a result. Each round is answered here (roots), through the host's
+`wait_for` (elicitations, one at a time in server order), or handed to the host to resume
+later; then the request is sent again with the responses and the echoed `requestState`. A tool
+call also handles a -32042 error (URL elicitation required), the same way in either era.
+Imported with the SDK.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from toolnexus._aio import call_in_thread_maybe_async
-from toolnexus._log import warn
 from toolnexus.errors import McpInputError
 from toolnexus.mcp_source import _input
 from toolnexus.mcp_source._config import MODERN
-from toolnexus.mcp_source._connection import Budget, Connection, input_responses
+from toolnexus.mcp_source._connection import Budget, Connection
+from toolnexus.mcp_source._elicitation import ask_host, elicit_response
 from toolnexus.mcp_source._input import InputPending, Resume
 from toolnexus.mcp_source._results import map_call_result
-from toolnexus.types import Answer, Request, ToolContext, ToolResult, error_message
+from toolnexus.types import Answer, Request, ToolContext, ToolResult
 
 _STALE_STATE = "requestState"
 _TASK = "task"  # the Tasks extension's `resultType`, never declared by toolnexus
@@ -40,9 +41,32 @@ def _is_task_answer(exc: ValidationError) -> bool:
     )
 
 
-class Rounds:
-    """Answers a server's rounds of input requests: roots itself, elicitations through the
-    host's `wait_for` (one at a time, in server order), sampling and anything else never."""
+def _error_data(exc: MCPError) -> Mapping[str, Any]:
+    data = exc.error.data
+    return data if isinstance(data, Mapping) else {}
+
+
+_RESEND = object()  # `recover`'s verdict: the request was not executed, send it again
+
+
+class _Round:
+    """Where a resumed exchange goes on from: the round asked, the responses gathered for it
+    and the state the server echoed."""
+
+    __slots__ = ("asked", "responses", "state")
+
+    def __init__(self, asked: dict[str, Any], responses: dict[str, Any], state: str | None) -> None:
+        self.asked = asked
+        self.responses = responses
+        self.state = state
+
+
+class Rounds(ABC):
+    """One request's exchange with a server that may ask for input first: each round answered
+    here (roots), through the host's `wait_for` (elicitations, one at a time in server order)
+    or handed to the host; the request sent again with the responses and the echoed
+    `requestState`. The subclass sends the request and says what a result, a failure and a
+    question only the host can answer become."""
 
     def __init__(
         self, server: str, wait_for: Callable[[Request], Any] | None, conn: Connection
@@ -50,6 +74,123 @@ class Rounds:
         self.name = server
         self.wait_for = wait_for
         self.conn = conn
+
+    # -- the subclass's part ------------------------------------------------------------------
+
+    @abstractmethod
+    def send(self, responses: dict[str, Any] | None, state: str | None) -> Awaitable[Any]:
+        """Send the request once, with the `responses` to the last round and its `state`."""
+
+    async def recover(self, exc: Exception) -> Any:
+        """What a failed send ends the exchange with, or `_RESEND`; by default it fails."""
+        raise exc
+
+    def finished(self, result: Any) -> Any:
+        """The exchange's outcome for the server's final `result`."""
+        return result
+
+    @abstractmethod
+    def origin(self) -> dict[str, Any]:
+        """What was asked of which server: a suspension's `Request.data["mcp"]` holds it."""
+
+    @abstractmethod
+    def failed(self, problem: str) -> Any:
+        """The outcome when the exchange cannot go on, for the reason `problem`."""
+
+    @abstractmethod
+    def suspended(self, request: Request) -> Any:
+        """The outcome when only the host can answer `request` and there is no `wait_for`."""
+
+    @abstractmethod
+    def over_limit(self) -> str:
+        """Why an exchange that asked for input more than `MAX_ROUNDS` times stopped."""
+
+    # -- the exchange -------------------------------------------------------------------------
+
+    def resumed(self, request: Request, answer: Answer | None) -> _Round | Any:
+        """The round a suspension's `request` stands for, the host's `answer` added: where
+        `exchange` goes on from; `failed`/`suspended` when the answer breaks the form or the
+        round has another question for the host."""
+        problem = self.form_problem(request, answer)
+        if problem is not None:
+            return self.failed(problem)
+        mcp = (request.data or {})["mcp"]
+        asked = dict(mcp.get("inputRequests") or {})
+        responses = dict(mcp.get("responses") or {})
+        responses[str(mcp.get("key"))] = elicit_response(request, answer)
+        state = mcp.get("requestState")
+        following = _input.next_host_key(asked, responses)
+        if following is not None:
+            return self.suspend(asked, following, responses, state)
+        return _Round(asked, responses, state)
+
+    async def exchange(self, at: _Round | None = None) -> Any:
+        """The request sent until the server stops asking for input (at most `MAX_ROUNDS`
+        rounds), from the resumed round `at` when given: what `finished` makes of the result."""
+        asked: dict[str, Any] = {}  # the round the responses answer
+        responses: dict[str, Any] | None = None
+        state: str | None = None
+        resumed = at is not None
+        if at is not None:
+            asked, responses, state = at.asked, at.responses, at.state
+        reuse: tuple[dict[str, Any], dict[str, Any]] | None = None
+        for round_number in range(_input.MAX_ROUNDS + 1):
+            try:
+                result = await self.send(responses, state)
+            except Exception as exc:
+                if (
+                    resumed
+                    and isinstance(exc, MCPError)
+                    and exc.code == types.INVALID_PARAMS
+                    and _STALE_STATE in exc.message
+                ):
+                    # The server no longer accepts the state (restart, other key, expiry): ask
+                    # afresh once; questions answered before are answered the same way.
+                    reuse = (asked, responses or {})
+                    responses, state, resumed = None, None, False
+                    continue
+                result = await self.recover(exc)
+                if result is _RESEND:
+                    continue
+                return result
+            if not isinstance(result, types.InputRequiredResult):
+                return self.finished(result)
+            if round_number == _input.MAX_ROUNDS:
+                break  # the limit: nobody is asked an answer that could not be sent
+            asked = _input.wire_requests(result.input_requests or {})
+            gathered: dict[str, Any] = {}
+            if reuse is not None:
+                gathered.update(_input.reuse_answers(asked, *reuse))
+                reuse = None
+            problem = await self.answer_round(asked, gathered)
+            if problem is not None:
+                return self.failed(problem)
+            state = result.request_state
+            waiting = _input.next_host_key(asked, gathered)
+            if waiting is not None:  # no wait_for: the host answers later
+                return self.suspend(asked, waiting, gathered, state)
+            responses = gathered
+        return self.failed(self.over_limit())
+
+    def suspend(
+        self,
+        asked: Mapping[str, Mapping[str, Any]],
+        key: str,
+        responses: Mapping[str, Any],
+        state: str | None,
+    ) -> Any:
+        """`suspended` with the Request for entry `key` of the round `asked`."""
+        return self.suspended(
+            _input.round_request(
+                self.origin(),
+                request_state=state,
+                input_requests=asked,
+                key=key,
+                responses=responses,
+            )
+        )
+
+    # -- answering a round ------------------------------------------------------------------
 
     async def answer_round(
         self, asked: Mapping[str, Mapping[str, Any]], gathered: dict[str, Any]
@@ -75,7 +216,7 @@ class Rounds:
                 problem = self.form_problem(request, answer)
                 if problem is not None:
                     return problem
-                gathered[key] = _input.elicit_response(request, answer)
+                gathered[key] = elicit_response(request, answer)
             else:
                 return (
                     f'MCP server "{self.name}" asked for {method}, which toolnexus does not provide'
@@ -85,14 +226,7 @@ class Rounds:
     async def ask(self, request: Request) -> Answer | None:
         wait_for = self.wait_for
         assert wait_for is not None
-        try:
-            return Answer.coerce(await call_in_thread_maybe_async(wait_for, request))
-        except Exception as exc:
-            warn(
-                f'MCP server "{self.name}": wait_for raised while answering an input request: '
-                f"{error_message(exc)}"
-            )
-            return None
+        return await ask_host(wait_for, request, self.name, "an input request")
 
     def form_problem(self, request: Request, answer: Answer | None) -> str | None:
         """A form answer that breaks the requested schema is never sent: why."""
@@ -108,7 +242,7 @@ class Rounds:
         )
 
     def missing_capability(self, exc: MCPError) -> str:
-        data = exc.error.data if isinstance(exc.error.data, Mapping) else {}
+        data = _error_data(exc)
         required = data.get("requiredCapabilities")
         if isinstance(required, Mapping):
             if "sampling" in required:
@@ -127,93 +261,68 @@ class Rounds:
         )
 
 
-async def with_input(
-    rounds: Rounds,
-    what: str,
-    send: Callable[[Any, str | None], Awaitable[Any]],
-    *,
-    origin: Mapping[str, Any],
-    resume: Resume | None = None,
-) -> Any:
-    """What `send(responses, request_state)` answers once it stops asking for input (at most
-    10 rounds, each answered by `rounds`), starting from `resume` when given. `origin` names
-    the request (`{"method", ...}`, the server added) in the Request of an `InputPending`: a
-    question only the host can answer, with no `wait_for` to ask it, raises one naming what
-    the server asked while doing `what` (e.g. `read <uri>`). Anything else that cannot be
-    answered raises `McpInputError`."""
-    origin = {"server": rounds.name, **origin, "protocol": rounds.conn.protocol or MODERN}
-    responses: dict[str, Any] | None = None
-    state: str | None = None
-    asked: dict[str, Any] = {}
-    resumed = False
-    reuse: tuple[dict[str, Any], dict[str, Any]] | None = None
+Send = Callable[[dict[str, Any] | None, str | None], Awaitable[Any]]
+"""Sends a request once: `(responses, request_state)` to what the server answers."""
 
-    def pending(round_: dict[str, Any], key: str, gathered: dict[str, Any]) -> InputPending:
-        request = _input.round_request(
-            origin, request_state=state, input_requests=round_, key=key, responses=gathered
-        )
+
+class Fetch(Rounds):
+    """A `resources/read` or `prompts/get` (`origin`: `{"method", ...}`) of `server`, sent by
+    `send`, that may ask for input while doing `what` (e.g. `read <uri>`). A question only the
+    host can answer, with no `wait_for` to ask it, raises `InputPending`; anything else that
+    cannot be answered raises `McpInputError`."""
+
+    def __init__(
+        self,
+        server: str,
+        wait_for: Callable[[Request], Any] | None,
+        conn: Connection,
+        send: Send,
+        what: str,
+        origin: Mapping[str, Any],
+    ) -> None:
+        super().__init__(server, wait_for, conn)
+        self._send = send
+        self.what = what
+        self._origin = {"server": server, **origin}
+
+    def send(self, responses: dict[str, Any] | None, state: str | None) -> Awaitable[Any]:
+        return self._send(responses, state)
+
+    def origin(self) -> dict[str, Any]:
+        return {**self._origin, "protocol": self.conn.protocol or MODERN}
+
+    def failed(self, problem: str) -> NoReturn:
+        raise McpInputError(problem)
+
+    def suspended(self, request: Request) -> NoReturn:
         asked_for = request.prompt if request.url is None else f"{request.prompt} {request.url}"
-        return InputPending(
-            f'MCP server "{rounds.name}" asked for input to {what}, and there is no '
+        raise InputPending(
+            f'MCP server "{self.name}" asked for input to {self.what}, and there is no '
             f"wait_for to ask: {asked_for}",
             request,
         )
 
-    if resume is not None:
-        request, answer = resume
-        mcp = (request.data or {}).get("mcp")
-        if (
-            answer is None
-            or answer.id != request.id
-            or not isinstance(mcp, Mapping)
-            or any(mcp.get(k) != v for k, v in origin.items() if k != "protocol")
-        ):
-            raise McpInputError("the answer does not belong to this request")
-        problem = rounds.form_problem(request, answer)
-        if problem is not None:
-            raise McpInputError(problem)
-        asked = dict(mcp.get("inputRequests") or {})
-        responses = dict(mcp.get("responses") or {})
-        responses[str(mcp.get("key"))] = _input.elicit_response(request, answer)
-        state = mcp.get("requestState")
-        following = _input.next_host_key(asked, responses)
-        if following is not None:
-            raise pending(asked, following, responses)
-        resumed = True
-    for round_number in range(_input.MAX_ROUNDS + 1):
-        try:
-            result = await send(input_responses(responses), state)
-        except MCPError as exc:
-            if resumed and exc.code == types.INVALID_PARAMS and _STALE_STATE in exc.message:
-                # as for a tool call: ask afresh once, reusing the answers given
-                reuse = (asked, responses or {})
-                responses, state, resumed = None, None, False
-                continue
-            raise
-        if not isinstance(result, types.InputRequiredResult):
-            return result
-        if round_number == _input.MAX_ROUNDS:
-            break  # the limit: nobody is asked an answer that could not be sent
-        asked = _input.wire_requests(result.input_requests or {})
-        gathered: dict[str, Any] = {}
-        if reuse is not None:
-            gathered.update(_input.reuse_answers(asked, *reuse))
-            reuse = None
-        problem = await rounds.answer_round(asked, gathered)
-        if problem is not None:
-            raise McpInputError(problem)
-        state = result.request_state
-        waiting = _input.next_host_key(asked, gathered)
-        if waiting is not None:
-            raise pending(asked, waiting, gathered)
-        responses = gathered
-    raise McpInputError(
-        f'MCP server "{rounds.name}" asked for input more than {_input.MAX_ROUNDS} times to {what}'
-    )
+    def over_limit(self) -> str:
+        return (
+            f'MCP server "{self.name}" asked for input more than {_input.MAX_ROUNDS} times '
+            f"to {self.what}"
+        )
+
+    async def run(self, resume: Resume | None) -> Any:
+        """What the server answers once it stops asking for input, starting from `resume` (a
+        Request `InputPending` carried and the answer to it) when given."""
+        at: _Round | None = None
+        if resume is not None:
+            request, answer = resume
+            if not _input.answers(request, answer, self._origin):
+                raise McpInputError("the answer does not belong to this request")
+            at = self.resumed(request, answer)
+        return await self.exchange(at)
 
 
 class Call(Rounds):
-    """A `tools/call` of `tool` with `args` on `server`, from first round to result."""
+    """A `tools/call` of `tool` with `args` on `server`, from first round to result. What the
+    server answers never raises: every outcome is a `ToolResult`."""
 
     def __init__(
         self,
@@ -230,142 +339,105 @@ class Call(Rounds):
         self.args = args
         self.ctx = ctx
         self.budget = budget
-        self.meta: dict[str, Any] = {"server": server}
+        self.url_resent = False  # a -32042's URLs were answered and the call sent again
+        self.relisted = False  # a -32020 made the tools listed again
+        self.negotiated_again = False  # a -32022 made the version negotiated again
+        self.sent_at: str | None = None  # the protocol and negotiation of the latest send
+        self.negotiation = conn.negotiation
+
+    def run(self, resume: Request | None) -> Awaitable[ToolResult]:
+        """The call from its first round, or from the suspension `resume` (answered by
+        `ctx.answer`)."""
+        if resume is None:
+            return self.exchange()
+        answer = self.ctx.answer
+        if "elicitationId" in (resume.data or {})["mcp"]:  # a -32042 suspension
+            if answer is None or not answer.ok:
+                text = _input.describe_url_elicitations(resume.prompt, [{"url": resume.url}])
+                return _now(self.error(text))
+            self.url_resent = True
+            return self.exchange()
+        resumed = self.resumed(resume, answer)
+        return _now(resumed) if isinstance(resumed, ToolResult) else self.exchange(resumed)
+
+    def send(self, responses: dict[str, Any] | None, state: str | None) -> Awaitable[Any]:
+        conn = self.conn
+        self.sent_at, self.negotiation = conn.protocol, conn.negotiation
+        return conn.call_tool(
+            self.tool,
+            self.args,
+            self.budget,
+            self.ctx.signal,
+            responses=responses,
+            request_state=state,
+        )
+
+    async def recover(self, exc: Exception) -> Any:
+        """A Tasks answer, a missing capability or a -32042 the host does not answer end the
+        call with a result. It is sent once more, at most once each, after negotiating again
+        (-32022), after the host answered a -32042's URLs and after listing the tools again
+        (-32020)."""
+        if isinstance(exc, ValidationError) and _is_task_answer(exc):
+            return self.error(self.answered_with_task())
+        if not isinstance(exc, MCPError):
+            raise exc
+        if not self.negotiated_again and await self.conn.renegotiated(exc, self.negotiation):
+            self.negotiated_again = True
+            return _RESEND
+        if exc.code == types.URL_ELICITATION_REQUIRED:
+            outcome = await self.url_required(exc, self.url_resent)
+            if outcome is not None:
+                return outcome
+            self.url_resent = True
+            return _RESEND
+        if exc.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY:
+            return self.error(self.missing_capability(exc))
+        if (
+            exc.code == types.HEADER_MISMATCH
+            and not self.relisted
+            and self.sent_at not in HANDSHAKE_PROTOCOL_VERSIONS
+        ):
+            # Not executed: the listed schema the request's headers come from is missing or
+            # stale. List again, then send it once more.
+            self.relisted = True
+            try:
+                await self.conn.relist()
+            except Exception:
+                raise exc from None
+            return _RESEND
+        raise exc
+
+    def finished(self, result: Any) -> ToolResult:
+        if isinstance(result, types.CallToolResult) and result.result_type != _TASK:
+            return map_call_result(result, self.name)
+        return self.error(self.answered_with_task())
+
+    def origin(self) -> dict[str, Any]:
+        return {
+            "server": self.name,
+            "tool": self.tool,
+            "arguments": dict(self.args),
+            "protocol": self.conn.protocol or MODERN,
+        }
 
     def error(self, text: str) -> ToolResult:
-        return ToolResult(text, True, dict(self.meta))
+        return ToolResult(text, True, {"server": self.name})
 
-    async def run(self, resume: Request | None) -> ToolResult:
-        responses: dict[str, Any] | None = None
-        state: str | None = None
-        asked: dict[str, dict[str, Any]] = {}  # the round the responses answer
-        url_resent = False
-        resumed = False
-        if resume is not None:
-            mcp = dict((resume.data or {})["mcp"])
-            answer = self.ctx.answer
-            if "elicitationId" in mcp:  # a -32042 suspension
-                if answer is None or not answer.ok:
-                    return self.error(
-                        _input.describe_url_elicitations(resume.prompt, [{"url": resume.url}])
-                    )
-                url_resent = True
-            else:
-                asked = dict(mcp.get("inputRequests") or {})
-                responses = dict(mcp.get("responses") or {})
-                key = str(mcp.get("key"))
-                refused = self.check_form(resume, answer)
-                if refused is not None:
-                    return refused
-                responses[key] = _input.elicit_response(resume, answer)
-                state = mcp.get("requestState")
-                following = _input.next_host_key(asked, responses)
-                if following is not None:
-                    return self.suspend(asked, following, responses, state)
-                resumed = True
-        reuse: tuple[dict[str, Any], dict[str, Any]] | None = None
-        renegotiated = relisted = False
-        for round_number in range(_input.MAX_ROUNDS + 1):
-            sent_at, negotiation = self.conn.protocol, self.conn.negotiation
-            try:
-                result = await self.conn.call_tool(
-                    self.tool,
-                    self.args,
-                    self.budget,
-                    self.ctx.signal,
-                    responses=responses,
-                    request_state=state,
-                )
-            except ValidationError as exc:
-                if not _is_task_answer(exc):
-                    raise
-                return self.error(self.answered_with_task())
-            except MCPError as exc:
-                if exc.code == types.URL_ELICITATION_REQUIRED:
-                    outcome = await self.url_required(exc, url_resent)
-                    if outcome is not None:
-                        return outcome
-                    url_resent = True
-                    continue
-                if resumed and exc.code == types.INVALID_PARAMS and _STALE_STATE in exc.message:
-                    # The server no longer accepts the state (restart, other key, expiry): ask
-                    # afresh once; questions answered before are answered the same way.
-                    reuse = (asked, responses or {})
-                    responses, state, resumed = None, None, False
-                    continue
-                if exc.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY:
-                    return self.error(self.missing_capability(exc))
-                if exc.code == types.UNSUPPORTED_PROTOCOL_VERSION and not renegotiated:
-                    # The server no longer accepts the version (upgraded, restarted): the
-                    # request was not executed. Negotiate again, then send it once more.
-                    await self.conn.renegotiate(negotiation)
-                    renegotiated = True
-                    continue
-                if (
-                    exc.code == types.HEADER_MISMATCH
-                    and not relisted
-                    and sent_at not in HANDSHAKE_PROTOCOL_VERSIONS
-                ):
-                    # Not executed either: the listed schema the request's headers come from
-                    # is missing or stale. List again, then send it once more.
-                    relisted = True
-                    try:
-                        await self.conn.relist()
-                    except Exception:
-                        raise exc from None
-                    continue
-                raise
-            if isinstance(result, types.CallToolResult) and result.result_type != _TASK:
-                return map_call_result(result, self.name)
-            if not isinstance(result, types.InputRequiredResult):
-                return self.error(self.answered_with_task())
-            if round_number == _input.MAX_ROUNDS:
-                break
-            asked = _input.wire_requests(result.input_requests or {})
-            gathered: dict[str, Any] = {}
-            if reuse is not None:
-                gathered.update(_input.reuse_answers(asked, *reuse))
-                reuse = None
-            problem = await self.answer_round(asked, gathered)
-            if problem is not None:
-                return self.error(problem)
-            state = result.request_state
-            following = _input.next_host_key(asked, gathered)
-            if following is not None:  # no wait_for: the host answers later
-                return self.suspend(asked, following, gathered, state)
-            responses = gathered
-        return self.error(
-            f"MCP tool {self.tool} asked for input more than {_input.MAX_ROUNDS} times"
-        )
+    def failed(self, problem: str) -> ToolResult:
+        return self.error(problem)
+
+    def suspended(self, request: Request) -> ToolResult:
+        return _input.pending_result(request, self.name)
+
+    def over_limit(self) -> str:
+        return f"MCP tool {self.tool} asked for input more than {_input.MAX_ROUNDS} times"
 
     def answered_with_task(self) -> str:
         return f'MCP server "{self.name}" answered with a task, which toolnexus does not support'
 
-    def check_form(self, request: Request, answer: Answer | None) -> ToolResult | None:
-        problem = self.form_problem(request, answer)
-        return None if problem is None else self.error(problem)
-
-    def suspend(
-        self,
-        asked: Mapping[str, Mapping[str, Any]],
-        key: str,
-        responses: Mapping[str, Any],
-        state: str | None,
-    ) -> ToolResult:
-        return _input.suspension(
-            server=self.name,
-            tool=self.tool,
-            arguments=self.args,
-            protocol=self.conn.protocol or "2026-07-28",
-            request_state=state,
-            input_requests=asked,
-            key=key,
-            responses=responses,
-        )
-
     async def url_required(self, exc: MCPError, resent: bool) -> ToolResult | None:
         """-32042: the URLs through `wait_for` (then `None`: resend once), else a result."""
-        data = exc.error.data if isinstance(exc.error.data, Mapping) else {}
+        data = _error_data(exc)
         elicitations = [e for e in data.get("elicitations") or () if isinstance(e, Mapping)]
         text = _input.describe_url_elicitations(exc.message, elicitations)
         if resent or not elicitations:
@@ -380,3 +452,7 @@ class Call(Rounds):
             if answer is None or not answer.ok:
                 return self.error(text)
         return None
+
+
+async def _now(result: ToolResult) -> ToolResult:
+    return result
