@@ -824,6 +824,12 @@ class _Server:
         elif reported:
             self._lost_reported = True
 
+    @property
+    def usable(self) -> bool:
+        """Connected on a live session that was not lost: requests can be sent at once."""
+        conn = self.conn
+        return self.status == "connected" and conn is not None and conn.alive and self._lost is None
+
     def lost_offered(self, capability: str) -> bool:
         """Whether the connection this server lost had offered `capability` (and it is not
         hidden from it)."""
@@ -838,8 +844,7 @@ class _Server:
         """Before a gateway relays a request here: a lost server gets the reconnect a tool call
         would make (at most one try per 5 s); `UpstreamFailed` naming `what` while it stays
         unavailable."""
-        conn = self.conn
-        if self.status == "connected" and conn is not None and conn.alive and self._lost is None:
+        if self.usable:
             return
         problem = await self._recover()
         if problem is not None:
@@ -913,13 +918,12 @@ class _Server:
         resume = self._resumed(ctx)
         if resume is not None and not _input.belongs(resume, ctx.answer, self.name, tool_name):
             return ToolResult("the answer does not belong to this call", True, meta)
-        conn = self.conn
-        if conn is None or not conn.alive or self._lost is not None or self.status != "connected":
+        if not self.usable:
             problem = await self._recover()
             if problem is not None:
                 return ToolResult(problem, True, meta)
-            conn = self.conn
-            assert conn is not None
+        conn = self.conn
+        assert conn is not None
         assert self.spec is not None
         hard = (
             self.spec.max_timeout
