@@ -226,11 +226,14 @@ class Connection(asyncio.Protocol):
         line = self.take(end + 1)[:-1]
         return line[:-1] if line.endswith(b"\r") else line
 
-    def lost(self) -> httpx2.TransportError:
-        """The error for a connection that ended where a response was expected."""
+    def lost(
+        self, closed: str = "the server closed the connection without a response"
+    ) -> httpx2.TransportError:
+        """The error for a connection that ended where more was expected: why it was lost, or
+        `closed` when the server closed it cleanly."""
         if self.error is not None:
             return httpx2.ReadError(str(self.error) or type(self.error).__name__)
-        return httpx2.RemoteProtocolError("the server closed the connection without a response")
+        return httpx2.RemoteProtocolError(closed)
 
     def write(self, data: bytes | bytearray) -> None:
         if self.eof or self.transport is None or self.transport.is_closing():
@@ -450,7 +453,7 @@ class ResponseBody(httpx2.AsyncByteStream):
                     continue
                 if conn.eof:
                     if conn.error is not None:
-                        raise httpx2.ReadError(str(conn.error) or type(conn.error).__name__)
+                        raise conn.lost()
                     self._state = "done"
                     continue
             else:  # done
@@ -458,11 +461,7 @@ class ResponseBody(httpx2.AsyncByteStream):
             if out:
                 return bytes(out)
             if not await conn.more(self._timeout) and conn.eof and state != "close":
-                if conn.error is not None:
-                    raise httpx2.ReadError(str(conn.error) or type(conn.error).__name__)
-                raise httpx2.RemoteProtocolError(
-                    "the server closed the connection before the body was complete"
-                )
+                raise conn.lost("the server closed the connection before the body was complete")
 
     def _trailers(self, conn: Connection) -> bool:
         buffer = conn.buffer

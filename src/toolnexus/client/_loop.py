@@ -562,7 +562,7 @@ class RunLoop:
     def _tool_event(self, name: str, result: ToolResult, started: float, suspended: bool) -> None:
         if self.finished:
             return  # a tool that outlived its aborted run: the `run` event stays last
-        tool = self.toolkit.get(name) if self.toolkit is not None else None
+        tool = self._tool(name)
         event: ToolEvent = {
             "event": "tool",
             "tool": name,
@@ -577,7 +577,7 @@ class RunLoop:
     def _short_circuited(self, call: ToolCall, result: ToolResult) -> None:
         """Trace a call that `before_tool` answered (a guardrail's denial, say) like one that
         ran, so spans and OpenTelemetry counts match the `tool` metric events."""
-        tool = self.toolkit.get(call.name) if self.toolkit is not None else None
+        tool = self._tool(call.name)
         with _otel.model_call(call.id), _otel.tool_call(call.name, tool) as traced:
             traced.result(result)
 
