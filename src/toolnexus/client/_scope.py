@@ -104,15 +104,32 @@ class RunScope:
         timeout = self.time_left() if self.deadline is not None else None
         return ToolContext(signal=self.signal, timeout=timeout, answer=answer, deps=deps)
 
-    async def race(self, awaitable: Awaitable[T]) -> T:
-        """Await `awaitable`, aborting it when the deadline passes or `cancel` is set."""
+    def _abort_for(self, awaitable: Awaitable[Any]) -> asyncio.Future[None] | None:
+        """What bounds `awaitable` (`None`: nothing can abort the run); when the run is aborted
+        already, its error, `awaitable` closed unstarted rather than leaked un-awaited."""
         if self.aborted:
             if inspect.iscoroutine(awaitable):
-                awaitable.close()  # never started: close it rather than leak it un-awaited
+                awaitable.close()
             raise self.error()
-        abort = self._abort
-        if abort is None:
-            return await awaitable
+        return self._abort
+
+    def race(self, awaitable: Awaitable[T]) -> Awaitable[T]:
+        """`awaitable`, aborted when the deadline passes or `cancel` is set (it runs in a task
+        of its own). Given back as it is when nothing can abort the run: no wrapper to await."""
+        abort = self._abort_for(awaitable)
+        return awaitable if abort is None else self._race(awaitable, abort)
+
+    def inline(self, awaitable: Awaitable[T]) -> Awaitable[T]:
+        """`race` without a task: `awaitable` runs in the caller's task, which the abort cancels.
+
+        For work that unwinds as soon as it is cancelled (the client's own HTTP I/O, a sleep):
+        it saves a task and a wait per call, but nothing bounds an awaitable that ignores its
+        cancellation, so user code (tools, `wait_for`, a caller's HTTP client) goes to `race`.
+        """
+        abort = self._abort_for(awaitable)
+        return awaitable if abort is None else self._inline(awaitable, abort)
+
+    async def _race(self, awaitable: Awaitable[T], abort: asyncio.Future[None]) -> T:
         task = asyncio.ensure_future(awaitable)
         try:
             await asyncio.wait((task, abort), return_when=asyncio.FIRST_COMPLETED)
@@ -128,20 +145,7 @@ class RunScope:
             task.add_done_callback(mark_seen)
         raise self.error()
 
-    async def inline(self, awaitable: Awaitable[T]) -> T:
-        """`race` without a task: `awaitable` runs in the caller's task, which the abort cancels.
-
-        For work that unwinds as soon as it is cancelled (the client's own HTTP I/O, a sleep):
-        it saves a task and a wait per call, but nothing bounds an awaitable that ignores its
-        cancellation, so user code (tools, `wait_for`, a caller's HTTP client) goes to `race`.
-        """
-        if self.aborted:
-            if inspect.iscoroutine(awaitable):
-                awaitable.close()
-            raise self.error()
-        abort = self._abort
-        if abort is None:
-            return await awaitable
+    async def _inline(self, awaitable: Awaitable[T], abort: asyncio.Future[None]) -> T:
         task = asyncio.current_task()
         assert task is not None
         state = [True, False]  # [still awaiting, abort delivered]
