@@ -120,3 +120,25 @@ async def test_a_lost_upstream_is_told_then_reconnected_by_the_next_relayed_requ
         await handle.stop()
         await kit.close()
         server.stop()
+
+
+async def test_an_answer_that_breaks_the_form_is_the_clients_error(slow_gateway: str) -> None:
+    async def unused(context: Any, params: Any) -> Any:
+        raise AssertionError("answered by hand below")
+
+    async with Client(slow_gateway, elicitation_callback=unused) as client:
+        first = await client.session.read_resource("ask://name", allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        [key] = first.input_requests or {}
+        wrong = await _error(
+            client.session.read_resource(
+                "ask://name",
+                input_responses={key: types.ElicitResult(action="accept", content={"name": 5})},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+        )
+        assert (wrong.code, wrong.message) == (
+            types.INVALID_PARAMS,
+            'The answer does not fit the form MCP server "asks" asked for; invalid: name',
+        )

@@ -37,6 +37,11 @@ class InputPending(McpInputError):
         self.request = request
 
 
+class AnswerRefused(McpInputError):
+    """The answer a resume carries cannot be sent: it belongs to another request, or it
+    breaks the form the server asked for. The answerer is at fault, not the server."""
+
+
 Resume = tuple[Request, Answer | None]
 """A Request handed out by `InputPending` and the answer to it."""
 

@@ -24,7 +24,7 @@ from toolnexus.mcp_source import _input
 from toolnexus.mcp_source._config import MODERN
 from toolnexus.mcp_source._connection import Budget, Connection
 from toolnexus.mcp_source._elicitation import ask_host, elicit_response
-from toolnexus.mcp_source._input import InputPending, Resume
+from toolnexus.mcp_source._input import AnswerRefused, InputPending, Resume
 from toolnexus.mcp_source._results import map_call_result
 from toolnexus.types import Answer, Request, ToolContext, ToolResult
 
@@ -315,8 +315,13 @@ class Fetch(Rounds):
         if resume is not None:
             request, answer = resume
             if not _input.answers(request, answer, self._origin):
-                raise McpInputError("the answer does not belong to this request")
-            at = self.resumed(request, answer)
+                raise AnswerRefused("the answer does not belong to this request")
+            try:
+                at = self.resumed(request, answer)
+            except InputPending:
+                raise  # the round's next question
+            except McpInputError as exc:  # the answer breaks the form
+                raise AnswerRefused(str(exc)) from None
         return await self.exchange(at)
 
 

@@ -342,7 +342,7 @@ class McpSource:
         if resume is not None:
             candidates = [s for s in candidates if s.name == _asking_server(resume)][:1]
             if not candidates:
-                raise McpInputError("the answer does not belong to this request")
+                raise _input.AnswerRefused("the answer does not belong to this request")
         else:  # and those that went away, which a read reconnects as a tool call would
             candidates += self._lost_offering(among, "resources")
         remembered = self._owners.get(uri)
@@ -387,7 +387,7 @@ class McpSource:
         what = f"get prompt {name}"
         s = await self._relay_target(server, "prompts", what)
         if resume is not None and _asking_server(resume) != s.name:
-            raise McpInputError("the answer does not belong to this request")
+            raise _input.AnswerRefused("the answer does not belong to this request")
         features = sdk_features()
         return await _relayed(
             s,

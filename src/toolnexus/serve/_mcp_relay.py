@@ -12,7 +12,8 @@ A failure upstream reaches the client as an error naming the server and what it 
 it answered with an error (an unknown resource stays -32602, a -32042 URL elicitation keeps its
 URLs), -32001 when it did not answer within its `timeout`, and -32603 when it is not connected,
 its connection was lost, or its error concerns the gateway's own session with it (a protocol
-version, a header, a capability toolnexus does not declare). Never a traceback or a secret.
+version, a header, a capability toolnexus does not declare). A client answer that breaks the
+form asked for, or that belongs to another request, is -32602. Never a traceback or a secret.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from toolnexus._log import warn
 from toolnexus._numbers import format_number
 from toolnexus._secrets import redact
 from toolnexus.errors import McpInputError, NotConnected
-from toolnexus.mcp_source._input import InputPending, Resume
+from toolnexus.mcp_source._input import AnswerRefused, InputPending, Resume
 from toolnexus.mcp_source._source import UpstreamFailed
 from toolnexus.serve._asking import ask_client, cannot_ask, resumed
 from toolnexus.types import error_message, sanitize
@@ -255,6 +256,8 @@ async def _asking_through(
             if isinstance(asked, types.InputRequiredResult):
                 return asked
             resume, pushed = (request, asked), True
+        except AnswerRefused as exc:  # the client's answer is at fault
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
         except McpInputError as exc:
             raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
         except UpstreamFailed as exc:
