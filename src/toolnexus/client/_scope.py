@@ -104,20 +104,22 @@ class RunScope:
         timeout = self.time_left() if self.deadline is not None else None
         return ToolContext(signal=self.signal, timeout=timeout, answer=answer, deps=deps)
 
-    def _abort_for(self, awaitable: Awaitable[Any]) -> asyncio.Future[None] | None:
-        """What bounds `awaitable` (`None`: nothing can abort the run); when the run is aborted
-        already, its error, `awaitable` closed unstarted rather than leaked un-awaited."""
+    def _refuse_if_aborted(self, awaitable: Awaitable[Any]) -> None:
+        """Raise the run's error when it is aborted already; `awaitable` is closed unstarted
+        rather than leaked un-awaited."""
         if self.aborted:
             if inspect.iscoroutine(awaitable):
                 awaitable.close()
             raise self.error()
-        return self._abort
 
     def race(self, awaitable: Awaitable[T]) -> Awaitable[T]:
         """`awaitable`, aborted when the deadline passes or `cancel` is set (it runs in a task
         of its own). Given back as it is when nothing can abort the run: no wrapper to await."""
-        abort = self._abort_for(awaitable)
-        return awaitable if abort is None else self._race(awaitable, abort)
+        abort = self._abort
+        if abort is None:  # no deadline and no `cancel`: the run cannot be aborted at all
+            return awaitable
+        self._refuse_if_aborted(awaitable)
+        return self._race(awaitable, abort)
 
     def inline(self, awaitable: Awaitable[T]) -> Awaitable[T]:
         """`race` without a task: `awaitable` runs in the caller's task, which the abort cancels.
@@ -126,8 +128,11 @@ class RunScope:
         it saves a task and a wait per call, but nothing bounds an awaitable that ignores its
         cancellation, so user code (tools, `wait_for`, a caller's HTTP client) goes to `race`.
         """
-        abort = self._abort_for(awaitable)
-        return awaitable if abort is None else self._inline(awaitable, abort)
+        abort = self._abort
+        if abort is None:
+            return awaitable
+        self._refuse_if_aborted(awaitable)
+        return self._inline(awaitable, abort)
 
     async def _race(self, awaitable: Awaitable[T], abort: asyncio.Future[None]) -> T:
         task = asyncio.ensure_future(awaitable)
