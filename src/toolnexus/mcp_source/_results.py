@@ -46,7 +46,7 @@ def map_call_result(result: Any, server: str) -> ToolResult:
         if not body:
             body = compact_json(scrub_base64(structured)) if structured is not None else ""
         body = body or ERROR_FALLBACK
-    elif any(t.strip() for t in texts):
+    elif any(map(str.strip, texts)):
         body = "\n".join(texts)
     elif structured is not None and not others:
         body = compact_json(scrub_base64(structured))
@@ -58,7 +58,7 @@ def map_call_result(result: Any, server: str) -> ToolResult:
     if structured is not None:
         metadata["structured"] = structured
         metadata["structuredContent"] = structured
-    metadata["content"] = [wire(block) for block in content]
+    metadata["content"] = list(map(wire, content))
     return ToolResult(output=body, is_error=is_error, metadata=metadata, parts=parts or None)
 
 

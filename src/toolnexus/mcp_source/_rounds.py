@@ -329,6 +329,13 @@ class Call(Rounds):
     """A `tools/call` of `tool` with `args` on `server`, from first round to result. What the
     server answers never raises: every outcome is a `ToolResult`."""
 
+    # Each resend at most once per call (class defaults: a call that needs none sets none).
+    negotiated_again = False  # a -32022 made the version negotiated again
+    url_resent = False  # a -32042's URLs were answered and the call sent again
+    relisted = False  # a -32020 made the tools listed again
+    sent_at: str | None  # the protocol and the negotiation of the latest send
+    negotiation: int
+
     def __init__(
         self,
         server: str,
@@ -344,11 +351,6 @@ class Call(Rounds):
         self.args = args
         self.ctx = ctx
         self.budget = budget
-        self.url_resent = False  # a -32042's URLs were answered and the call sent again
-        self.relisted = False  # a -32020 made the tools listed again
-        self.negotiated_again = False  # a -32022 made the version negotiated again
-        self.sent_at: str | None = None  # the protocol and negotiation of the latest send
-        self.negotiation = conn.negotiation
 
     def run(self, resume: Request | None) -> Awaitable[ToolResult]:
         """The call from its first round, or from the suspension `resume` (answered by
