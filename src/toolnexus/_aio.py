@@ -143,13 +143,17 @@ async def cancelled_by(work: Awaitable[T], signal: Any, *, unwind_s: float | Non
 
     remove = signal.on_set(fire)
     try:
-        return await work
+        result = await work
     except asyncio.CancelledError:
         if fired and task.uncancel() == 0:
             raise Signalled("cancelled") from None
         raise
     finally:
         remove()
+    if fired:  # the work absorbed the cancellation: take it back, and it is cancelled all the same
+        task.uncancel()
+        raise Signalled("cancelled")
+    return result
 
 
 async def wait_signal(signal: Any) -> None:
