@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolnexus import _otel
-from toolnexus._http import HttpClients, http_owner
+from toolnexus._http import HttpClients, call_owner
 from toolnexus._secrets import redact
 from toolnexus._validation import check_arguments
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message
@@ -45,7 +45,7 @@ async def dispatch(
             if problems is not None:
                 result = ToolResult(problems, True)
             else:
-                owner = http_owner.set(http)
+                owner = call_owner.set(http)
                 try:
                     result = await tool.execute(args, ctx)
                 except asyncio.CancelledError:
@@ -53,7 +53,7 @@ async def dispatch(
                 except Exception as exc:  # Tool.execute already maps failures; belt and braces
                     result = ToolResult(redact(error_message(exc)), True)
                 finally:
-                    http_owner.reset(owner)
+                    call_owner.reset(owner)
                 # A server or endpoint that echoes a credential back never hands it to the model.
                 if isinstance(result.output, str):
                     result.output = redact(result.output)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HttpClients",
-    "http_owner",
+    "call_owner",
     "new_client",
     "shared_client",
     "ssl_context",
@@ -97,15 +97,17 @@ class HttpClients:
             await client.aclose()
 
 
-http_owner: contextvars.ContextVar[HttpClients | None] = contextvars.ContextVar(
+call_owner: contextvars.ContextVar[HttpClients | None] = contextvars.ContextVar(
     "toolnexus_http_owner", default=None
 )
-"""The clients of the toolkit whose tool is running (set by `Toolkit.execute`)."""
+"""The HTTP clients of the toolkit whose tool call is running (set by `Toolkit.execute`). They
+also stand for that toolkit where a tool must know it: `bash` files what it leaves running under
+them, for `Toolkit.close` to end."""
 
 _unowned = HttpClients()
 
 
 def shared_client() -> httpx2.AsyncClient:
     """The pooled client for the running tool: its toolkit's, else the process-wide one."""
-    owner = http_owner.get()
+    owner = call_owner.get()
     return (owner if owner is not None else _unowned).get()

@@ -13,7 +13,7 @@ from toolnexus import adapters
 from toolnexus._aio import LoopThread
 from toolnexus._config import read_config
 from toolnexus._dispatch import dispatch
-from toolnexus._http import HttpClients, http_owner
+from toolnexus._http import HttpClients, call_owner
 from toolnexus._log import warn
 from toolnexus._naming import add_unique
 from toolnexus.errors import ConfigError, ConfigTypeError, EventLoopError
@@ -583,7 +583,7 @@ async def create_toolkit(
 
     mcp_task: asyncio.Task[McpSource] | None = None
     http = HttpClients()  # what loading fetches (Agent Cards) belongs to the new toolkit
-    owner = http_owner.set(http)
+    owner = call_owner.set(http)
     try:
         async with asyncio.TaskGroup() as group:
             if mcp_config is not None:
@@ -630,7 +630,7 @@ async def create_toolkit(
             raise exc.exceptions[0] from None
         raise
     finally:
-        http_owner.reset(owner)
+        call_owner.reset(owner)
 
     toolkit = Toolkit(
         mcp=mcp_task.result() if mcp_task is not None else None,

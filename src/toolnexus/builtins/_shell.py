@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from toolnexus._aio import Expired, Signalled, bounded
-from toolnexus._http import http_owner
+from toolnexus._http import call_owner
 from toolnexus._numbers import format_number
 from toolnexus._proctree import ProcessTree, owned_tree, start_uncancelled
 from toolnexus.builtins._common import (
@@ -96,9 +96,9 @@ def bash_tool(settings: Settings) -> Tool:
         limit_ms = budget(optional_number(args, "timeout"), ctx, DEFAULT_TIMEOUT_MS, 1000.0)
         cwd = await asyncio.to_thread(_workdir, settings, optional_str(args, "workdir"))
         output = CappedBuffer(settings.max_output_bytes)
-        # A toolkit's calls go inside its tree (the toolkit is known by the HTTP clients it
-        # owns), so that its close ends what they leave running in the background.
-        owner = http_owner.get()
+        # A toolkit's calls go inside its tree (`call_owner` stands for the toolkit), so that
+        # its close ends what they leave running in the background.
+        owner = call_owner.get()
         tree = ProcessTree(inside=None if owner is None else owned_tree(owner))
 
         async def discard(proc: asyncio.subprocess.Process) -> None:
