@@ -5,6 +5,7 @@ or a prompt may ask for first (2026-07-28)."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 from collections.abc import AsyncIterator
 
 import pytest
@@ -144,6 +145,25 @@ async def test_a_resource_that_never_stops_asking_is_cut_after_10_rounds(
         'MCP server "asks" asked for input more than 10 times to read ask://nag'
     )
     assert len(asker.requests) == 10  # as for a tool: the eleventh question is never asked
+
+
+async def test_a_resumed_read_whose_state_is_refused_is_asked_afresh_reusing_the_answer(
+    asks: ThreadedHttpServer,
+) -> None:
+    source = await load_mcp_with_context({"asks": {"url": asks.url()}})
+    try:
+        tool = next(t for t in source.tools if t.name == "mcp_read_resource")
+        request = pending_of(await tool.execute({"uri": "ask://name"}))
+        assert request is not None and request.data is not None
+        # as if the server restarted meanwhile: the state it echoed cannot be opened any more
+        mcp = {**request.data["mcp"], "requestState": "expired"}
+        stale = dataclasses.replace(request, data={**request.data, "mcp": mcp})
+        answer = Answer(stale.id, True, {"name": "Ada"})
+        done = await tool.execute({"uri": "ask://name"}, ToolContext(answer=answer, request=stale))
+        # refused, asked afresh: the same question is answered with the answer already given
+        assert (done.output, done.is_error) == ("read by Ada (state r1)", False)
+    finally:
+        await source.close()
 
 
 async def test_without_wait_for_the_question_is_the_error(asks: ThreadedHttpServer) -> None:

@@ -570,8 +570,9 @@ def input_server() -> Any:
     `InputRequiredResult`s, request state unsealed as a lowlevel server sends it):
     `ask://name` asks a form question; `ask://pair` two in one round; `ask://sample` asks
     for sampling; `ask://nag` asks the form question on every round, forever; `ask://slow`
-    never answers; any other URI is unknown (-32602); the `hello` prompt asks for the
-    client's roots and a form question in one round."""
+    never answers; any other URI is unknown (-32602); a read echoing the state `expired` is
+    refused (-32602, as a restarted server refuses state it cannot open); the `hello` prompt
+    asks for the client's roots and a form question in one round."""
     from mcp.server.lowlevel import Server
     from mcp_types import (
         CreateMessageRequest,
@@ -627,6 +628,8 @@ def input_server() -> Any:
             raise MCPError(code=-32602, message=f"Unknown resource: {params.uri}")
         if params.uri == "ask://slow":
             await anyio.sleep(30)  # longer than any test waits
+        if params.request_state == "expired":
+            raise MCPError(code=-32602, message="Invalid requestState: expired")
         answers = params.input_responses or {}
         if params.uri == "ask://pair":
             if not {"name", "city"} <= set(answers):
