@@ -316,12 +316,10 @@ class Fetch(Rounds):
             request, answer = resume
             if not _input.answers(request, answer, self._origin):
                 raise AnswerRefused("the answer does not belong to this request")
-            try:
-                at = self.resumed(request, answer)
-            except InputPending:
-                raise  # the round's next question
-            except McpInputError as exc:  # the answer breaks the form
-                raise AnswerRefused(str(exc)) from None
+            problem = self.form_problem(request, answer)
+            if problem is not None:
+                raise AnswerRefused(problem)
+            at = self.resumed(request, answer)  # `InputPending`: the round's next question
         return await self.exchange(at)
 
 

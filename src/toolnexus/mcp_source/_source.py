@@ -338,13 +338,12 @@ class McpSource:
         answers, `UpstreamFailed` tells the most telling failure: a server that failed
         otherwise than by not having the URI, else the first that did not have it."""
         features = sdk_features()
-        candidates = self._among(among, "resources")
-        if resume is not None:
+        # Those that went away too: a read reconnects them as a tool call would.
+        candidates = self._among(among, "resources") + self._lost_offering(among, "resources")
+        if resume is not None:  # continued on the server that asked, even one lost meanwhile
             candidates = [s for s in candidates if s.name == _asking_server(resume)][:1]
             if not candidates:
                 raise _input.AnswerRefused("the answer does not belong to this request")
-        else:  # and those that went away, which a read reconnects as a tool call would
-            candidates += self._lost_offering(among, "resources")
         remembered = self._owners.get(uri)
         failures: list[UpstreamFailed] = []
         candidates.sort(key=lambda s: s.name != remembered)  # stable: config order otherwise
@@ -852,17 +851,25 @@ class _Server:
             raise UpstreamFailed(self.name, what, NotConnected(self.name), reason=reason)
 
     async def relay_lost(self, exc: Exception) -> None:
-        """A relayed request lost its answer with the connection: the server counts as lost,
-        told (the request's error says so), as after a tool call."""
+        """A relayed request lost its answer with the connection, or found no protocol version
+        left in common: the server counts as lost, told (the request's error says so), as
+        after a tool call."""
         conn, sdk = self.conn, _sdk
-        if (
-            conn is not None
-            and sdk is not None
-            and sdk.connection_went_away(exc)
-            and await self._gone(conn, exc)
-            and conn is self.conn
-        ):
+        if conn is None or sdk is None:
+            return
+        if isinstance(exc, sdk.ProtocolRefused):
+            self._refused(conn, exc)
+        elif sdk.connection_went_away(exc) and await self._gone(conn, exc) and conn is self.conn:
             self._mark_lost(conn, reported=True)
+
+    def _refused(self, conn: Connection, exc: Exception) -> bool:
+        """No version left in common on `conn`: it is lost (reconnects, at most one per 5 s,
+        negotiate from scratch). False when `conn` is no longer the server's connection."""
+        if conn is not self.conn:
+            return False
+        conn.refused = str(exc)
+        self._mark_lost(conn, reported=True)
+        return True
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -954,11 +961,7 @@ class _Server:
                     )
                 )
         except sdk.ProtocolRefused as exc:
-            # No version left in common on this connection: it is lost (reconnects, at most
-            # one per 5 s, negotiate from scratch).
-            if conn is self.conn:
-                conn.refused = str(exc)
-                self._mark_lost(conn, reported=True)
+            if self._refused(conn, exc):
                 return ToolResult(f'MCP server "{self.name}" {self.error}', True, meta)
             return ToolResult(f'MCP server "{self.name}" {exc}', True, meta)
         except sdk.CallTimedOut:
