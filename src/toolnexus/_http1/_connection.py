@@ -241,8 +241,10 @@ class Connection(asyncio.Protocol):
         self.transport.write(data)
 
     async def drain(self, timeout: float | None) -> None:
-        """Wait until the full send buffer has room (the write timeout applies); called only
-        while `writing_paused`, so a write that fitted costs no coroutine."""
+        """Wait until the full send buffer has room (the write timeout applies). Callers on the
+        hot path check `writing_paused` first, so that a write that fitted costs no coroutine."""
+        if not self.writing_paused:
+            return  # resume_writing alone resolves the wait: never start one that cannot end
         self.drained = asyncio.get_running_loop().create_future()
         try:
             await wait(self.drained, timeout)
