@@ -471,7 +471,8 @@ class _Persisting(OAuthClientProvider):
         self._refresh_early()
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
-        if response is _NO_REFRESH_ANSWER:
+        if response is _NO_REFRESH_ANSWER:  # another holder's renewed tokens were taken up
+            self.refused = None
             return True
         try:
             refreshed = await super()._handle_refresh_response(response)
