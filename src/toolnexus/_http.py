@@ -26,7 +26,6 @@ __all__ = [
     "call_owner",
     "new_client",
     "shared_client",
-    "ssl_context",
 ]
 
 

@@ -195,7 +195,7 @@ class DurableClient:
         output_type: Any = None,
     ) -> AsyncIterator[StreamEvent[Any]]:
         """`Client.stream` as a durable workflow: the run's events as they come, the last one
-        `done`. Takes the options of `start` (but `stream`).
+        `done`. Takes the options of `start`, but for `stream`.
 
         The events are those of `Client.stream` but for `progress`, and each model call's text
         comes whole, in one `text` event, when the call's step completes. Streaming a

@@ -47,11 +47,11 @@ from toolnexus._aio import (
     mark_seen,
 )
 from toolnexus._env import EnvVarError, expand_env_headers
-from toolnexus._http import ssl_context
 from toolnexus._log import logger, warn
 from toolnexus._numbers import format_number
 from toolnexus._otel import mcp_request, request_hooks
 from toolnexus._secrets import redact, remember_url
+from toolnexus._tls import ssl_context
 from toolnexus.errors import HeaderValueError, ToolnexusError
 from toolnexus.mcp_source._config import MODERN, ServerSpec
 from toolnexus.mcp_source._elicitation import ask_host, elicit_response, elicitation_to_request
@@ -86,7 +86,7 @@ _RESPONSES: TypeAdapter[dict[str, Any]] = TypeAdapter(types.InputResponses)
 
 
 async def _tls_context() -> ssl.SSLContext:
-    """The process's TLS context (`toolnexus._http.ssl_context`), built in a thread the first
+    """The process's TLS context (`toolnexus._tls.ssl_context`), built in a thread the first
     time: loading the certificates costs tens of milliseconds."""
     return await asyncio.to_thread(ssl_context)
 
