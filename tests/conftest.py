@@ -16,13 +16,14 @@ REPO = TESTS.parent
 sys.path.insert(0, str(TESTS))
 
 from support.db_servers import PostgresServer, postgres_bin  # noqa: E402 (needs the path above)
+from support.requires import missing  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
     """A real PostgreSQL server for the session (skipped, with the install command, without it)."""
     if postgres_bin() is None:
-        pytest.skip("PostgreSQL binaries missing (apt-get install -y postgresql; .ci/run does)")
+        missing("PostgreSQL binaries", "apt-get install -y postgresql; .ci/run does")
     server = PostgresServer()
     try:
         yield server

@@ -8,12 +8,13 @@ from collections.abc import Iterator
 import pytest
 
 from support.db_servers import PostgresServer, RedisServer, postgres_bin, redis_bin
+from support.requires import missing
 
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     if redis_bin() is None:
-        pytest.skip("redis-server missing (apt-get install -y redis-server; .ci/run does)")
+        missing("redis-server", "apt-get install -y redis-server; .ci/run does")
     server = RedisServer()
     try:
         yield server
@@ -27,11 +28,11 @@ def fragile(request: pytest.FixtureRequest) -> Iterator[tuple[str, PostgresServe
     server: PostgresServer | RedisServer
     if request.param == "postgres":
         if postgres_bin() is None:
-            pytest.skip("PostgreSQL binaries missing")
+            missing("PostgreSQL binaries", "apt-get install -y postgresql; .ci/run does")
         server = PostgresServer()
     else:
         if redis_bin() is None:
-            pytest.skip("redis-server missing")
+            missing("redis-server", "apt-get install -y redis-server; .ci/run does")
         server = RedisServer()
     try:
         yield request.param, server
