@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 A2A03_VENV ?= .venv-a2a03
 A2A03_STAMP := $(A2A03_VENV)/.installed
 
-.PHONY: demo test lint typecheck check bench-quick clean
+.PHONY: demo test docs lint typecheck check bench-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,9 @@ $(A2A03_STAMP): tests/support/a2a03/requirements.txt
 test: $(STAMP) $(A2A03_STAMP)  ## the whole test suite
 	TOOLNEXUS_A2A03_PYTHON=$(CURDIR)/$(A2A03_VENV)/bin/python $(BIN)/python -m pytest
 
+docs: $(STAMP)  ## the docs site into site/, every warning an error
+	$(BIN)/mkdocs build --strict
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
@@ -35,10 +38,10 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict tests/typing
 	$(BIN)/pyright tests/typing
 
-check: test lint typecheck
+check: test docs lint typecheck
 
 bench-quick: $(STAMP)
 	$(BIN)/python bench/run.py --quick
 
 clean:
-	rm -rf $(VENV) $(A2A03_VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(A2A03_VENV) build dist site .pytest_cache .mypy_cache .ruff_cache
