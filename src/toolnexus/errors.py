@@ -322,7 +322,9 @@ class A2AError(ToolnexusError):
 
 
 class SpawnError(ToolnexusError, OSError):
-    """A server's program could not be started (the message says why)."""
+    """A server's program could not be started (the message says why).
+
+    Not `toolnexus.agents.SpawnError`, the value a refused sub-agent spawn returns."""
 
 
 class McpInputError(ToolnexusError):

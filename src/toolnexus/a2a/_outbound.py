@@ -69,9 +69,11 @@ T = TypeVar("T")
 
 @dataclass(slots=True)
 class Agent:
-    """A remote A2A agent: its card URL, request headers (`${ENV}` expanded per request), its
-    time budget and polling interval in milliseconds, whether to stream when offered, and the
-    credentials its card's security schemes ask for (`auth`, as in the config)."""
+    """A remote A2A agent (not `toolnexus.agents.Agent`, a sub-agent).
+
+    Its card URL, request headers (`${ENV}` expanded per request), its time budget and polling
+    interval in milliseconds, whether to stream when offered, and the credentials its card's
+    security schemes ask for (`auth`, as in the config)."""
 
     card: str
     headers: dict[str, str] | None = None
@@ -96,8 +98,11 @@ def agent(
     streaming: bool = True,
     auth: Mapping[str, Any] | None = None,
 ) -> Agent:
-    """Declare a remote agent by its Agent Card URL (`timeout`/`poll_every` in milliseconds;
-    `streaming=False` polls even when the agent offers a stream).
+    """Declare a remote A2A agent by its Agent Card URL (not `toolnexus.agents.agent`, which
+    defines a sub-agent).
+
+    `timeout`/`poll_every` are in milliseconds; `streaming=False` polls even when the agent
+    offers a stream.
 
     `auth` holds the credentials the card's `securitySchemes` ask for, placed where the card
     says: `{"type": "bearer", "token"}`, `{"type": "apiKey", "key", "name"?, "in"?}` or

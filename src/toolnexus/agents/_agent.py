@@ -49,7 +49,9 @@ def check_runtime_options(options: Mapping[str, Any], where: str) -> None:
 
 
 class Agent:
-    """A sub-agent: a system prompt (its soul) over a scoped tool set, running the client loop.
+    """A sub-agent (not `toolnexus.Agent`, a remote A2A agent).
+
+    A system prompt (its soul) over a scoped tool set, running the client loop.
 
     `does` is what a delegating model reads; `uses={"tools": [...]}` is the agent's whole tool
     set; `team` lists the agents it may delegate to through the `task` tool; `output_type` makes
@@ -283,5 +285,5 @@ async def _bounded(work: Awaitable[T], ctx: ToolContext) -> T | _Cut:
 
 
 def agent(name: str, **spec: Any) -> Agent:
-    """`Agent(name, **spec)`."""
+    """`Agent(name, **spec)`: a sub-agent (not `toolnexus.agent`, a remote A2A agent)."""
     return Agent(name, **spec)

@@ -79,8 +79,9 @@ def _has_list(message: Mapping[str, Any]) -> bool:
 
 
 def estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
-    """A rough token count of a transcript: a quarter of each message's compact JSON length,
-    with media parts counted by their size rather than their base64 text."""
+    """A rough token count of a transcript (`toolnexus.estimate_tokens` counts one part): a
+    quarter of each message's compact JSON length, with media parts counted by their size
+    rather than their base64 text."""
     return sum(_message_tokens(m) for m in messages)
 
 

@@ -68,7 +68,8 @@ class PostResult:
 
 @dataclass(slots=True, frozen=True)
 class SpawnError:
-    """A refused spawn. A value returned by `spawn`, never raised."""
+    """A refused spawn. A value returned by `spawn`, never raised (not `toolnexus.SpawnError`,
+    an exception)."""
 
     error: str
 

@@ -106,7 +106,9 @@ def generate_request(body: dict[str, Any]) -> dict[str, Any]:
 
 
 class InProcessTransport:
-    """Calls `generate(request)` instead of an HTTP endpoint (sync ones run in a worker thread)."""
+    """Calls `generate(request)` instead of an HTTP endpoint (sync ones run in a worker thread).
+
+    Not `toolnexus.InProcessTransport`, the published blocking seam in `_sync_transport.py`."""
 
     transport_errors: tuple[type[BaseException], ...] = (Exception,)
     can_stream = False

@@ -157,7 +157,8 @@ def _decode(status: int, raw: bytes) -> Any:
 
 
 class HttpTransport:
-    """HTTP/1.1 keep-alive to the provider through one `httpx2.AsyncClient`.
+    """HTTP/1.1 keep-alive to the provider through one `httpx2.AsyncClient` (not
+    `toolnexus.HttpTransport`, the published blocking seam in `_sync_transport.py`).
 
     The client is the caller's `http_client` (never closed here) or one of our own, made per
     event loop (a client's connections belong to the loop that opened them) on
