@@ -22,7 +22,8 @@ era the toolkit negotiates by default). The HTTP layer alone, one POST of a chat
 answer read whole: `post_raw` (the floor's hand-written asyncio POST), `post_transport` (a
 request built once, sent straight through `Http1Transport.handle_async_request`), `post_http1`
 (`httpx2.AsyncClient` on our `Http1Transport`), `post_httpx2` (`httpx2.AsyncClient` on its own
-transport: httpcore2 + h11 on anyio), `post_client` (the LLM client's HTTP step alone: its
+transport: httpcore2 + h11 on anyio), `post_aiohttp` (an `aiohttp.ClientSession`, the other
+well-kept asyncio client, when installed), `post_client` (the LLM client's HTTP step alone: its
 `HttpTransport.post`, request building, `AsyncClient.send` and the body read whole and decoded).
 `own`: toolnexus's own code alone, `bench/hotpath.py --own`'s request (the model answered
 in-process, two plain tools): the loop, endpoint, dialect, hooks, events, metrics, dispatch.
@@ -59,6 +60,7 @@ SCENARIOS = (
     "post_transport",
     "post_http1",
     "post_httpx2",
+    "post_aiohttp",
     "post_client",
     "own",
 )
@@ -150,6 +152,21 @@ async def _post(scenario: str, base_url: str, n: int) -> None:
             )
         finally:
             await client_transport.aclose()
+        return
+    if scenario == "post_aiohttp":
+        import aiohttp
+
+        chat_url = base_url.rstrip("/") + "/chat/completions"
+        async with aiohttp.ClientSession() as session:
+
+            async def post_aiohttp() -> Any:
+                async with session.post(
+                    chat_url, json=_CHAT, headers={"Authorization": "Bearer bench"}
+                ) as response:
+                    response.raise_for_status()
+                    return json.loads(await response.read())
+
+            await _measure(post_aiohttp, n)
         return
     import httpx2
 

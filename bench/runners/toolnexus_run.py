@@ -90,8 +90,21 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         measured,
         version=getattr(toolnexus, "__version__", None) or c.distribution_version("toolnexus"),
         tools=len(toolkit.tools()),
-        mcp_protocol=toolkit.mcp_servers()[c.SERVER_NAME].protocol,
+        mcp_protocol=_protocol(toolkit),
     )
+
+
+def _protocol(toolkit: Any) -> str | None:
+    """The MCP era the toolkit negotiated; the published package has no `mcp_servers()` and
+    speaks what its mcp 1.x SDK offers first (`LATEST_PROTOCOL_VERSION`)."""
+    servers = getattr(toolkit, "mcp_servers", None)
+    if servers is not None:
+        return str(servers()[c.SERVER_NAME].protocol)
+    try:
+        from mcp.types import LATEST_PROTOCOL_VERSION
+    except ImportError:
+        return None
+    return str(LATEST_PROTOCOL_VERSION)
 
 
 if __name__ == "__main__":

@@ -64,6 +64,19 @@ def test_oauth_shorthand_and_full_entry() -> None:
             '"auth"."store" must be "memory" or "file:<directory>"',
         ),
         ({"type": "oauth", "clientSecret": ""}, '"auth"."clientSecret" must be a non-empty string'),
+        (
+            {"type": "oauth", "clientId": "c", "tokenEndpointAuthMethod": "private_key_jwt"},
+            '"auth"."tokenEndpointAuthMethod" must be one of "client_secret_basic", '
+            '"client_secret_post", "none"',
+        ),
+        (
+            {"type": "oauth", "tokenEndpointAuthMethod": "none"},
+            '"auth"."tokenEndpointAuthMethod" needs a pre-registered "clientId"',
+        ),
+        (
+            {"type": "oauth", "clientId": "c", "tokenEndpointAuthMethod": "client_secret_basic"},
+            '"auth"."tokenEndpointAuthMethod" "client_secret_basic" needs "clientSecret"',
+        ),
     ],
 )
 def test_a_bad_entry_names_the_key(entry: Any, message: str) -> None:

@@ -366,6 +366,49 @@ async def test_a_preregistered_client_id_skips_registration(oauth_world: OAuthWo
         await tk.close()
 
 
+@pytest.mark.parametrize(
+    ("supported", "registered", "configured"),
+    [
+        # An authorization server that takes only HTTP Basic (the conformance suite's
+        # pre-registration scenario): chosen from its metadata.
+        (["client_secret_basic"], "client_secret_basic", None),
+        (["client_secret_post"], "client_secret_post", None),
+        # Both listed: Basic, which every authorization server must support (RFC 6749 2.3.1).
+        (["client_secret_post", "client_secret_basic"], "client_secret_basic", None),
+        # The config's method is kept as it is.
+        (["client_secret_post", "client_secret_basic"], "client_secret_post", "client_secret_post"),
+    ],
+)
+async def test_a_preregistered_confidential_client_authenticates_as_the_server_accepts(
+    oauth_world: OAuthWorld, supported: list[str], registered: str, configured: str | None
+) -> None:
+    provider = oauth_world.provider
+    provider.token_auth_methods = supported
+    provider.add_client(
+        "confidential",
+        "s3cret-Value-1",
+        redirect_uris=["http://127.0.0.1:33418/callback"],
+        auth_method=registered,
+    )
+    method = {"tokenEndpointAuthMethod": configured} if configured else {}
+    try:
+        tk = await toolkit(
+            oauth_world,
+            Browser(),
+            store="memory",
+            clientId="confidential",
+            clientSecret="s3cret-Value-1",
+            **method,
+        )
+        try:
+            assert tk.mcp_status() == {"p": "connected"}
+            assert provider.code_exchanges == 1
+        finally:
+            await tk.close()
+    finally:
+        provider.token_auth_methods = ["none", "client_secret_post", "client_secret_basic"]
+
+
 async def test_a_client_id_metadata_document_is_used_where_supported(
     oauth_world: OAuthWorld,
 ) -> None:

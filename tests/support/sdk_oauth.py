@@ -85,6 +85,8 @@ class AutoApprove(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshTok
         self._refresh_waiting: asyncio.Event | None = None
         self.issuer = ""  # set once the server listens
         self.accept_metadata_documents = False
+        # What the metadata lists in `token_endpoint_auth_methods_supported`.
+        self.token_auth_methods = ["none", "client_secret_post", "client_secret_basic"]
 
     # -- steering from tests --------------------------------------------------------------------
 
@@ -95,14 +97,16 @@ class AutoApprove(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshTok
         *,
         grant_types: list[str] | None = None,
         redirect_uris: list[str] | None = None,
+        auth_method: str | None = None,
     ) -> None:
-        """Pre-register a client (a confidential one when `secret` is given)."""
+        """Pre-register a client (a confidential one when `secret` is given), authenticating at
+        the token endpoint by `auth_method` (default: the form body with a secret, else none)."""
         self.clients[client_id] = OAuthClientInformationFull(
             client_id=client_id,
             client_secret=secret,
             redirect_uris=redirect_uris,  # type: ignore[arg-type]
             grant_types=grant_types or ["authorization_code", "refresh_token"],
-            token_endpoint_auth_method="client_secret_post" if secret else "none",
+            token_endpoint_auth_method=auth_method or ("client_secret_post" if secret else "none"),
             scope=f"{SCOPE} {ADMIN_SCOPE}",
         )
 
@@ -310,17 +314,13 @@ def _metadata(provider: AutoApprove, issuer: str) -> App:
             "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
             "code_challenge_methods_supported": ["S256"],
             "scopes_supported": [SCOPE, ADMIN_SCOPE],
-            "token_endpoint_auth_methods_supported": [
-                "none",
-                "client_secret_post",
-                "client_secret_basic",
-            ],
             "authorization_response_iss_parameter_supported": True,
         }
     )
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         document = base.model_dump(mode="json", exclude_none=True)
+        document["token_endpoint_auth_methods_supported"] = provider.token_auth_methods
         if provider.accept_metadata_documents:
             document["client_id_metadata_document_supported"] = True
         await _json(send, 200, document)

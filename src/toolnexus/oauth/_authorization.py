@@ -192,6 +192,8 @@ class Authorization:
                     client_secret=secret,
                     scope=s.scope,
                     issuer=s.issuer,
+                    token_endpoint_auth_method=s.token_endpoint_auth_method
+                    or "client_secret_basic",
                 )
         else:
             metadata = OAuthClientMetadata(
@@ -216,9 +218,11 @@ class Authorization:
                     client_secret=secret,
                     redirect_uris=[s.redirect_uri],  # type: ignore[list-item]
                     grant_types=["authorization_code", "refresh_token"],
-                    token_endpoint_auth_method="client_secret_post" if secret else "none",
+                    token_endpoint_auth_method=s.token_endpoint_auth_method
+                    or ("client_secret_basic" if secret else "none"),
                     scope=s.scope,
                 )
+                provider.auth_method_chosen = s.token_endpoint_auth_method is not None
         assert isinstance(provider, _Persisting)
         provider.wanted_scope = s.scope
         if isinstance(storage, _RecordStorage):
@@ -498,6 +502,42 @@ class _Persisting(OAuthClientProvider):
 
 class _AuthorizationCode(_Persisting, OAuthClientProvider):
     """The authorization-code grant: a person signs in."""
+
+    auth_method_chosen = False  # the config named the pre-registered client's auth method
+
+    async def _exchange_token_authorization_code(
+        self, auth_code: str, code_verifier: str
+    ) -> httpx2.Request:
+        self._fit_auth_method()
+        return await super()._exchange_token_authorization_code(auth_code, code_verifier)
+
+    async def _refresh_token(self) -> httpx2.Request:
+        self._fit_auth_method()
+        return await super()._refresh_token()
+
+    def _fit_auth_method(self) -> None:
+        """Authenticate a pre-registered confidential client the way the authorization server's
+        metadata says it accepts: HTTP Basic where listed (RFC 8414's default when nothing is),
+        else the form body. A method the config names is kept as it is."""
+        fixed, info = self.preregistered, self.context.client_info
+        if (
+            self.auth_method_chosen
+            or fixed is None
+            or info is None
+            or info.client_id != fixed.client_id
+            or not info.client_secret
+        ):
+            return
+        metadata = self.context.oauth_metadata
+        supported = (metadata and metadata.token_endpoint_auth_methods_supported) or [
+            "client_secret_basic"
+        ]
+        basic = "client_secret_basic" in supported or "client_secret_post" not in supported
+        method = "client_secret_basic" if basic else "client_secret_post"
+        if info.token_endpoint_auth_method != method:
+            self.context.client_info = info.model_copy(
+                update={"token_endpoint_auth_method": method}
+            )
 
 
 @functools.cache

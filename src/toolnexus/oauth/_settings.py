@@ -13,6 +13,12 @@ DEFAULT_REDIRECT_URI = "http://127.0.0.1:33418/callback"
 """Where the authorization server sends the browser back to, unless `redirectUri` says."""
 
 Grant = Literal["authorization_code", "client_credentials"]
+TokenAuthMethod = Literal["client_secret_basic", "client_secret_post", "none"]
+_TOKEN_AUTH_METHODS: tuple[TokenAuthMethod, ...] = (
+    "client_secret_basic",
+    "client_secret_post",
+    "none",
+)
 
 _KEYS = frozenset(
     {
@@ -25,6 +31,7 @@ _KEYS = frozenset(
         "redirectUri",
         "store",
         "issuer",
+        "tokenEndpointAuthMethod",
     }
 )
 
@@ -37,6 +44,8 @@ class OAuthSettings:
     `"client_credentials"` (machine to machine). `client_secret` is kept as configured, so a
     `${ENV}` reference is expanded only when a token is requested; it never shows in a repr.
     `store` is `"memory"`, `"file:<dir>"` or `None` (the default file store).
+    `token_endpoint_auth_method` is how a pre-registered client authenticates at the token
+    endpoint; `None` picks from what the authorization server's metadata supports.
     """
 
     grant: Grant = "authorization_code"
@@ -47,6 +56,7 @@ class OAuthSettings:
     redirect_uri: str = DEFAULT_REDIRECT_URI
     store: str | None = None
     issuer: str | None = None
+    token_endpoint_auth_method: TokenAuthMethod | None = None
 
 
 def parse_oauth_settings(value: Any) -> OAuthSettings:
@@ -83,6 +93,7 @@ def parse_oauth_settings(value: Any) -> OAuthSettings:
     store = _text(value, "store")
     if store is not None and store != "memory" and not (store.startswith("file:") and store[5:]):
         raise ConfigError('"auth"."store" must be "memory" or "file:<directory>"')
+    method = _token_auth_method(value, grant, client_id, secret)
     return OAuthSettings(
         grant=grant,
         scope=_scope(value),
@@ -92,7 +103,30 @@ def parse_oauth_settings(value: Any) -> OAuthSettings:
         redirect_uri=redirect,
         store=store,
         issuer=issuer,
+        token_endpoint_auth_method=method,
     )
+
+
+def _token_auth_method(
+    value: Mapping[str, Any], grant: Grant, client_id: str | None, secret: str | None
+) -> TokenAuthMethod | None:
+    """`tokenEndpointAuthMethod`, checked against the client it is for."""
+    raw = value.get("tokenEndpointAuthMethod")
+    if raw is None:
+        return None
+    method = next((m for m in _TOKEN_AUTH_METHODS if m == raw), None)
+    if method is None:
+        choices = ", ".join(f'"{m}"' for m in _TOKEN_AUTH_METHODS)
+        raise ConfigError(f'"auth"."tokenEndpointAuthMethod" must be one of {choices}')
+    if client_id is None:
+        raise ConfigError('"auth"."tokenEndpointAuthMethod" needs a pre-registered "clientId"')
+    if method != "none" and secret is None:
+        raise ConfigError(f'"auth"."tokenEndpointAuthMethod" "{method}" needs "clientSecret"')
+    if method == "none" and grant == "client_credentials":
+        raise ConfigError(
+            '"auth"."tokenEndpointAuthMethod" "none" cannot authenticate "client_credentials"'
+        )
+    return method
 
 
 def _scope(value: Mapping[str, Any]) -> str | None:
