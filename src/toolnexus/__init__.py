@@ -6,6 +6,8 @@ Everything a user needs is importable from here. Names load on first use, so
 
 from __future__ import annotations
 
+from toolnexus._version import __version__
+
 # Not `from typing import TYPE_CHECKING`: importing `typing` (and the `re`, `collections` and
 # `contextlib` it pulls in) would be most of what `import toolnexus` costs. Type checkers treat
 # any constant named TYPE_CHECKING as true.
@@ -13,7 +15,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__version__ = "0.1.0"
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {

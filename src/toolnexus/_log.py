@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from toolnexus._otel import TraceIds
-
+# `_otel` adds its trace-id filter to this logger when it loads (plumbing below the logger).
 logger = logging.getLogger("toolnexus")
-logger.addFilter(TraceIds())
 
 
 def warn(message: str) -> None:

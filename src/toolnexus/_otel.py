@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from toolnexus._current_agent import current_agent
+from toolnexus._version import __version__
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Counter, Histogram
@@ -155,8 +156,6 @@ def _resolve(trace_mod: Any) -> Telemetry | None:
     )
     if not (tracing or metering):
         return None
-    from toolnexus import __version__
-
     tracer = provider.get_tracer(_SCOPE, __version__) if tracing else None
     try:
         _resolved = Telemetry(tracer, metering)
@@ -581,6 +580,12 @@ class TraceIds(logging.Filter):
             record.otelTraceID = format(span_context.trace_id, "032x")
             record.otelSpanID = format(span_context.span_id, "016x")
         return True
+
+
+# Every `toolnexus` log record made while a span is active carries its ids. Installed here, not by
+# `_log`, so the logger the whole package uses does not load this module (the dependency points
+# from telemetry to logging); every model, tool and MCP call loads `_otel` before it logs.
+logging.getLogger("toolnexus").addFilter(TraceIds())
 
 
 # -- serving -----------------------------------------------------------------------------------

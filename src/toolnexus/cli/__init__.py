@@ -12,8 +12,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from toolnexus import __version__
 from toolnexus._secrets import RedactingStream
+from toolnexus._version import __version__
 from toolnexus.cli import _auth, _demo, _run, _serve, _tools
 from toolnexus.cli._common import CliError, configure_logging, error_line
 

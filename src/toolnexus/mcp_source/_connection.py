@@ -39,7 +39,6 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
-from toolnexus import __version__
 from toolnexus._aio import (
     Signalled,
     call_maybe_async,
@@ -52,6 +51,7 @@ from toolnexus._numbers import format_number
 from toolnexus._otel import mcp_request, request_hooks
 from toolnexus._secrets import redact, remember_url
 from toolnexus._tls import ssl_context
+from toolnexus._version import __version__
 from toolnexus.errors import HeaderValueError, ToolnexusError
 from toolnexus.mcp_source._config import MODERN, ServerSpec
 from toolnexus.mcp_source._elicitation import ask_host, elicit_response, elicitation_to_request

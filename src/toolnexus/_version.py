@@ -1,0 +1,3 @@
+"""The package version: a leaf, so modules below the package root can read it."""
+
+__version__ = "0.1.0"
