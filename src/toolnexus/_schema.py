@@ -5,6 +5,7 @@ Every function here builds new dicts and lists; the schema it is given is never 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
@@ -19,6 +20,7 @@ __all__ = [
     "SCHEMA_VALUE_KEYWORDS",
     "SchemaTooLarge",
     "allows_null",
+    "drop_non_finite",
     "inline_refs",
     "map_subschemas",
     "resolve_pointer",
@@ -276,3 +278,34 @@ def null_stripper(root: dict[str, Any]) -> Strip | None:
         return strip
 
     return build(root)
+
+
+def drop_non_finite(value: Any, path: str = "") -> tuple[Any, list[str]]:
+    """`value` without the numbers JSON cannot carry (NaN, Infinity, -Infinity): a member or item
+    holding one is left out. Returns the cleaned value (`value` itself when it held none) and
+    the JSON pointers of what was left out."""
+    dropped: list[str] = []
+    if isinstance(value, dict):
+        kept: dict[Any, Any] = {}
+        for key, item in value.items():
+            if _non_finite(item):
+                dropped.append(f"{path}/{key}")
+                continue
+            kept[key], lost = drop_non_finite(item, f"{path}/{key}")
+            dropped.extend(lost)
+        return (kept if dropped else value), dropped
+    if isinstance(value, list):
+        items: list[Any] = []
+        for index, item in enumerate(value):
+            if _non_finite(item):
+                dropped.append(f"{path}/{index}")
+                continue
+            clean, lost = drop_non_finite(item, f"{path}/{index}")
+            items.append(clean)
+            dropped.extend(lost)
+        return (items if dropped else value), dropped
+    return value, dropped
+
+
+def _non_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)

@@ -16,9 +16,10 @@ import httpx2
 
 from toolnexus._body_limit import DEFAULT_MAX_RESPONSE_BYTES, BodyTooLarge, limit_body
 from toolnexus._http import new_client
-from toolnexus._json import compact_json
+from toolnexus._json import request_json
 from toolnexus.client._errors import ProviderConnectionError, ProviderError
 from toolnexus.client._wire import CREDENTIAL_HEADERS
+from toolnexus.errors import WireFormatError
 
 __all__ = ["HttpTransport", "StreamBody", "Transport", "status_failure"]
 
@@ -228,7 +229,10 @@ class HttpTransport:
     async def _send(
         self, client: httpx2.AsyncClient, url: str, headers: Mapping[str, str], body: Any
     ) -> httpx2.Response:
-        content = compact_json(body).encode()
+        try:
+            content = request_json(body).encode()
+        except ValueError as exc:  # NaN/Infinity (in a schema, request_params, ...), a cycle
+            raise WireFormatError(f"the request body cannot be sent as JSON: {exc}") from None
         parsed, auth = self._target(url)
         if client is self._given:
             # The caller's client may carry its own headers, cookies or auth: let it merge them.
