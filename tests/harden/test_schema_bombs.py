@@ -85,9 +85,8 @@ def test_a_tool_schema_ref_dag_is_declared_compactly_for_gemini(
     assert "$ref" not in json.dumps(parameters)
     warnings = [r.getMessage() for r in caplog.records if "dag_tool" in r.getMessage()]
     assert len(warnings) == 1
-    assert 'tool "dag_tool": its input schema is too large once its $refs are inlined' in (
-        warnings[0]
-    )
+    expected = 'tool "dag_tool": its input schema is too large once its $refs are inlined'
+    assert expected in warnings[0]
 
 
 def test_a_small_schema_with_refs_still_inlines_whole() -> None:

@@ -112,8 +112,8 @@ class _HttpStream:
             async with asyncio.timeout(_DRAIN_S):
                 async for _ in self._chunks:
                     pass
-        except (TimeoutError, httpx2.HTTPError, ProviderConnectionError):
-            pass
+        except (TimeoutError, httpx2.HTTPError, ProviderConnectionError, ProviderError):
+            pass  # the reply is complete: what follows it is not read, whatever it is
         await self._response.aclose()
 
     async def aclose(self) -> None:
