@@ -22,6 +22,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
 import httpx2
 
+from toolnexus.errors import ConfigError, ToolnexusError
+
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "MAX_RESPONSE_BYTES_ENV",
@@ -37,8 +39,9 @@ MAX_RESPONSE_BYTES_ENV = "TOOLNEXUS_MAX_RESPONSE_BYTES"
 _EVENT_ENDS = (b"\n\n", b"\r\r", b"\r\n\r\n")
 
 
-class BodyTooLarge(httpx2.DecodingError):
-    """A response body (or one event of an event stream) grew past its limit while read."""
+class BodyTooLarge(ToolnexusError, httpx2.DecodingError):
+    """A response body (or one event of an event stream) grew past its limit while read (an
+    `httpx2.DecodingError` too, so code reading through httpx2 stops as for a bad body)."""
 
 
 class EventTooLarge(BodyTooLarge, httpx2.SSEError):
@@ -64,8 +67,6 @@ def tool_body_limit() -> int:
     except ValueError:
         limit = 0
     if limit < 1024:
-        from toolnexus.errors import ConfigError
-
         raise ConfigError(f"{MAX_RESPONSE_BYTES_ENV} must be a whole number >= 1024, not {value!r}")
     return limit
 

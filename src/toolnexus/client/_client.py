@@ -116,7 +116,6 @@ class Client:
         retryable_statuses: Iterable[int] | None = None,
         http_client: httpx2.AsyncClient | None = None,
         read_timeout_ms: float = 600000,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         tool_concurrency: int = 16,
         on_unsupported_part: Literal["error", "text"] | None = None,
         max_part_bytes: int | None = None,
@@ -126,6 +125,7 @@ class Client:
         output_retries: int = 1,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool = False,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.strip():
             raise ConfigError("base_url is required, e.g. https://api.openai.com/v1")
