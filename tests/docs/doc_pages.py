@@ -4,7 +4,8 @@ Sybil finds the ```python fences (and `<!-- invisible-code-block: python -->` co
 page; other fences (sh, json, ...) are not code to run. The blocks run in order in one
 namespace, so a block may continue the ones above it; a block with a top-level `await` runs on
 the page's event loop, as `python -m asyncio` would run it. A block after a
-`<!-- skip: next "reason" -->` comment is counted as not run, and printed with its reason.
+`<!-- skip: next "reason" -->` comment is not run and is printed with its reason, which fails
+the page's test: every block runs (a page that needs a server or a model starts a local one).
 
 Sybil's own `PythonEvaluator` compiles without the top-level-await flag, so `evaluate` below is
 that evaluator plus the flag and a loop. Each page runs in a process of its own (see
