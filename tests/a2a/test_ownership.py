@@ -328,3 +328,34 @@ async def test_a_second_cancel_always_answers_not_cancelable(agent: ServeHandle,
         third = await operator.rpc("CancelTask", {"id": task_id})
         outcomes.append((codes, third.get("error", {}).get("code")))
     assert outcomes == [([-32002, 0], -32002)] * 40
+
+
+class _ListsEveryone:
+    """A pluggable store whose `list` cannot filter by owner."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, dict[str, Any]] = {}
+
+    async def get(self, id: str) -> dict[str, Any] | None:
+        return json.loads(json.dumps(self.tasks[id])) if id in self.tasks else None
+
+    async def save(self, task: dict[str, Any]) -> None:
+        self.tasks[task["id"]] = json.loads(json.dumps(task))
+
+    async def list(self, *, context_id=None, state=None, updated_after=None, page_size=50,
+                   page_token=None):  # fmt: skip
+        return list(self.tasks.values()), "", len(self.tasks)
+
+
+async def test_a_store_that_cannot_list_by_owner_serves_no_list_tasks(
+    owned_toolkit: Toolkit, owned_seen: Seen, authz: AuthServer, web: httpx2.AsyncClient
+):
+    store = _ListsEveryone()
+    handle = await _serve(owned_toolkit, owned_seen, authz, store=store)
+    async with handle:
+        alice = Caller(web, handle.url, authz.token(AUDIENCE, sub="alice"))
+        made = await alice.send("into a plain store")
+        assert store.tasks[made["id"]]["owner"]
+        refused = await Caller(web, handle.url, STATIC).rpc("ListTasks", {})
+        assert refused["error"]["code"] == -32004
+        assert (await alice.rpc("GetTask", {"id": made["id"]}))["result"]["id"] == made["id"]

@@ -579,6 +579,7 @@ class A2AEndpoint:
         state: str | None = wire.state_name(status)
         if state == "unknown":
             state = None
+        caller = caller_identity()
         try:
             tasks, next_token, total = await lister(
                 context_id=context_id or None,
@@ -586,13 +587,15 @@ class A2AEndpoint:
                 updated_after=after or None,
                 page_size=size,
                 page_token=token or None,
-                owner=caller_identity(),
+                owner=caller,
             )
         except ValueError as exc:
             raise _RpcError(INVALID_PARAMS, f"Invalid params: {error_message(exc)}") from None
         rendered = []
         for stored in tasks:
-            task = self._owned(_read_stored(stored))  # a store that ignored `owner` fails here
+            task = _read_stored(stored)
+            if task_owner(task) != caller:
+                continue  # a store that ignored `owner`: its page still shows nobody else's
             if await self._orphaned(task):
                 task = await self._load(task["id"])
             rendered.append(
