@@ -342,8 +342,15 @@ class _ListsEveryone:
     async def save(self, task: dict[str, Any]) -> None:
         self.tasks[task["id"]] = json.loads(json.dumps(task))
 
-    async def list(self, *, context_id=None, state=None, updated_after=None, page_size=50,
-                   page_token=None):  # fmt: skip
+    async def list(
+        self,
+        *,
+        context_id: str | None = None,
+        state: str | None = None,
+        updated_after: str | None = None,
+        page_size: int = 50,
+        page_token: str | None = None,
+    ) -> Any:
         return list(self.tasks.values()), "", len(self.tasks)
 
 
