@@ -122,12 +122,15 @@ class AnthropicWire(Wire):
 class AnthropicStream(StreamAssembler):
     """Assembles one streamed turn from message/content-block events, thinking blocks included."""
 
-    __slots__ = ("_blocks", "_json")
+    __slots__ = ("_blocks", "_json", "_usage")
 
     def __init__(self, status: int) -> None:
         super().__init__(status)
         self._blocks: dict[int, dict[str, Any]] = {}
         self._json: dict[int, list[str]] = {}
+        # The message's usage as reported so far: `message_delta.usage` fields are running
+        # totals, so each one present replaces the value before it (client.md §6).
+        self._usage: dict[str, Any] | None = None
 
     def feed(self, event: str, data: str) -> str | None:
         """Take one SSE event; return its text delta, if any."""
@@ -159,19 +162,24 @@ class AnthropicStream(StreamAssembler):
                 self._blocks[obj.get("index", len(self._blocks))] = dict(block)
         elif kind == "message_start":
             message = obj.get("message")
-            usage = anthropic_usage(message.get("usage") if isinstance(message, dict) else None)
-            if usage is not None:
-                self.usage.append(usage)
+            self._take_usage(message.get("usage") if isinstance(message, dict) else None)
         elif kind == "message_delta":
             delta = obj.get("delta")
             if isinstance(delta, dict) and delta.get("stop_reason"):
                 self.finish_reason = delta["stop_reason"]
-            usage = anthropic_usage(obj.get("usage"))
-            if usage is not None:
-                self.usage.append(usage)
+            self._take_usage(obj.get("usage"))
         elif kind == "message_stop":
             self.done = True
         return None
+
+    def _take_usage(self, raw: Any) -> None:
+        if not isinstance(raw, dict):
+            return
+        merged = {**(self._usage or {}), **{k: v for k, v in raw.items() if v is not None}}
+        self._usage = merged
+        usage = anthropic_usage(merged)
+        assert usage is not None
+        self.usage[:] = [usage]  # one usage: the message's latest figures
 
     def turn(self) -> Turn:
         content: list[dict[str, Any]] = []

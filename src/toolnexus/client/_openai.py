@@ -88,10 +88,11 @@ class OpenAIWire(Wire):
         ):
             raise response_error(status, data, raw, "choices[0].message")
         assert isinstance(choice, dict)
+        calls = parse_openai_tool_calls(message)
         return Turn(
-            message=message,
+            message=_with_call_ids(message, calls),
             text=content_text(message.get("content")),
-            calls=parse_openai_tool_calls(message),
+            calls=calls,
             usage=openai_usage(data.get("usage")),
             finish_reason=choice.get("finish_reason"),
             raw=data,
@@ -115,6 +116,25 @@ class OpenAIWire(Wire):
 
     def tool_results(self, answered: list[tuple[ToolCall, ToolResult]]) -> list[dict[str, Any]]:
         return [openai_tool_result(call.id, result, call.name) for call, result in answered]
+
+
+def _with_call_ids(message: dict[str, Any], calls: list[ToolCall]) -> dict[str, Any]:
+    """`message` with every tool call carrying the id its result answers.
+
+    A provider that sends no id (Gemini's OpenAI endpoint sends `""`) gets the synthesized
+    `call_<n>` in the echoed message too, as a streamed turn has it."""
+    wire_calls = message.get("tool_calls")
+    if not calls or not isinstance(wire_calls, list):
+        return message
+    if all(
+        isinstance(w, dict) and w.get("id") == c.id for w, c in zip(wire_calls, calls, strict=True)
+    ):
+        return message
+    fixed = [
+        {**w, "id": c.id} if isinstance(w, dict) else w
+        for w, c in zip(wire_calls, calls, strict=True)
+    ]
+    return {**message, "tool_calls": fixed}
 
 
 def _refusal(value: Any) -> str | None:

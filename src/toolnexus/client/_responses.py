@@ -307,9 +307,11 @@ def _chat_block(block: Any) -> Any:
         return {"type": "input_text", "text": block.get("text", "")}
     if kind == "image_url":
         url = block.get("image_url")
+        detail = url.get("detail") if isinstance(url, dict) else None
         return {
             "type": "input_image",
             "image_url": url.get("url") if isinstance(url, dict) else url,
+            "detail": detail or "auto",  # required by the Responses request type
         }
     if kind == "file" and isinstance(block.get("file"), dict):
         return {"type": "input_file", **block["file"]}
