@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from support.client_helpers import add_tool, kit
 from support.fake_llm import FakeLLM, Reply, text
 from toolnexus.client import Client
@@ -105,3 +107,93 @@ async def test_responses_translated_chat_image_keeps_its_detail(
     await make_client("openai-responses").translate([{"role": "user", "content": images}])
     sent = llm.requests[0].body["input"][0]["content"]
     assert [b["detail"] for b in sent] == ["low", "auto"]
+
+
+# -- lossless assistant turns --------------------------------------------------------------------
+
+
+def _kept(message: dict[str, Any]) -> dict[str, Any]:
+    """The fields of an assistant message the client does not interpret, calls included."""
+    read = {"role", "content", "tool_calls", "refusal"}
+    calls = [
+        {k: v for k, v in c.items() if k not in ("index", "type", "function")}
+        | {"function": c["function"]}
+        for c in message.get("tool_calls") or ()
+    ]
+    return {k: v for k, v in message.items() if k not in read and v is not None} | {
+        "tool_calls": calls
+    }
+
+
+LOSSLESS = {
+    "deepseek": (
+        "deepseek_reasoning_tool_call",
+        {
+            "reasoning_content": "The user wants 2+3. I should call add.",
+            "tool_calls": [
+                {
+                    "id": "call_00_Xk2Jt7Qw9",
+                    "function": {"name": "add", "arguments": '{"a":2,"b":3}'},
+                }
+            ],
+        },
+    ),
+    "openrouter": (
+        "openrouter_reasoning_details",
+        {
+            "reasoning": "Adding two numbers.",
+            "reasoning_details": [
+                {
+                    "type": "reasoning.text",
+                    "text": "Adding two numbers.",
+                    "signature": "ErUBCkYIBxgCIkB3Zq",
+                    "format": "anthropic-claude-v1",
+                    "index": 0,
+                }
+            ],
+            "tool_calls": [
+                {
+                    "id": "toolu_01A2b3C4d5E6",
+                    "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'},
+                }
+            ],
+        },
+    ),
+    "gemini": (
+        "gemini_thought_signature",
+        {
+            "tool_calls": [
+                {
+                    "id": "call_0",
+                    "extra_content": {"google": {"thought_signature": "CiQB0e2Kb7Lx0pN1uYh3sQ=="}},
+                    "function": {"name": "add", "arguments": '{"a":2,"b":3}'},
+                }
+            ]
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("provider", sorted(LOSSLESS))
+async def test_chat_assistant_turn_goes_back_whole_streamed_or_not(
+    llm: FakeLLM, make_client: MakeClient, provider: str
+) -> None:
+    name, expected = LOSSLESS[provider]
+    client = make_client("openai")
+    llm.push(streamed(f"{name}.sse"), text("5"))
+    seen = await events(client, "add 2 and 3", kit(add_tool()))
+    assert seen[-1]["result"].text == "5"
+    sent_streamed = llm.requests[1].body["messages"][-2]
+    whole_answer = (
+        whole(f"{name}.json")
+        if (REPLAYS / f"{name}.json").exists()
+        else whole("gemini_tool_call_no_id.json")
+    )
+    llm.push(whole_answer, text("5"))
+    result = await client.run("add 2 and 3", kit(add_tool()))
+    assert result.text == "5"
+    sent_whole = llm.requests[3].body["messages"][-2]
+    assert _kept(sent_streamed) == expected
+    assert _kept(sent_whole) == expected
+    # the tool result answers the call the echoed message holds
+    assert llm.requests[1].body["messages"][-1]["tool_call_id"] == expected["tool_calls"][0]["id"]

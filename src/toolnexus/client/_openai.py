@@ -151,24 +151,78 @@ def _first_choice(choices: Any) -> dict[str, Any] | None:
     return None
 
 
+# Delta keys the assembler reads itself; every other key is kept (see `_keep`).
+_READ_DELTA_KEYS = frozenset({"role", "content", "tool_calls", "refusal"})
+_READ_CALL_KEYS = frozenset({"index", "id", "type", "function"})
+# Keys of a `reasoning_details` entry that name it rather than grow with each delta.
+_DETAIL_NAME_KEYS = frozenset({"type", "format", "id", "index"})
+
+
+def _keep(into: dict[str, Any], key: str, value: Any) -> None:
+    """Fold one streamed value of a field we do not interpret into `into`.
+
+    Strings grow (`reasoning_content`, `reasoning`), `reasoning_details` entries merge by their
+    `index`, objects merge key by key; anything else is replaced by its latest value.
+    """
+    if value is None:
+        return
+    before = into.get(key)
+    if isinstance(value, str) and isinstance(before, str):
+        into[key] = before + value
+    elif key == "reasoning_details" and isinstance(value, list):
+        into[key] = _merge_details(before if isinstance(before, list) else [], value)
+    elif isinstance(value, dict) and isinstance(before, dict):
+        into[key] = {**before, **value}
+    else:
+        into[key] = value
+
+
+def _merge_details(before: list[Any], pieces: list[Any]) -> list[Any]:
+    out = list(before)
+    for piece in pieces:
+        index = piece.get("index") if isinstance(piece, dict) else None
+        same = next(
+            (
+                i
+                for i, d in enumerate(out)
+                if isinstance(d, dict) and index is not None and d.get("index") == index
+            ),
+            None,
+        )
+        if same is None or not isinstance(piece, dict):
+            out.append(dict(piece) if isinstance(piece, dict) else piece)
+            continue
+        merged = dict(out[same])
+        for key, value in piece.items():
+            if key in _DETAIL_NAME_KEYS:
+                merged.setdefault(key, value)
+            else:
+                _keep(merged, key, value)
+        out[same] = merged
+    return out
+
+
 class _PartialCall:
-    __slots__ = ("args", "id", "name")
+    __slots__ = ("args", "extra", "id", "name")
 
     def __init__(self) -> None:
         self.id: str | None = None
         self.name: list[str] = []
         self.args: list[str] = []
+        self.extra: dict[str, Any] = {}  # fields we do not read (Gemini's `extra_content`)
 
 
 class OpenAIStream(StreamAssembler):
     """Assembles one streamed turn from `chat.completion.chunk` events (tool calls by `index`)."""
 
-    __slots__ = ("_calls", "_text")
+    __slots__ = ("_calls", "_extra", "_text")
 
     def __init__(self, status: int) -> None:
         super().__init__(status)
         self._text: list[str] = []
         self._calls: dict[int, _PartialCall] = {}
+        # Message fields we do not interpret (reasoning and provider extras), sent back as-is.
+        self._extra: dict[str, Any] = {}
 
     def feed(self, event: str, data: str) -> str | None:
         """Take one SSE event; return its text delta, if any."""
@@ -195,6 +249,9 @@ class OpenAIStream(StreamAssembler):
         for position, part in enumerate(parts):
             if isinstance(part, dict):
                 self._add_call_part(part.get("index", position), part)
+        for key, value in delta.items():
+            if key not in _READ_DELTA_KEYS:
+                _keep(self._extra, key, value)
         refusal = delta.get("refusal")
         if isinstance(refusal, str) and refusal:
             self.add_refusal(refusal)
@@ -212,6 +269,9 @@ class OpenAIStream(StreamAssembler):
             call = self._calls[index] = _PartialCall()
         if part.get("id"):
             call.id = str(part["id"])
+        for key, value in part.items():
+            if key not in _READ_CALL_KEYS:
+                _keep(call.extra, key, value)
         fn = part.get("function") or {}
         if not isinstance(fn, dict):
             raise ValueError("a streamed tool call has a function that is not an object")
@@ -240,15 +300,17 @@ class OpenAIStream(StreamAssembler):
                     "id": call_id,
                     "type": "function",
                     "function": {"name": name, "arguments": raw_args},
+                    **partial.extra,
                 }
             )
             args, error = parse_arguments(raw_args)
             calls.append(ToolCall(id=call_id, name=name, args=args, error=error))
         message: dict[str, Any]
         if wire_calls:
-            message = {"role": "assistant", "content": text or None, "tool_calls": wire_calls}
+            message = {"role": "assistant", "content": text or None, **self._extra}
+            message["tool_calls"] = wire_calls
         else:
-            message = {"role": "assistant", "content": text}
+            message = {"role": "assistant", "content": text, **self._extra}
         refusal = self.refusal()
         if refusal is not None:
             message["refusal"] = refusal
