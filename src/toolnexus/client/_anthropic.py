@@ -54,6 +54,25 @@ def blocks_text(content: Sequence[Any]) -> str:
     return texts(content, "content")
 
 
+def blocks_reasoning(content: Sequence[Any]) -> tuple[str | None, bool]:
+    """The text of a turn's `thinking` blocks, and whether it reasoned only redacted."""
+    shown: list[str] = []
+    hidden = False
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "thinking":
+            thought = block.get("thinking")
+            if isinstance(thought, str) and thought:
+                shown.append(thought)
+            else:  # thinking shown as omitted: only its signature came
+                hidden = True
+        elif block.get("type") == "redacted_thinking":
+            hidden = True
+    text = "\n\n".join(shown)
+    return text or None, hidden and not text
+
+
 class AnthropicWire(Wire):
     """`POST …/v1/messages` with `x-api-key`; the system prompt travels as the body's `system`."""
 
@@ -84,6 +103,7 @@ class AnthropicWire(Wire):
         content = data.get("content") if isinstance(data, dict) else None
         if is_error_payload(data) or not isinstance(content, list):
             raise response_error(status, data, raw, "content blocks")
+        reasoning, redacted = blocks_reasoning(content)
         return Turn(
             message={"role": "assistant", "content": content},
             text=blocks_text(content),
@@ -94,6 +114,8 @@ class AnthropicWire(Wire):
             refusal=(blocks_text(content) or "refused")
             if data.get("stop_reason") == "refusal"
             else None,
+            reasoning=reasoning,
+            reasoning_redacted=redacted,
         )
 
     def stream(self, status: int) -> AnthropicStream:
@@ -151,7 +173,10 @@ class AnthropicStream(StreamAssembler):
             if dtype == "input_json_delta":
                 self._json.setdefault(obj["index"], []).append(delta.get("partial_json") or "")
             elif dtype == "thinking_delta":
-                block["thinking"] = block.get("thinking", "") + (delta.get("thinking") or "")
+                thought = delta.get("thinking") or ""
+                block["thinking"] = block.get("thinking", "") + thought
+                if isinstance(thought, str):
+                    self.add_reasoning(thought)
             elif dtype == "signature_delta":
                 block["signature"] = block.get("signature", "") + (delta.get("signature") or "")
             elif dtype == "citations_delta":
@@ -160,6 +185,8 @@ class AnthropicStream(StreamAssembler):
             block = obj.get("content_block")
             if isinstance(block, dict):
                 self._blocks[obj.get("index", len(self._blocks))] = dict(block)
+                if block.get("type") == "redacted_thinking":
+                    self.add_redacted()
         elif kind == "message_start":
             message = obj.get("message")
             self._take_usage(message.get("usage") if isinstance(message, dict) else None)
@@ -203,7 +230,18 @@ class AnthropicStream(StreamAssembler):
         message = {"role": "assistant", "content": content}
         text = blocks_text(content)
         refusal = (text or "refused") if self.finish_reason == "refusal" else None
-        return Turn(message, text, calls, self.usage_total(), self.finish_reason, None, refusal)
+        reasoning, redacted = blocks_reasoning(content)
+        return Turn(
+            message,
+            text,
+            calls,
+            self.usage_total(),
+            self.finish_reason,
+            None,
+            refusal,
+            reasoning=reasoning,
+            reasoning_redacted=redacted,
+        )
 
 
 ANTHROPIC = AnthropicWire()

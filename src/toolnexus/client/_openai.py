@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from toolnexus.client._output import OutputSpec
     from toolnexus.toolkit import Toolkit
 
-__all__ = ["OPENAI", "OpenAIStream", "OpenAIWire", "openai_usage"]
+__all__ = ["OPENAI", "OpenAIStream", "OpenAIWire", "chat_reasoning", "openai_usage"]
 
 
 def openai_usage(raw: Any) -> dict[str, int] | None:
@@ -46,7 +46,44 @@ def openai_usage(raw: Any) -> dict[str, int] | None:
             usage["cache_read_tokens"] = as_int(details["cached_tokens"])
         if details.get("cache_write_tokens") is not None:
             usage["cache_write_tokens"] = as_int(details["cache_write_tokens"])
+    details = get("completion_tokens_details")
+    if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
+        usage["reasoning_tokens"] = as_int(details["reasoning_tokens"])
     return usage
+
+
+def _reasoning_field(holder: dict[str, Any]) -> str:
+    """The reasoning text of a message or delta: `reasoning_content` (DeepSeek, Z.ai) or
+    `reasoning` (Groq, Ollama, Cerebras, vLLM, OpenRouter)."""
+    for key in ("reasoning_content", "reasoning"):
+        value = holder.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _detail_texts(details: Any) -> tuple[str, bool]:
+    """The text of OpenRouter `reasoning_details` entries, and whether any is encrypted."""
+    out: list[str] = []
+    hidden = False
+    for detail in details if isinstance(details, list) else ():
+        if not isinstance(detail, dict):
+            continue
+        value = detail.get("text") if "text" in detail else detail.get("summary")
+        if isinstance(value, str) and value:
+            out.append(value)
+        elif detail.get("type") == "reasoning.encrypted" or detail.get("data"):
+            hidden = True
+    return "".join(out), hidden
+
+
+def chat_reasoning(message: dict[str, Any]) -> tuple[str | None, bool]:
+    """A chat assistant message's reasoning text, and whether it came only encrypted."""
+    text = _reasoning_field(message)
+    if text:
+        return text, False
+    text, hidden = _detail_texts(message.get("reasoning_details"))
+    return text or None, hidden and not text
 
 
 def content_text(content: Any) -> str:
@@ -89,6 +126,7 @@ class OpenAIWire(Wire):
             raise response_error(status, data, raw, "choices[0].message")
         assert isinstance(choice, dict)
         calls = parse_openai_tool_calls(message)
+        reasoning, redacted = chat_reasoning(message)
         return Turn(
             message=_with_call_ids(message, calls),
             text=content_text(message.get("content")),
@@ -97,6 +135,8 @@ class OpenAIWire(Wire):
             finish_reason=choice.get("finish_reason"),
             raw=data,
             refusal=_refusal(message.get("refusal")),
+            reasoning=reasoning,
+            reasoning_redacted=redacted,
         )
 
     def output_keys(self, spec: OutputSpec) -> dict[str, Any]:
@@ -249,6 +289,15 @@ class OpenAIStream(StreamAssembler):
         for position, part in enumerate(parts):
             if isinstance(part, dict):
                 self._add_call_part(part.get("index", position), part)
+        piece = _reasoning_field(delta)
+        if piece:
+            self.add_reasoning(piece)
+        else:  # OpenRouter's structured form, when no plain reasoning text came with it
+            piece, hidden = _detail_texts(delta.get("reasoning_details"))
+            if piece:
+                self.add_reasoning(piece)
+            elif hidden and not self._redacted:
+                self.add_redacted()
         for key, value in delta.items():
             if key not in _READ_DELTA_KEYS:
                 _keep(self._extra, key, value)
@@ -314,7 +363,18 @@ class OpenAIStream(StreamAssembler):
         refusal = self.refusal()
         if refusal is not None:
             message["refusal"] = refusal
-        return Turn(message, text, calls, self.usage_total(), self.finish_reason, None, refusal)
+        reasoning, redacted = chat_reasoning(message)
+        return Turn(
+            message,
+            text,
+            calls,
+            self.usage_total(),
+            self.finish_reason,
+            None,
+            refusal,
+            reasoning=reasoning,
+            reasoning_redacted=redacted,
+        )
 
 
 OPENAI = OpenAIWire()
