@@ -450,7 +450,9 @@ async def test_translate_speaks_responses(llm: FakeLLM, make_client: Callable[..
     body = llm.requests[0].body
     assert body["instructions"] == "Be exact."
     assert body["input"] == [{"role": "user", "content": "1+2?"}]
-    assert body["tools"] == [{"type": "function", "name": "add", "parameters": {"type": "object"}}]
+    assert body["tools"] == [
+        {"type": "function", "name": "add", "parameters": {"type": "object"}, "strict": False}
+    ]
     assert body["tool_choice"] == {"type": "function", "name": "add"}
     assert body["max_output_tokens"] == 50
     assert first.finish_reason == "tool_calls"

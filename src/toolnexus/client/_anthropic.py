@@ -104,10 +104,11 @@ class AnthropicWire(Wire):
         if is_error_payload(data) or not isinstance(content, list):
             raise response_error(status, data, raw, "content blocks")
         reasoning, redacted = blocks_reasoning(content)
+        calls = parse_anthropic_tool_calls([b for b in content if isinstance(b, dict)])
         return Turn(
-            message={"role": "assistant", "content": content},
+            message={"role": "assistant", "content": _object_inputs(content, calls)},
             text=blocks_text(content),
-            calls=parse_anthropic_tool_calls([b for b in content if isinstance(b, dict)]),
+            calls=calls,
             usage=anthropic_usage(data.get("usage")),
             finish_reason=data.get("stop_reason"),
             raw=data,
@@ -139,6 +140,22 @@ class AnthropicWire(Wire):
             return []
         blocks = [anthropic_tool_result(call.id, result) for call, result in answered]
         return [{"role": "user", "content": blocks}]
+
+
+def _object_inputs(content: list[Any], calls: list[ToolCall]) -> list[Any]:
+    """`content` with every `tool_use` input an object, as the next request must send it: one
+    that is not (a gateway's raw string) becomes the arguments the call ran with (`{}` when
+    broken), as a streamed turn records it."""
+    args = iter(calls)
+    out: list[Any] = []
+    changed = False
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            call = next(args)
+            if not isinstance(block.get("input"), dict):
+                block, changed = {**block, "input": call.args}, True
+        out.append(block)
+    return out if changed else content
 
 
 class AnthropicStream(StreamAssembler):

@@ -348,7 +348,12 @@ def chat_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for tool in tools:
         fn = tool.get("function") if isinstance(tool, dict) else None
-        out.append({"type": "function", **fn} if isinstance(fn, dict) else tool)
+        if isinstance(fn, dict):
+            # Responses makes a function strict unless told (the request type requires the
+            # key); a Chat Completions declaration without it is not.
+            out.append({"type": "function", **fn, "strict": bool(fn.get("strict", False))})
+        else:
+            out.append(tool)
     return out
 
 
