@@ -9,6 +9,10 @@ from toolnexus._otel import TraceIds
 logger = logging.getLogger("toolnexus")
 logger.addFilter(TraceIds())
 
+# Set (via `extra=`) on INFO records that report progress a waiting user wants to see, such as
+# an MCP server still starting: the CLI shows them without `-v`.
+PROGRESS = "toolnexus_progress"
+
 
 def warn(message: str) -> None:
     """Log `[toolnexus] <message>` at WARNING. Never pass a secret value here."""

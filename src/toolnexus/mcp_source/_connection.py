@@ -436,7 +436,7 @@ class Connection:
                     scope.cancel()
                 await self._run()
             if scope.cancelled_caught and not self._ready.done():
-                failure = "cancelled" if self._stopping else self._timeout_text()
+                failure = "cancelled" if self._stopping else self._load_timeout_text()
         except Exception as exc:  # includes the task groups' ExceptionGroups
             failure = self._describe(exc)
             self.needs_sign_in = _find(exc, SignInRequired) is not None
@@ -714,6 +714,12 @@ class Connection:
             if self._phase == phase and not self._stopping:
                 scope.deadline = anyio.current_time() + left
 
+    @property
+    def phase(self) -> str | None:
+        """What the load is waiting for (`connect`, `discover`, `initialize`, `tools/list`);
+        `None` once ready."""
+        return self._phase
+
     def negotiation_phase(self, phase: str) -> None:
         """The load's negotiation moved on to `phase` (`discover` or `initialize`): give it a
         fresh budget. Nothing while serving calls (a renegotiation has its own budget)."""
@@ -811,6 +817,16 @@ class Connection:
             )
 
     # -- reasons --------------------------------------------------------------------------------
+
+    def _load_timeout_text(self) -> str:
+        """Why the load failed on a phase's deadline, and what in the server's entry fixes it."""
+        text = self._timeout_text()
+        if self._phase == "discover":
+            return (
+                f'{text}; a server older than MCP {MODERN} needs "protocol": "legacy" in its '
+                'entry, a slow one a larger "timeout" (ms)'
+            )
+        return f'{text}; a slow server needs a larger "timeout" (ms) in its entry'
 
     def _timeout_text(self, phase: str | None = None) -> str:
         return (

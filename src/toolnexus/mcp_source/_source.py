@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus._aio import mark_seen, wait_signal
 from toolnexus._filters import apply_name_filter
-from toolnexus._log import warn
+from toolnexus._log import PROGRESS, logger, warn
+from toolnexus._numbers import format_number
 from toolnexus.errors import ConfigError, McpInputError, NotConnected, ToolnexusError
 from toolnexus.mcp_source import _input
 from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_server, is_enabled
@@ -72,6 +73,7 @@ READ_RESOURCE_SCHEMA: dict[str, Any] = {
     "required": ["uri"],
     "additionalProperties": False,
 }
+STILL_STARTING_S = 2.0  # a server not ready by then is reported as still starting
 _RECONNECT_EVERY = 5.0  # seconds between reconnect attempts to a lost remote server
 _DEATH_REPORT_WAIT = 2.0  # how long a failed call waits to learn whether the server went away
 _sdk: ModuleType | None = None  # `toolnexus.mcp_source._connection`, once imported
@@ -641,7 +643,31 @@ class _Server:
         return self.oauth
 
     async def connect(self, *, list_only: bool = False) -> bool:
-        """Connect and list; on failure record `failed` and warn. Never raises (but cancel)."""
+        """Connect and list; on failure record `failed` and warn. Never raises (but cancel).
+
+        A server still starting after `STILL_STARTING_S` is reported once (INFO), so a slow
+        or hung start is not silent until its timeout."""
+        still = asyncio.get_running_loop().call_later(STILL_STARTING_S, self._still_starting)
+        try:
+            return await self._connect(list_only=list_only)
+        finally:
+            still.cancel()
+
+    def _still_starting(self) -> None:
+        assert self.spec is not None
+        conn = self.conn
+        phase = conn.phase if conn is not None else None
+        logger.info(
+            '[toolnexus] MCP server "%s" is still starting after %s s (%s; each phase may take '
+            'up to its "timeout" of %s ms)',
+            self.name,
+            format_number(STILL_STARTING_S),
+            f"waiting for {phase}" if phase else "starting",
+            format_number(self.spec.timeout * 1000),
+            extra={PROGRESS: True},
+        )
+
+    async def _connect(self, *, list_only: bool) -> bool:
         assert self.spec is not None
         _start_sdk_import()  # first, so a stdio child starts up while the SDK loads
         process: Process | None = None
