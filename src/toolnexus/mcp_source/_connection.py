@@ -412,6 +412,11 @@ class Connection:
             raise LoadError("not connected")
         async with asyncio.timeout(self.spec.timeout):
             tools = await list_all_tools(session, listing)
+        self._listed(tools)
+
+    def _listed(self, tools: list[types.Tool]) -> None:
+        """A new listing of the tools: tell the owner only if it differs from the last one (a
+        `list_changed` sent without a change rebuilds nothing and repeats no warning)."""
         if [wire(t) for t in tools] != [wire(t) for t in self.tools]:
             self.tools = tools
             if self._on_tools is not None:
@@ -689,9 +694,7 @@ class Connection:
         if scope.cancelled_caught:
             warn(f'MCP server "{name}" tool list refresh {self._timeout_text("tools/list")}')
             return
-        self.tools = tools
-        if self._on_tools is not None:
-            self._on_tools(self)
+        self._listed(tools)
 
     @contextmanager
     def _person_pause(self) -> Iterator[None]:

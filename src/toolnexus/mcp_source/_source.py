@@ -545,6 +545,7 @@ class _Server:
         self._lost_reported = False
         self._reconnect_tried = False
         self._next_attempt = 0.0
+        self._warned: set[str] = set()
         if isinstance(cfg, Mapping) and not is_enabled(cfg):
             self.status = "disabled"
             return
@@ -766,14 +767,20 @@ class _Server:
         self.transport = transport
         warn(f'MCP server "{self.name}" failed: {reason}')
 
+    def _warn_once(self, message: str) -> None:
+        """A warning about the server's listing, given once however often it is listed again."""
+        if message not in self._warned:
+            self._warned.add(message)
+            warn(message)
+
     def _build_tools(self, listed: Sequence[Any]) -> list[Tool]:
         assert self.spec is not None
         prefix = sanitize(self.name) + "_"
         tools: list[Tool] = []
-        for t in apply_tools_filter(self.name, listed, self.spec.tools_filter):
+        for t in apply_tools_filter(self.name, listed, self.spec.tools_filter, self._warn_once):
             info = tool_info(t)
             if info.task_support == "required":
-                warn(
+                self._warn_once(
                     f'MCP server "{self.name}" tool "{t.name}" requires task-augmented calls, '
                     "which toolnexus does not support; skipped"
                 )
@@ -1181,14 +1188,17 @@ def _repeatable(conn: Connection, tool_name: str) -> bool:
 
 
 def apply_tools_filter(
-    server: str, defs: Sequence[D], filter: Mapping[str, bool] | None
+    server: str,
+    defs: Sequence[D],
+    filter: Mapping[str, bool] | None,
+    report: Callable[[str], None] = warn,
 ) -> list[D]:
     """Keep the listed tool definitions the per-server `tools` filter admits.
 
     `defs` are objects with a `name` attribute or dicts with a `"name"` key (original names).
     """
     names = [str(d["name"] if isinstance(d, Mapping) else getattr(d, "name", "")) for d in defs]
-    kept = set(apply_name_filter(names, filter, what=f'MCP server "{server}" tools'))
+    kept = set(apply_name_filter(names, filter, what=f'MCP server "{server}" tools', report=report))
     return [d for d, n in zip(defs, names, strict=True) if n in kept]
 
 
