@@ -12,6 +12,7 @@ from typing import Any
 
 from toolnexus import _otel
 from toolnexus._http import HttpClients, call_owner
+from toolnexus._log import tool_raised
 from toolnexus._secrets import redact
 from toolnexus._validation import check_arguments
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message
@@ -50,7 +51,10 @@ async def dispatch(
                     result = await tool.execute(args, ctx)
                 except asyncio.CancelledError:
                     raise
-                except Exception as exc:  # Tool.execute already maps failures; belt and braces
+                except (
+                    Exception
+                ) as exc:  # an `execute` override that raised (Tool's own never does)
+                    tool_raised(name, exc)
                     result = ToolResult(redact(error_message(exc)), True)
                 finally:
                     call_owner.reset(owner)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HttpClients",
     "call_owner",
+    "fetch_source",
     "new_client",
     "shared_client",
 ]
@@ -117,3 +118,18 @@ def shared_client() -> httpx2.AsyncClient:
     """The pooled client for the running tool: its toolkit's, else the process-wide one."""
     owner = call_owner.get()
     return (owner if owner is not None else _unowned).get()
+
+
+async def fetch_source(url: str, what: str, **options: Any) -> httpx2.Response:
+    """GET `url` (a document a tool source is made from: an Agent Card, an OpenAPI spec) with
+    the running toolkit's client. A transport failure raises `SourceConnectionError` naming
+    `what` and the URL without its credentials, whoever calls: the one place that translates it.
+    """
+    import httpx2
+
+    from toolnexus.errors import SourceConnectionError
+
+    try:
+        return await shared_client().get(url, **options)
+    except httpx2.TransportError as exc:
+        raise SourceConnectionError(what, url, str(exc) or type(exc).__name__) from exc

@@ -45,6 +45,7 @@ __all__ = [
     "ServeError",
     "ServeTimeout",
     "ServerConfigError",
+    "SourceConnectionError",
     "SpawnError",
     "StoreConfigError",
     "StoreError",
@@ -319,6 +320,22 @@ class StoreConfigError(StoreError, ConfigError):
 
 class A2AError(ToolnexusError):
     """A failed exchange with an A2A agent (HTTP status, JSON-RPC error, malformed reply)."""
+
+
+class SourceConnectionError(ToolnexusError, ConnectionError):
+    """A tool source fetched while it is added (an A2A Agent Card, an OpenAPI document) could
+    not be reached: refused connection, unknown host, TLS failure, timeout.
+
+    `url` is the address without credentials (no user info, no query string), `what` names the
+    document; the message reads `cannot reach <what> at <url>: <reason>` and the transport's own
+    exception is the `__cause__`.
+    """
+
+    def __init__(self, what: str, url: str, reason: str) -> None:
+        self.what = what
+        self.url = public_url(url)
+        self.reason = reason
+        super().__init__(f"cannot reach {what} at {self.url}: {reason}")
 
 
 class SpawnError(ToolnexusError, OSError):

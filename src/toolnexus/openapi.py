@@ -25,7 +25,7 @@ from toolnexus._schema import (
     map_subschemas,
     resolve_pointer,
 )
-from toolnexus.errors import ConfigError, ConfigTypeError
+from toolnexus.errors import ConfigError, ConfigTypeError, SourceConnectionError
 from toolnexus.http_tools import HttpEndpoint, UrlTemplate
 from toolnexus.types import Tool, error_message, sanitize
 
@@ -120,11 +120,15 @@ async def _load(spec: Any) -> tuple[dict[str, Any], str | None]:
 
 
 async def _fetch(url: str) -> str:
-    from toolnexus._http import shared_client
+    from toolnexus._http import fetch_source
 
     try:
-        response = await shared_client().get(url, headers={"Accept": "application/json, */*"})
-    except Exception as exc:
+        response = await fetch_source(
+            url, "the OpenAPI spec", headers={"Accept": "application/json, */*"}
+        )
+    except SourceConnectionError:
+        raise
+    except Exception as exc:  # e.g. a URL the client cannot send at all
         raise ConfigError(f"cannot fetch OpenAPI spec {url}: {error_message(exc)}") from None
     if not 200 <= response.status_code <= 299:
         raise ConfigError(f"cannot fetch OpenAPI spec {url}: HTTP {response.status_code}")

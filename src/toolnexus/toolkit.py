@@ -51,7 +51,7 @@ class Toolkit:
         self,
         mcp: McpSource | None = None,
         skill: SkillSource | None = None,
-        builtins: Sequence[Tool] = (),
+        builtins: bool | Mapping[str, Any] | Sequence[Tool] | None = None,
         agents: Sequence[Tool] = (),
         extra_tools: Sequence[Tool] = (),
         a2a_config: Mapping[str, Any] | None = None,
@@ -64,13 +64,19 @@ class Toolkit:
         agent_tools: Sequence[Tool] | None = None,
     ) -> None:
         """The parts of a toolkit, each source's tools already loaded (`create_toolkit` builds
-        them). `a2a_config`/`mcp_server_config` are the serving profiles, as the config's
-        `a2a`/`mcpServer` blocks; `config` is the whole config the toolkit came from.
-        `skills`, `builtin_tools` and `agent_tools` are accepted for `skill`, `builtins` and
-        `agents` (this package's earlier names)."""
+        them). `builtins` takes what `create_toolkit(builtins=)` takes, with the same default
+        (`None`: the config's `builtins` block, else all ten on; `False`: none), or the
+        built-in tools themselves. `a2a_config`/`mcp_server_config` are the serving profiles,
+        as the config's `a2a`/`mcpServer` blocks; `config` is the whole config the toolkit came
+        from. `skills`, `builtin_tools` and `agent_tools` are accepted for `skill`, `builtins`
+        and `agents` (this package's earlier names)."""
         self._mcp = mcp
         self._skills = skill if skills is None else skills
-        self._builtins = list(builtins if builtin_tools is None else builtin_tools)
+        if builtin_tools is not None:
+            builtins = builtin_tools
+        elif builtins is None and config is not None:
+            builtins = config.get("builtins")
+        self._builtins = _builtin_tools(builtins)
         self._agent_tools = list(agents if agent_tools is None else agent_tools)
         self._extra = list(extra_tools)
         self._registered: list[Tool] = []
@@ -477,6 +483,22 @@ def _check_tools(tools: Sequence[Any], what: str) -> None:
             raise ConfigTypeError(f"{what} takes Tool objects, not {type(t).__name__}{hint}")
 
 
+def _builtin_tools(value: bool | Mapping[str, Any] | Sequence[Tool] | None) -> list[Tool]:
+    """The built-ins a `builtins` value keeps (core.md §6.3); built-in tools already made (a
+    list of `Tool`s) as they are. Anything else raises `ConfigError`."""
+    if value is False:
+        return []  # built-ins off: their modules are never loaded
+    if (
+        isinstance(value, Sequence)
+        and not isinstance(value, str)
+        and all(isinstance(t, Tool) for t in value)
+    ):
+        return list(value)
+    from toolnexus.builtins import select_builtins
+
+    return select_builtins(value)
+
+
 def _effective_skills_filter(
     skills_filter: Mapping[str, bool] | None, disable_skills: Iterable[str] | None
 ) -> dict[str, bool] | None:
@@ -515,7 +537,7 @@ def as_toolkit(tools: Toolkit | Tool | Iterable[Tool] | None) -> Toolkit | None:
     if tools is None or isinstance(tools, Toolkit):
         return tools
     if isinstance(tools, Tool):
-        return Toolkit(extra_tools=[tools])
+        return Toolkit(builtins=False, extra_tools=[tools])
     if callable(getattr(tools, "execute", None)) and callable(getattr(tools, "tools", None)):
         return tools  # type: ignore[return-value]  # an object that works like a Toolkit
     if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
@@ -529,7 +551,7 @@ def as_toolkit(tools: Toolkit | Tool | Iterable[Tool] | None) -> Toolkit | None:
                 "toolkit as a list must hold Tool objects (define_tool/@tool make them), "
                 f"not {type(item).__name__}"
             )
-    return Toolkit(extra_tools=items)
+    return Toolkit(builtins=False, extra_tools=items)
 
 
 async def create_toolkit(
@@ -575,11 +597,7 @@ async def create_toolkit(
     builtins_cfg = builtins if builtins is not None else config.get("builtins")
     has_skills = skills_dir is not None or skills is not None or skill_provider is not None
 
-    builtin_tools: list[Tool] = []
-    if builtins_cfg is not False:  # built-ins off: their modules are never loaded
-        from toolnexus.builtins import select_builtins
-
-        builtin_tools = select_builtins(builtins_cfg)
+    builtin_tools = _builtin_tools(builtins_cfg)  # a bad value raises before anything starts
 
     mcp_task: asyncio.Task[McpSource] | None = None
     http = HttpClients()  # what loading fetches (Agent Cards) belongs to the new toolkit

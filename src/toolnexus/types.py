@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias
 from typing_extensions import TypeVar
 
 from toolnexus._aio import is_async_callable, run_in_thread
+from toolnexus._log import tool_raised
 from toolnexus.errors import ConfigTypeError, WireFormatError
 
 if TYPE_CHECKING:
@@ -263,7 +264,8 @@ class Tool:
                 result = await run_in_thread(self._execute, call_args, call_ctx)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # a tool failure is data for the model
+        except Exception as exc:  # a tool failure is data for the model (and logged once)
+            tool_raised(self.name, exc)
             return ToolResult(output=error_message(exc), is_error=True)
         return result_of(result)
 

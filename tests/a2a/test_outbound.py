@@ -383,7 +383,7 @@ async def test_round_trip_through_our_own_server():
     )
     client = create_in_process_client(model="m", generate=served_model)
     async with await toolkit_a.serve("127.0.0.1:0", client=client, a2a={"name": "helper"}) as a:
-        toolkit_b = Toolkit()
+        toolkit_b = Toolkit(builtins=False)
         await toolkit_b.add_agent(a.url + CARD, poll_every=10)
         assert [t.name for t in toolkit_b.tools()] == ["helper_summarize"]
         assert toolkit_b.get("helper_summarize").description == "Summarize text"  # type: ignore[union-attr]

@@ -178,7 +178,9 @@ async def test_a_task_runs_with_only_the_tools_its_callers_scopes_allow(authz):
         return "pong"
 
     recording = _Recording()
-    toolkit = Toolkit(extra_tools=[echo_tool(), Tool("ping", "Ping", None, "native", ping)])
+    toolkit = Toolkit(
+        builtins=False, extra_tools=[echo_tool(), Tool("ping", "Ping", None, "native", ping)]
+    )
     auth = ResourceAuth(
         issuer=authz.issuer, scopes=["agent:use"], tool_scopes={"echo": ["tools:echo"]}
     )
@@ -219,7 +221,7 @@ async def test_a_scoped_task_sees_the_tools_registered_since_an_earlier_one(auth
         return "pong"
 
     recording = _Recording()
-    toolkit = Toolkit(extra_tools=[echo_tool()])
+    toolkit = Toolkit(builtins=False, extra_tools=[echo_tool()])
     auth = ResourceAuth(
         issuer=authz.issuer, scopes=["agent:use"], tool_scopes={"echo": ["tools:echo"]}
     )

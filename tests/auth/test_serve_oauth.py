@@ -50,7 +50,7 @@ async def gateway(authz: AuthServer) -> AsyncIterator[ServeHandle]:
         tool_scopes={"secret": ["tools:secret"]},
         jwks_refresh_interval=0,
     )
-    handle = await Toolkit(extra_tools=_tools()).serve(
+    handle = await Toolkit(builtins=False, extra_tools=_tools()).serve(
         "127.0.0.1:0", mcp={"name": "gateway"}, auth=auth, auth_token=STATIC
     )
     yield handle
@@ -65,7 +65,9 @@ async def introspected(authz: AuthServer) -> AsyncIterator[ServeHandle]:
         client_id="gateway",
         client_secret="gateway-secret-77",
     )
-    handle = await Toolkit(extra_tools=_tools()).serve("127.0.0.1:0", mcp={}, auth=auth)
+    handle = await Toolkit(builtins=False, extra_tools=_tools()).serve(
+        "127.0.0.1:0", mcp={}, auth=auth
+    )
     yield handle
     await handle.stop()
 
@@ -253,7 +255,7 @@ async def test_opaque_token_by_introspection(introspected, authz, http):
 
 async def test_unreachable_authorization_server_is_503(http):
     dead = f"http://127.0.0.1:{free_port()}"
-    handle = await Toolkit(extra_tools=_tools()).serve(
+    handle = await Toolkit(builtins=False, extra_tools=_tools()).serve(
         "127.0.0.1:0", mcp={}, auth=ResourceAuth(issuer=dead)
     )
     async with handle:

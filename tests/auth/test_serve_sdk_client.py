@@ -88,7 +88,7 @@ async def world() -> AsyncIterator[tuple[SdkAuthServer, ServeHandle]]:
             scopes=["tools:read"],
             tool_scopes={"secret": ["tools:secret"]},
         )
-        handle = await Toolkit(extra_tools=[echo_tool(), _secret_tool()]).serve(
+        handle = await Toolkit(builtins=False, extra_tools=[echo_tool(), _secret_tool()]).serve(
             "127.0.0.1:0", mcp={"name": "gateway"}, auth=auth
         )
         yield server, handle

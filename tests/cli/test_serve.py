@@ -34,6 +34,7 @@ from support.cli_runner import (
 )
 from support.fake_llm import FakeLLM, text
 from support.polling import wait_until
+from toolnexus.builtins import BUILTIN_NAMES
 from toolnexus.client._errors import NO_API_KEY_MESSAGE
 
 
@@ -49,8 +50,12 @@ async def test_stdio_gateway_lists_and_calls_every_source(quick_config: Path) ->
     )  # fmt: skip
     async with Client(params) as client:
         listed = await client.list_tools()
-        # The built-ins stay out unless --builtins is given.
-        assert [t.name for t in listed.tools] == [*(f"quick_{n}" for n in QUICK_TOOLS), "skill"]
+        # The built-ins are in, as for `tools` and `run`, unless --no-builtins is given.
+        assert [t.name for t in listed.tools] == [
+            *(f"quick_{n}" for n in QUICK_TOOLS),
+            "skill",
+            *BUILTIN_NAMES,
+        ]
         echoed = await client.call_tool("quick_echo", {"text": "through the gateway"})
         assert (echoed.content[0].text, echoed.is_error) == ("through the gateway", False)
         skill = await client.call_tool("skill", {"name": "hello-world"})

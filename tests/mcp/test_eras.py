@@ -282,7 +282,8 @@ async def test_a_server_that_never_answers_the_probe_fails_like_a_hung_phase(
         for name in ("auto", "pinned"):
             assert (servers[name].status, servers[name].error) == (
                 "failed",
-                "discover timed out after 2000 ms",
+                "discover timed out after 2000 ms; a server older than MCP 2026-07-28 needs "
+                '"protocol": "legacy" in its entry, a slow one a larger "timeout" (ms)',
             )
         assert (servers["remedy"].status, servers["remedy"].protocol) == ("connected", LEGACY)
     finally:

@@ -123,8 +123,16 @@ async def test_only_the_good_servers_connect(special: Special) -> None:
 @pytest.mark.parametrize(
     ("server", "reason"),
     [
-        ("hung", "discover timed out after 1000 ms"),  # the probe is what goes unanswered
-        ("listless", "tools/list timed out after 2000 ms"),
+        (  # the probe is what goes unanswered
+            "hung",
+            "discover timed out after 1000 ms; a server older than MCP 2026-07-28 needs "
+            '"protocol": "legacy" in its entry, a slow one a larger "timeout" (ms)',
+        ),
+        (
+            "listless",
+            'tools/list timed out after 2000 ms; a slow server needs a larger "timeout" (ms) '
+            "in its entry",
+        ),
         ("dup", "MCP list returned duplicate cursor: page-1"),
         ("endless", "MCP list returned more than 1000 pages"),
         ("missing", 'cannot start "definitely-not-installed-xyz": No such file or directory'),

@@ -157,6 +157,7 @@ async def test_on_call_errors_are_swallowed_and_filter_applies(toolkit):
 
 async def test_config_block_supplies_the_profile():
     toolkit = Toolkit(
+        builtins=False,
         extra_tools=[Tool("one", "1", None, "native", lambda a, c: "1")],
         config={"mcpServer": {"name": "from-config"}},
     )

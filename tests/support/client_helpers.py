@@ -17,7 +17,7 @@ def base_url(llm: FakeLLM, style: str) -> str:
 
 def kit(*tools: Tool) -> Toolkit:
     """A toolkit holding exactly these tools (no built-ins)."""
-    return Toolkit(extra_tools=tools)
+    return Toolkit(builtins=False, extra_tools=tools)
 
 
 def add_tool() -> Tool:

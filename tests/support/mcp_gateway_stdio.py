@@ -43,7 +43,7 @@ async def main() -> None:
     parser.add_argument("--upstream", default=None)
     upstream = parser.parse_args().upstream
     if upstream is None:
-        await Toolkit(extra_tools=TOOLS).serve_stdio(mcp={"name": "gw-stdio"})
+        await Toolkit(builtins=False, extra_tools=TOOLS).serve_stdio(mcp={"name": "gw-stdio"})
         return
     from toolnexus import create_toolkit
 

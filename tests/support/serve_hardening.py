@@ -26,7 +26,7 @@ def make_toolkit() -> Toolkit:
         return str(args.get("text"))
 
     schema = {"type": "object", "properties": {"text": {"type": "string"}}}
-    return Toolkit(extra_tools=[Tool("echo", "Echo", schema, "native", echo)])
+    return Toolkit(builtins=False, extra_tools=[Tool("echo", "Echo", schema, "native", echo)])
 
 
 async def serve_both(

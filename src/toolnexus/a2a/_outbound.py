@@ -278,9 +278,9 @@ def resolve_endpoint(card: Mapping[str, Any], card_url: str, *, streaming: bool)
 
 
 async def _fetch_json(url: str, headers: dict[str, str], timeout_s: float) -> Any:
-    from toolnexus._http import shared_client
+    from toolnexus._http import fetch_source
 
-    response = await shared_client().get(url, headers=headers, timeout=timeout_s)
+    response = await fetch_source(url, "the Agent Card", headers=headers, timeout=timeout_s)
     return _json_answer(response.status_code, response.text, url)
 
 

@@ -378,7 +378,7 @@ class AgentRuntime:
         tools: list[Tool] = list(defn.tools or ())
         if defn.task_targets:
             tools.append(make_task_tool(self, child))
-        child._toolkit = Toolkit(extra_tools=tools)
+        child._toolkit = Toolkit(builtins=False, extra_tools=tools)
         parent.children.append(child)
         self._log(
             child, f"spawned (depth {child.depth}, tokens {format_number(child.pool.tokens)})"

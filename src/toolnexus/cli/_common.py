@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequen
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
+from toolnexus._log import PROGRESS
 from toolnexus.errors import ToolnexusError
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ __all__ = [
     "CliError",
     "add_model_flags",
     "add_toolkit_flags",
+    "config_path",
     "configure_logging",
     "error_line",
     "failed_servers",
@@ -59,38 +61,53 @@ class _Formatter(logging.Formatter):
 
 
 def configure_logging(verbosity: int) -> None:
-    """Send the `toolnexus` logger to stderr: warnings by default, `-v` info, `-vv` debug."""
+    """Send the `toolnexus` logger to stderr: warnings and progress (an MCP server still
+    starting) by default, `-v` info, `-vv` debug."""
     logger = logging.getLogger("toolnexus")
-    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    level = logging.DEBUG if verbosity >= 2 else logging.INFO
     logger.setLevel(level)
-    if not any(getattr(h, "_toolnexus_cli", False) for h in logger.handlers):
+    handler = next((h for h in logger.handlers if getattr(h, "_toolnexus_cli", False)), None)
+    if handler is None:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(_Formatter("%(message)s"))
         handler._toolnexus_cli = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
+    for old in [f for f in handler.filters if isinstance(f, _WarningsAndProgress)]:
+        handler.removeFilter(old)
+    if verbosity <= 0:
+        handler.addFilter(_WarningsAndProgress())
     logger.propagate = False
+
+
+class _WarningsAndProgress(logging.Filter):
+    """Without `-v`: warnings and errors, and the INFO records marked as progress."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or bool(getattr(record, PROGRESS, False))
 
 
 # -- flags ----------------------------------------------------------------------------------------
 
 
-def add_toolkit_flags(
-    parser: argparse.ArgumentParser, *, builtins_default_on: bool, skip_failed: bool = True
-) -> None:
-    """`--config`, `--skills`, `--skip-failed` and the built-ins switch (on by default except
-    for `serve`)."""
+DEFAULT_CONFIG = "mcp.json"
+
+
+def add_toolkit_flags(parser: argparse.ArgumentParser, *, skip_failed: bool = True) -> None:
+    """`--config`, `--skills`, `--skip-failed` and `--builtins`/`--no-builtins`: the same
+    flags and defaults for `tools`, `run` and `serve`."""
     group = parser.add_argument_group("tool sources")
     group.add_argument(
         "--config",
         metavar="PATH",
-        help="an mcp.json-style config: MCP servers, and the builtins/agents/a2a/mcpServer blocks",
+        help="an mcp.json-style config: MCP servers, and the builtins/agents/a2a/mcpServer "
+        f"blocks (default: ./{DEFAULT_CONFIG} when it exists)",
     )
     group.add_argument(
         "--skills",
         metavar="DIR",
         action="append",
         default=[],
-        help="a folder searched for SKILL.md files (repeatable)",
+        help="a folder searched for SKILL.md files (repeatable; default: none)",
     )
     if skip_failed:
         group.add_argument(
@@ -98,20 +115,20 @@ def add_toolkit_flags(
             action="store_true",
             help="go on when an MCP server fails to start (its tools are left out); else exit 2",
         )
-    if builtins_default_on:
-        group.add_argument(
-            "--no-builtins",
-            dest="builtins",
-            action="store_false",
-            help="leave out the ten built-in tools (bash, read, write, ...)",
-        )
-    else:
-        group.add_argument(
-            "--builtins",
-            dest="builtins",
-            action="store_true",
-            help="also expose the ten built-in tools (bash, read, write, ...); off by default",
-        )
+    group.add_argument(
+        "--builtins",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the ten built-in tools (bash, read, write, ...); default: on, unless the "
+        'config\'s "builtins" block turns them off; --no-builtins leaves them out',
+    )
+
+
+def config_path(args: argparse.Namespace) -> str | None:
+    """`--config`, else `./mcp.json` when it exists, else `None` (no MCP servers)."""
+    if args.config is not None:
+        return str(args.config)
+    return DEFAULT_CONFIG if os.path.isfile(DEFAULT_CONFIG) else None
 
 
 def add_model_flags(parser: argparse.ArgumentParser, *, required: bool, title: str) -> None:
@@ -216,7 +233,7 @@ async def flagged_toolkit(
     toolkit = await open_toolkit(
         config=args.config if config is None else config,
         skills=args.skills,
-        builtins=None if args.builtins else False,
+        builtins=args.builtins,
         wait_for=wait_for,
     )
     async with toolkit:

@@ -17,6 +17,7 @@ from toolnexus.cli._common import (
     CliError,
     add_model_flags,
     add_toolkit_flags,
+    config_path,
     flagged_toolkit,
     on_signals,
     run_async,
@@ -47,7 +48,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         description=DESCRIPTION,
     )
     add_model_flags(parser, required=True, title="model endpoint")
-    add_toolkit_flags(parser, builtins_default_on=True)
+    add_toolkit_flags(parser)
     parser.add_argument("--once", metavar="PROMPT", help="answer one prompt, then exit")
     parser.set_defaults(handler=run_run)
     return parser
@@ -123,6 +124,7 @@ def exposed_sources(toolkit: Toolkit) -> str:
 
 
 def run_run(args: argparse.Namespace) -> int:
+    args.config = config_path(args)
     return run_async(_run(args))
 
 

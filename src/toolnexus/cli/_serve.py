@@ -16,6 +16,7 @@ from toolnexus.cli._common import (
     CliError,
     add_model_flags,
     add_toolkit_flags,
+    config_path,
     flagged_toolkit,
     on_signals,
     run_async,
@@ -25,6 +26,7 @@ from toolnexus.cli._run import make_client
 if TYPE_CHECKING:
     from toolnexus.client import Client
     from toolnexus.toolkit import Toolkit
+    from toolnexus.types import Tool
 
 __all__ = ["add_parser", "run_serve"]
 
@@ -34,14 +36,15 @@ CLIENT_SECRET_ENV = "TOOLNEXUS_AUTH_CLIENT_SECRET"
 STATE_KEYS_ENV = "TOOLNEXUS_REQUEST_STATE_KEYS"
 
 DESCRIPTION = f"""\
-Serve the toolkit (MCP servers from --config, skills, and with --builtins the built-ins) to
-others: --mcp re-exposes every tool as one MCP server (streamable HTTP at /mcp, or stdio with
---stdio for desktop clients that launch it); --a2a answers A2A tasks with a model (--base-url,
---style, --model). A "mcpServer" or "a2a" block in the config turns its profile on too. HTTP
-serving binds 127.0.0.1:8080 by default, prints its URLs to stderr and runs until SIGINT or
-SIGTERM. --auth-token (or {AUTH_ENV}) requires `Authorization: Bearer <token>`; --auth-issuer
-makes the server an OAuth-protected resource accepting that authorization server's access
-tokens (checked against its JWKS, or by introspection), the static token still accepted."""
+Serve the toolkit (MCP servers from --config or ./mcp.json, skills from --skills, and the
+built-ins unless --no-builtins) to others: --mcp re-exposes every tool as one MCP server
+(streamable HTTP at /mcp, or stdio with --stdio for desktop clients that launch it); --a2a
+answers A2A tasks with a model (--base-url, --style, --model). A "mcpServer" or "a2a" block in
+the config turns its profile on too. HTTP serving binds 127.0.0.1:8080 by default, prints its
+URLs to stderr and runs until SIGINT or SIGTERM. --auth-token (or {AUTH_ENV}) requires
+`Authorization: Bearer <token>`; --auth-issuer makes the server an OAuth-protected resource
+accepting that authorization server's access tokens (checked against its JWKS, or by
+introspection), the static token still accepted."""
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -50,7 +53,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="serve the toolkit as an MCP server (HTTP or stdio) and/or an A2A agent",
         description=DESCRIPTION,
     )
-    add_toolkit_flags(parser, builtins_default_on=False)
+    add_toolkit_flags(parser)
     profiles = parser.add_argument_group("what to serve")
     profiles.add_argument("--mcp", action="store_true", help="the MCP server profile")
     profiles.add_argument(
@@ -136,6 +139,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def run_serve(args: argparse.Namespace) -> int:
     _check_flags(args)
+    args.config = config_path(args)
     return run_async(_serve(args))
 
 
@@ -332,19 +336,34 @@ async def _until_signal() -> None:
         await stop.wait()
 
 
-def _exposed_count(toolkit: Toolkit, mcp: Mapping[str, Any]) -> str:
+def _exposed(toolkit: Toolkit, mcp: Mapping[str, Any]) -> list[Tool]:
     from toolnexus.serve import exposed_mcp_tools
 
     try:
-        count = len(exposed_mcp_tools(toolkit.tools(), mcp))
+        return exposed_mcp_tools(toolkit.tools(), mcp)
     except TypeError as exc:  # e.g. the profile's "tools" is not a list
         raise CliError(str(exc)) from None
+
+
+def _exposed_count(toolkit: Toolkit, mcp: Mapping[str, Any]) -> str:
+    count = len(_exposed(toolkit, mcp))
     return f"{count} tool{'s' if count != 1 else ''}"
+
+
+def _note_builtins(toolkit: Toolkit, mcp: Mapping[str, Any] | None) -> None:
+    """Name the built-ins served over MCP: they run commands and change files."""
+    names = [t.name for t in _exposed(toolkit, mcp or {}) if t.source == "builtin"]
+    if names:
+        print(
+            f"toolnexus: serving the built-ins {', '.join(names)} (--no-builtins drops them)",
+            file=sys.stderr,
+        )
 
 
 async def _serve_stdio(toolkit: Toolkit, mcp: dict[str, Any] | None) -> None:
     """Serve until stdin closes or a signal arrives, whichever comes first."""
     exposed = _exposed_count(toolkit, mcp or {})
+    _note_builtins(toolkit, mcp)
     print(f"toolnexus: serving {exposed} over MCP stdio", file=sys.stderr, flush=True)
     serving = asyncio.ensure_future(toolkit.serve_stdio(mcp=mcp, on_call=_log_call))
     waiting = asyncio.ensure_future(_until_signal())
@@ -390,6 +409,7 @@ async def _serve_http(
         raise
     try:
         if mcp is not None:
+            _note_builtins(toolkit, mcp)
             exposed = _exposed_count(toolkit, mcp)
             print(f"toolnexus: MCP server at {handle.url}/mcp ({exposed})", file=sys.stderr)
         if a2a is not None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from toolnexus.cli._common import (
     CliError,
     add_toolkit_flags,
+    config_path,
     failed_servers,
     open_toolkit,
     run_async,
@@ -23,8 +24,9 @@ if TYPE_CHECKING:
 __all__ = ["add_parser", "run_tools"]
 
 DESCRIPTION = """\
-List every tool the toolkit resolves (MCP servers from --config, skills from --skills, the
-built-ins) with its source, then each MCP server's status and, for a failed one, the reason.
+List every tool the toolkit resolves (MCP servers from --config or ./mcp.json, skills from
+--skills, the built-ins unless --no-builtins) with its source, then each MCP server's status
+and, for a failed one, the reason.
 Exits 2 when an MCP server failed (after printing everything)."""
 
 
@@ -34,7 +36,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="list the resolved tools and the MCP servers' status",
         description=DESCRIPTION,
     )
-    add_toolkit_flags(parser, builtins_default_on=True, skip_failed=False)
+    add_toolkit_flags(parser, skip_failed=False)
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object instead of a table"
     )
@@ -43,13 +45,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run_tools(args: argparse.Namespace) -> int:
+    args.config = config_path(args)
     return run_async(_tools(args))
 
 
 async def _tools(args: argparse.Namespace) -> int:
-    toolkit = await open_toolkit(
-        config=args.config, skills=args.skills, builtins=None if args.builtins else False
-    )
+    toolkit = await open_toolkit(config=args.config, skills=args.skills, builtins=args.builtins)
     async with toolkit:
         if args.json:
             print(json.dumps(_as_json(toolkit), ensure_ascii=False, indent=2))

@@ -163,7 +163,9 @@ class RunLoop:
                 messages = wire.start_messages(system, history, self.prompt)
                 tools = wire.declarations(self.toolkit) if self.toolkit is not None else []
                 if out is not None and out.mode == "tool":
-                    tools = tools + wire.declarations(Toolkit(extra_tools=[out.tool()]))
+                    tools = tools + wire.declarations(
+                        Toolkit(builtins=False, extra_tools=[out.tool()])
+                    )
                 output_failures = 0
                 value: Any = _NO_VALUE
                 output_errors: list[dict[str, Any]] | None = None

@@ -413,6 +413,11 @@ class Connection:
             raise LoadError("not connected")
         async with asyncio.timeout(self.spec.timeout):
             tools = await list_all_tools(session, listing)
+        self._listed(tools)
+
+    def _listed(self, tools: list[types.Tool]) -> None:
+        """A new listing of the tools: tell the owner only if it differs from the last one (a
+        `list_changed` sent without a change rebuilds nothing and repeats no warning)."""
         if [wire(t) for t in tools] != [wire(t) for t in self.tools]:
             self.tools = tools
             if self._on_tools is not None:
@@ -437,7 +442,7 @@ class Connection:
                     scope.cancel()
                 await self._run()
             if scope.cancelled_caught and not self._ready.done():
-                failure = "cancelled" if self._stopping else self._timeout_text()
+                failure = "cancelled" if self._stopping else self._load_timeout_text()
         except Exception as exc:  # includes the task groups' ExceptionGroups
             failure = self._describe(exc)
             self.needs_sign_in = _find(exc, SignInRequired) is not None
@@ -694,9 +699,7 @@ class Connection:
         if scope.cancelled_caught:
             warn(f'MCP server "{name}" tool list refresh {self._timeout_text("tools/list")}')
             return
-        self.tools = tools
-        if self._on_tools is not None:
-            self._on_tools(self)
+        self._listed(tools)
 
     @contextmanager
     def _person_pause(self) -> Iterator[None]:
@@ -718,6 +721,12 @@ class Connection:
         finally:
             if self._phase == phase and not self._stopping:
                 scope.deadline = anyio.current_time() + left
+
+    @property
+    def phase(self) -> str | None:
+        """What the load is waiting for (`connect`, `discover`, `initialize`, `tools/list`);
+        `None` once ready."""
+        return self._phase
 
     def negotiation_phase(self, phase: str) -> None:
         """The load's negotiation moved on to `phase` (`discover` or `initialize`): give it a
@@ -827,6 +836,16 @@ class Connection:
             )
 
     # -- reasons --------------------------------------------------------------------------------
+
+    def _load_timeout_text(self) -> str:
+        """Why the load failed on a phase's deadline, and what in the server's entry fixes it."""
+        text = self._timeout_text()
+        if self._phase == "discover":
+            return (
+                f'{text}; a server older than MCP {MODERN} needs "protocol": "legacy" in its '
+                'entry, a slow one a larger "timeout" (ms)'
+            )
+        return f'{text}; a slow server needs a larger "timeout" (ms) in its entry'
 
     def _timeout_text(self, phase: str | None = None) -> str:
         return (

@@ -34,6 +34,7 @@ class ListingRepair:
         self._server = server
         self._listing_ids: set[types.RequestId] = set()
         self._originals: dict[str, dict[str, Any]] = {}
+        self._warned: set[str] = set()  # tools already reported: a re-listing repeats nothing
 
     def wrap(
         self,
@@ -80,7 +81,8 @@ class ListingRepair:
                 self._originals[str(tool.get("name"))] = schema
                 tool["inputSchema"] = dict(_PLACEHOLDER)
             return
-        if schema is not None:
+        if schema is not None and str(tool.get("name")) not in self._warned:
+            self._warned.add(str(tool.get("name")))
             warn(
                 f'MCP server "{self._server}" tool "{tool.get("name")}": inputSchema is not a '
                 'JSON object; using {"type":"object","properties":{}}'

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus._aio import mark_seen, wait_signal
 from toolnexus._filters import apply_name_filter
-from toolnexus._log import warn
+from toolnexus._log import PROGRESS, logger, warn
+from toolnexus._numbers import format_number
 from toolnexus._schema import drop_non_finite
 from toolnexus.errors import ConfigError, McpInputError, NotConnected, ToolnexusError
 from toolnexus.mcp_source import _input
@@ -73,6 +74,7 @@ READ_RESOURCE_SCHEMA: dict[str, Any] = {
     "required": ["uri"],
     "additionalProperties": False,
 }
+STILL_STARTING_S = 2.0  # a server not ready by then is reported as still starting
 _RECONNECT_EVERY = 5.0  # seconds between reconnect attempts to a lost remote server
 _DEATH_REPORT_WAIT = 2.0  # how long a failed call waits to learn whether the server went away
 _sdk: ModuleType | None = None  # `toolnexus.mcp_source._connection`, once imported
@@ -544,6 +546,7 @@ class _Server:
         self._lost_reported = False
         self._reconnect_tried = False
         self._next_attempt = 0.0
+        self._warned: set[str] = set()
         if isinstance(cfg, Mapping) and not is_enabled(cfg):
             self.status = "disabled"
             return
@@ -642,7 +645,31 @@ class _Server:
         return self.oauth
 
     async def connect(self, *, list_only: bool = False) -> bool:
-        """Connect and list; on failure record `failed` and warn. Never raises (but cancel)."""
+        """Connect and list; on failure record `failed` and warn. Never raises (but cancel).
+
+        A server still starting after `STILL_STARTING_S` is reported once (INFO), so a slow
+        or hung start is not silent until its timeout."""
+        still = asyncio.get_running_loop().call_later(STILL_STARTING_S, self._still_starting)
+        try:
+            return await self._connect(list_only=list_only)
+        finally:
+            still.cancel()
+
+    def _still_starting(self) -> None:
+        assert self.spec is not None
+        conn = self.conn
+        phase = conn.phase if conn is not None else None
+        logger.info(
+            '[toolnexus] MCP server "%s" is still starting after %s s (%s; each phase may take '
+            'up to its "timeout" of %s ms)',
+            self.name,
+            format_number(STILL_STARTING_S),
+            f"waiting for {phase}" if phase else "starting",
+            format_number(self.spec.timeout * 1000),
+            extra={PROGRESS: True},
+        )
+
+    async def _connect(self, *, list_only: bool) -> bool:
         assert self.spec is not None
         _start_sdk_import()  # first, so a stdio child starts up while the SDK loads
         process: Process | None = None
@@ -741,14 +768,20 @@ class _Server:
         self.transport = transport
         warn(f'MCP server "{self.name}" failed: {reason}')
 
+    def _warn_once(self, message: str) -> None:
+        """A warning about the server's listing, given once however often it is listed again."""
+        if message not in self._warned:
+            self._warned.add(message)
+            warn(message)
+
     def _build_tools(self, listed: Sequence[Any]) -> list[Tool]:
         assert self.spec is not None
         prefix = sanitize(self.name) + "_"
         tools: list[Tool] = []
-        for t in apply_tools_filter(self.name, listed, self.spec.tools_filter):
+        for t in apply_tools_filter(self.name, listed, self.spec.tools_filter, self._warn_once):
             info = tool_info(t)
             if info.task_support == "required":
-                warn(
+                self._warn_once(
                     f'MCP server "{self.name}" tool "{t.name}" requires task-augmented calls, '
                     "which toolnexus does not support; skipped"
                 )
@@ -1163,14 +1196,17 @@ def _repeatable(conn: Connection, tool_name: str) -> bool:
 
 
 def apply_tools_filter(
-    server: str, defs: Sequence[D], filter: Mapping[str, bool] | None
+    server: str,
+    defs: Sequence[D],
+    filter: Mapping[str, bool] | None,
+    report: Callable[[str], None] = warn,
 ) -> list[D]:
     """Keep the listed tool definitions the per-server `tools` filter admits.
 
     `defs` are objects with a `name` attribute or dicts with a `"name"` key (original names).
     """
     names = [str(d["name"] if isinstance(d, Mapping) else getattr(d, "name", "")) for d in defs]
-    kept = set(apply_name_filter(names, filter, what=f'MCP server "{server}" tools'))
+    kept = set(apply_name_filter(names, filter, what=f'MCP server "{server}" tools', report=report))
     return [d for d, n in zip(defs, names, strict=True) if n in kept]
 
 
