@@ -47,7 +47,7 @@ def free_port() -> int:
 
 SERVERS_HINT = (
     "apt-get install -y postgresql redis-server, or without root: "
-    "pip install -e '.[servers]' in the checkout; .ci/run installs them"
+    ".venv/bin/pip install -e '.[servers]' in the checkout; .ci/run installs them"
 )
 
 
