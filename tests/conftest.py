@@ -15,7 +15,7 @@ TESTS = Path(__file__).parent
 REPO = TESTS.parent
 sys.path.insert(0, str(TESTS))
 
-from support.db_servers import PostgresServer, postgres_bin  # noqa: E402 (needs the path above)
+from support.db_servers import SERVERS_HINT, PostgresServer, postgres_bin  # noqa: E402 (needs the path above)
 from support.requires import missing  # noqa: E402
 
 
@@ -23,7 +23,7 @@ from support.requires import missing  # noqa: E402
 def postgres() -> Iterator[PostgresServer]:
     """A real PostgreSQL server for the session (skipped, with the install command, without it)."""
     if postgres_bin() is None:
-        missing("PostgreSQL binaries", "apt-get install -y postgresql; .ci/run does")
+        missing("PostgreSQL binaries", SERVERS_HINT)
     server = PostgresServer()
     try:
         yield server

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from toolnexus._current_agent import current_agent
+from toolnexus._extras import extra_hint
 from toolnexus._version import __version__
 
 if TYPE_CHECKING:
@@ -162,7 +163,8 @@ def _resolve(trace_mod: Any) -> Telemetry | None:
     except ImportError:  # the `[otel]` extra brings the semantic conventions
         logging.getLogger("toolnexus").warning(
             "[toolnexus] OpenTelemetry is configured but opentelemetry-semantic-conventions "
-            "is missing: install toolnexus[otel]"
+            "is missing: %s",
+            extra_hint("otel"),
         )
         return None
     return _resolved

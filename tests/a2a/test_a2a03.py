@@ -1,6 +1,7 @@
 """a2a-sdk 0.3.x both ways. It cannot share an environment with a2a-sdk 1.x (the same `a2a`
 package), so its side runs in the Python named by `TOOLNEXUS_A2A03_PYTHON` (`make test` builds
-and caches that virtualenv); without it these tests are skipped."""
+and caches that virtualenv); without it these tests skip, and fail under
+`TOOLNEXUS_REQUIRE_ALL=1`."""
 
 from __future__ import annotations
 
@@ -16,16 +17,20 @@ import pytest
 import pytest_asyncio
 
 from support.polling import wait_until
+from support.requires import missing
 from toolnexus.a2a import agent, agent_tools
 from toolnexus.types import Answer, ToolContext
 
 PYTHON = os.environ.get("TOOLNEXUS_A2A03_PYTHON", "")
 SCRIPTS = Path(__file__).resolve().parents[1] / "support" / "a2a03"
 
-pytestmark = [
-    pytest.mark.a2a03,
-    pytest.mark.skipif(not PYTHON, reason="TOOLNEXUS_A2A03_PYTHON is not set"),
-]
+pytestmark = pytest.mark.a2a03
+
+
+@pytest.fixture(autouse=True)
+def _a2a03_python() -> None:
+    if not PYTHON:
+        missing("a2a-sdk 0.3 Python (TOOLNEXUS_A2A03_PYTHON)", "make test builds .venv-a2a03")
 
 
 async def test_sdk03_client_against_our_agent(served):

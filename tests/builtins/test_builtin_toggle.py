@@ -249,15 +249,6 @@ async def test_extra_tool_shadows_a_builtin() -> None:
         assert (await tk.execute("bash", {})).output == "no shell here"
 
 
-def _has_mcp_source() -> bool:
-    try:
-        from toolnexus.mcp_source import load_mcp_with_context  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _has_mcp_source(), reason="toolnexus.mcp_source not built yet")
 async def test_config_top_level_builtins_key(tmp_path: Path) -> None:
     cfg = {"mcpServers": {}, "builtins": {"tools": {"webfetch": False}}}
     async with await create_toolkit(mcp_config=cfg) as tk:
@@ -272,7 +263,6 @@ async def test_config_top_level_builtins_key(tmp_path: Path) -> None:
         assert names(tk.tools()) == ALL
 
 
-@pytest.mark.skipif(not _has_mcp_source(), reason="toolnexus.mcp_source not built yet")
 async def test_config_workspace_key(tmp_path: Path) -> None:
     cfg = {"mcpServers": {}, "builtins": {"workspace": str(tmp_path)}}
     async with await create_toolkit(mcp_config=cfg) as tk:

@@ -7,14 +7,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from support.db_servers import PostgresServer, RedisServer, postgres_bin, redis_bin
+from support.db_servers import SERVERS_HINT, PostgresServer, RedisServer, postgres_bin, redis_bin
 from support.requires import missing
 
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     if redis_bin() is None:
-        missing("redis-server", "apt-get install -y redis-server; .ci/run does")
+        missing("redis-server", SERVERS_HINT)
     server = RedisServer()
     try:
         yield server
@@ -28,11 +28,11 @@ def fragile(request: pytest.FixtureRequest) -> Iterator[tuple[str, PostgresServe
     server: PostgresServer | RedisServer
     if request.param == "postgres":
         if postgres_bin() is None:
-            missing("PostgreSQL binaries", "apt-get install -y postgresql; .ci/run does")
+            missing("PostgreSQL binaries", SERVERS_HINT)
         server = PostgresServer()
     else:
         if redis_bin() is None:
-            missing("redis-server", "apt-get install -y redis-server; .ci/run does")
+            missing("redis-server", SERVERS_HINT)
         server = RedisServer()
     try:
         yield request.param, server

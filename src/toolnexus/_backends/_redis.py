@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from toolnexus._backends import SCHEMA_VERSION, redact_url
+from toolnexus._extras import extra_hint
 from toolnexus._secrets import remember_url
 from toolnexus.errors import StoreConfigError
 
@@ -60,9 +61,7 @@ class RedisPool:
             from redis.backoff import ExponentialBackoff
             from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
         except ImportError as exc:
-            raise StoreConfigError(
-                "Redis stores need redis-py: pip install 'toolnexus[redis]'"
-            ) from exc
+            raise StoreConfigError(f"Redis stores need redis-py: {extra_hint('redis')}") from exc
         try:
             client = Redis.from_url(
                 self.url,

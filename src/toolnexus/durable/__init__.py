@@ -1,4 +1,4 @@
-"""Durable runs on DBOS: a run that survives the process it started in (`toolnexus[dbos]`).
+"""Durable runs on DBOS: a run that survives the process it started in (the `dbos` extra).
 
 ```python
 from dbos import DBOS
@@ -15,6 +15,13 @@ are read back from the system database, never sent or executed again. The call i
 the crash runs again (at least once); a tool makes that safe with `step_key()` as an
 idempotency key.
 """
+
+from toolnexus._extras import extra_hint
+
+try:
+    import dbos  # noqa: F401
+except ImportError as exc:
+    raise ImportError(f"toolnexus.durable needs DBOS: {extra_hint('dbos')}", name="dbos") from exc
 
 from toolnexus.durable._client import (
     DurableClient,

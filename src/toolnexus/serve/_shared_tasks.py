@@ -269,7 +269,7 @@ class PostgresTaskStore(_SharedTasks):
     The filters and order of `ListTasks` (context, state, updated-after, newest first) run in
     SQL on indexed columns; saves are single upserts, durable on commit. The pool opens on
     first use, creating the table and recording its schema version; an unreachable server then
-    raises `StoreConfigError` naming the URL without its password. Needs `toolnexus[postgres]`.
+    raises `StoreConfigError` naming the URL without its password. Needs the `postgres` extra.
     """
 
     def __init__(
@@ -486,7 +486,7 @@ class RedisTaskStore(_SharedTasks):
     the set of ids. A save writes both in one transaction. `ListTasks` reads every task and
     filters here (fine for the thousands of tasks a Redis store usually keeps; use PostgreSQL
     for more). Durability is the server's (AOF with `appendfsync always` to lose nothing).
-    Needs `toolnexus[redis]`.
+    Needs the `redis` extra.
     """
 
     def __init__(

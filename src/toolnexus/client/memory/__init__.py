@@ -68,8 +68,8 @@ def __getattr__(name: str) -> Any:
 def open_conversation_store(store: Any) -> ConversationStore:
     """The store a `store=` value names: a store object as is, or a config string.
 
-    Strings: `"memory"`; `postgres://…`/`postgresql://…` (needs `toolnexus[postgres]`);
-    `redis://…`/`rediss://…`/`unix://…` (needs `toolnexus[redis]`); `sqlite:<path>` or any other
+    Strings: `"memory"`; `postgres://…`/`postgresql://…` (needs the `postgres` extra);
+    `redis://…`/`rediss://…`/`unix://…` (needs the `redis` extra); `sqlite:<path>` or any other
     string or path-like is a SQLite file. Connections open on first use.
     """
     if isinstance(store, os.PathLike):

@@ -39,7 +39,7 @@ class PostgresConversationStore(LeasedStore):
     (`toolnexus_conversations`, `toolnexus_conversation_leases`) and records their schema
     version; a server unreachable then raises `StoreConfigError` naming the URL without its
     password. Claims are lease rows timed by the server's clock; each save through a claim
-    checks the lease in the same transaction as the write. Needs `toolnexus[postgres]`.
+    checks the lease in the same transaction as the write. Needs the `postgres` extra.
     """
 
     def __init__(

@@ -49,7 +49,7 @@ class RedisConversationStore(LeasedStore):
     layout version. The first use pings the server: unreachable ⇒ `StoreConfigError` naming the
     URL without its password. Saves through a claim check the lease and write in one Lua
     script. Durability is the server's (enable AOF with `appendfsync always` to lose nothing on
-    a crash). Needs `toolnexus[redis]`.
+    a crash). Needs the `redis` extra.
     """
 
     def __init__(
