@@ -328,7 +328,7 @@ async def test_translate_provider_error(llm, make_client):
     from toolnexus.client import ProviderError
 
     metrics = []
-    llm.push(error(401, "invalid x-api-key"))
+    llm.push(error(400, "invalid x-api-key"))
     with pytest.raises(ProviderError, match="invalid x-api-key"):
         await make_client("anthropic", on_metric=metrics.append).translate(
             [{"role": "user", "content": "q"}]

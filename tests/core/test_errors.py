@@ -201,3 +201,23 @@ async def test_bad_openapi_source_and_serve_address_are_config_errors(tmp_path: 
         await toolkit.serve("not-an-address", mcp={})
     with pytest.raises(ConfigError):
         await toolkit.list_mcp_resources()  # no MCP servers
+
+
+def test_provider_error_takes_retry_after_third_as_published() -> None:
+    err = ProviderError(429, "slow down", "7")
+    assert (err.status, err.body, err.text, err.retry_after) == (429, "slow down", "slow down", "7")
+    assert str(err) == "LLM 429: slow down"
+    assert ProviderError(503, "busy", headers={"Retry-After": "2"}).retry_after == "2"
+    assert ProviderError(503, "busy").retry_after is None
+
+
+def test_provider_error_bodies_lose_account_ids_and_auth_answers() -> None:
+    body = '{"error": {"message": "quota", "user_id": "user-123", "org_id": 42}}'
+    err = ProviderError(400, body)
+    assert "user-123" not in err.body and "42" not in err.body
+    assert err.body == (
+        '{"error": {"message": "quota", "user_id": "«redacted»", "org_id": "«redacted»"}}'
+    )
+    for status in (401, 403):
+        refused = ProviderError(status, "bad key sk-live-abc for org_id=7")
+        assert (str(refused), refused.body) == (f"LLM {status}", "")
