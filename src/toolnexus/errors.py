@@ -246,11 +246,14 @@ def provider_message_of(body: str) -> str:
 
 
 class RunTimeout(ToolnexusError, TimeoutError):
-    """The run's `timeout_ms` deadline passed (message `run timeout after <ms>ms`)."""
+    """The run's `timeout_ms` deadline passed (message
+    `run timeout after <ms>ms (client timeout_ms budget)`, as published: it names the option)."""
 
     def __init__(self, timeout_ms: float) -> None:
         self.timeout_ms = timeout_ms
-        super().__init__(f"run timeout after {format_number(timeout_ms)}ms")
+        super().__init__(
+            f"run timeout after {format_number(timeout_ms)}ms (client timeout_ms budget)"
+        )
 
 
 class RunCancelled(ToolnexusError):

@@ -118,10 +118,11 @@ def test_provider_error_fields() -> None:
 
 
 def test_run_errors_read_as_before() -> None:
-    assert str(RunTimeout(250)) == "run timeout after 250ms"
-    assert str(RunTimeout(2.5)) == "run timeout after 2.5ms"
-    assert str(RunTimeout(250.0)) == "run timeout after 250ms"
-    assert str(RunTimeout(0.3 * 1000)) == "run timeout after 300ms"  # not 300.00000000000006
+    assert str(RunTimeout(250)) == "run timeout after 250ms (client timeout_ms budget)"
+    assert str(RunTimeout(2.5)) == "run timeout after 2.5ms (client timeout_ms budget)"
+    assert str(RunTimeout(250.0)) == "run timeout after 250ms (client timeout_ms budget)"
+    # not 300.00000000000006
+    assert str(RunTimeout(0.3 * 1000)) == "run timeout after 300ms (client timeout_ms budget)"
     assert str(RunCancelled()) == "run cancelled"
     assert str(EnvVarError("TOKEN")) == "environment variable TOKEN is not set"
 
