@@ -22,7 +22,7 @@ AgentConfig: TypeAlias = dict[str, Any]
 AgentsConfig: TypeAlias = dict[str, dict[str, Any]]
 """Agent name → `AgentConfig` (the `agents` block)."""
 BuiltinsConfig: TypeAlias = bool | dict[str, Any]
-"""The `builtins` option: `True`/`False`, or an object (`tools`, `workspace`, …)."""
+"""The `builtins` option: `True`/`False`, or an object (`tools`, `base_dir`, `shell`, …)."""
 
 
 def is_enabled(cfg: Mapping[str, Any]) -> bool:

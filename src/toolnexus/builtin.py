@@ -6,7 +6,7 @@ The code lives in `toolnexus.builtins`; this module hands out the same objects.
 from __future__ import annotations
 
 from toolnexus._config import BuiltinsConfig
-from toolnexus.builtins import builtins_enabled, create_builtin_tools, select_builtins
+from toolnexus.builtins import _settings, builtins_enabled, create_builtin_tools, select_builtins
 from toolnexus.builtins._glob import SKIPPED_DIRS as IGNORE_DIRS
 from toolnexus.builtins._shell import shell_argv
 
@@ -21,9 +21,10 @@ __all__ = [
 
 
 def builtin_shell(cfg: BuiltinsConfig | None = None) -> list[str]:
-    """The command prefix `bash` runs a command with (`[shell, "-c"]`).
+    """The command prefix `bash` runs a command with: `cfg`'s `shell` option, else
+    `[bash or sh, "-c"]` — what `metadata["shell"]` of a bash result shows, space-joined.
 
-    `cfg` is checked like `select_builtins` checks it; the shell does not depend on it.
+    `cfg` is checked like `select_builtins` checks it.
     """
     select_builtins(cfg)  # the same error for a bad config
-    return shell_argv()
+    return shell_argv(_settings(cfg))

@@ -151,46 +151,52 @@ class MissingApiKey(ConfigError):
 class ProviderError(ToolnexusError):
     """The LLM provider answered with an error (non-2xx, or an error-shaped 2xx body).
 
-    `status` is the HTTP status, `body` the response text, `message` the whole message
-    (`LLM <status>: <provider message>`) and `provider_message` the provider's own words.
-    `headers` are the response headers (rate-limit details, `Retry-After`), `None` for an
-    error event inside a stream.
+    `status` is the HTTP status and `body` the response text as it may be read (see
+    `toolnexus.client.safe_error_body`: account identifiers redacted, a 401/403 body dropped).
+    `message` reads `LLM <status>: <provider message>`, that message capped at
+    `MAX_ERROR_BODY` characters; `provider_message` is the provider's own words (or ours about
+    a body we could not use). `retry_after` is the `Retry-After` header as sent (the third
+    positional argument, as published, else taken from `headers`), `None` without one.
+    `headers` are the response headers, `None` for an error event inside a stream.
     """
 
     def __init__(
         self,
         status: int,
         body: str,
-        provider_message: str | None = None,
+        retry_after: str | None = None,
         *,
+        provider_message: str | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
+        from toolnexus._error_body import MAX_ERROR_BODY, redact_identifiers, safe_error_body
         from toolnexus._secrets import redact
 
         if provider_message is None:
-            provider_message = provider_message_of(body)
-        # A provider that echoes a credential back (in a body or a stream event) never shows it.
-        body = redact(body)
-        provider_message = redact(provider_message) if provider_message else provider_message
+            provider_message = provider_message_of(safe_error_body(status, body))
+        # A provider that echoes a credential or an account id back never shows it.
+        body = redact(safe_error_body(status, body))
+        if provider_message:
+            provider_message = redact(redact_identifiers(provider_message))
         self.status = status
         self.body = body
         self.provider_message = provider_message
         self.headers = headers
-        self.message = f"LLM {status}: {provider_message}" if provider_message else f"LLM {status}"
+        if retry_after is None:
+            retry_after = next(
+                (v for k, v in (headers or {}).items() if k.lower() == "retry-after"), None
+            )
+        self.retry_after = retry_after
+        shown = provider_message
+        if shown and len(shown) > MAX_ERROR_BODY:
+            shown = shown[:MAX_ERROR_BODY] + "…"
+        self.message = f"LLM {status}: {shown}" if shown else f"LLM {status}"
         super().__init__(self.message)
 
     @property
     def text(self) -> str:
         """The response text: `body` under the name the published package also gives it."""
         return self.body
-
-    @property
-    def retry_after(self) -> str | None:
-        """The `Retry-After` header as the provider sent it, `None` without one."""
-        for name, value in (self.headers or {}).items():
-            if name.lower() == "retry-after":
-                return value
-        return None
 
 
 class ProviderConnectionError(ToolnexusError, ConnectionError):
@@ -241,11 +247,14 @@ def provider_message_of(body: str) -> str:
 
 
 class RunTimeout(ToolnexusError, TimeoutError):
-    """The run's `timeout_ms` deadline passed (message `run timeout after <ms>ms`)."""
+    """The run's `timeout_ms` deadline passed (message
+    `run timeout after <ms>ms (client timeout_ms budget)`, as published: it names the option)."""
 
     def __init__(self, timeout_ms: float) -> None:
         self.timeout_ms = timeout_ms
-        super().__init__(f"run timeout after {format_number(timeout_ms)}ms")
+        super().__init__(
+            f"run timeout after {format_number(timeout_ms)}ms (client timeout_ms budget)"
+        )
 
 
 class RunCancelled(ToolnexusError):

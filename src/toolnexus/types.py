@@ -14,7 +14,7 @@ from typing_extensions import TypeVar
 
 from toolnexus._aio import is_async_callable, run_in_thread
 from toolnexus._log import tool_raised
-from toolnexus.errors import ConfigTypeError, WireFormatError
+from toolnexus.errors import ConfigError, ConfigTypeError, WireFormatError
 
 if TYPE_CHECKING:
     from toolnexus.content import ContentPart
@@ -384,11 +384,20 @@ def pending_of(result: ToolResult | None) -> Request | None:
     return request if isinstance(request, Request) else None
 
 
-def answer_output(id: str, output: Any) -> Answer:
-    """A positive answer whose data carries `output`."""
+def answer_output(id: str, output: str) -> Answer:
+    """A positive answer whose data carries `output` (text; anything else is a `TypeError`)."""
+    if not isinstance(output, str):
+        raise ConfigTypeError(f"answer output must be a str, got {type(output).__name__}")
     return Answer(id=id, ok=True, data={"output": output})
 
 
+_DECLINE_REASONS = ("declined", "cancelled", "expired")
+
+
 def answer_declined(id: str, reason: str = "declined") -> Answer:
-    """A negative answer (`declined`, `cancelled` or `expired`)."""
+    """A negative answer: `reason` is `declined`, `cancelled` or `expired` (else `ValueError`)."""
+    if reason not in _DECLINE_REASONS:
+        raise ConfigError(
+            f'answer reason must be "declined", "cancelled" or "expired", got {reason!r}'
+        )
     return Answer(id=id, ok=False, reason=reason)

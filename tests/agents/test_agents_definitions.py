@@ -167,6 +167,24 @@ async def test_a_published_transport_drives_a_two_turn_run() -> None:
     assert [p["model"] for p in transport.posts] == ["gpt-x", "gpt-x"]
 
 
+async def test_llm_says_the_endpoint_and_model_and_transport_does_the_io() -> None:
+    transport = PublishedTransport()
+    urls: list[str] = []
+    post = transport.post
+
+    def recording(url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float):
+        urls.append(url)
+        return post(url, headers, payload, timeout)
+
+    transport.post = recording  # type: ignore[method-assign]
+    llm = {"base_url": "http://gateway.invalid/v1", "style": "openai", "model": "gpt-y"}
+    looker = agent("looker", does="looks", uses={"tools": [TOOLS["lookup"]]})
+    result = await looker.run("look", llm={**llm, "api_key": "k"}, transport=transport)
+    assert (result.status, result.text) == ("done", "looked it up")
+    assert [p["model"] for p in transport.posts] == ["gpt-y", "gpt-y"]
+    assert urls == ["http://gateway.invalid/v1/chat/completions"] * 2
+
+
 async def test_agent_turns_show_in_the_clients_metrics_and_a_root_interpreter_answers() -> None:
     model = model_of(WORLD)
     approvals: list[str] = []

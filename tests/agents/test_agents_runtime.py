@@ -457,3 +457,19 @@ def test_the_published_module_paths_hold_the_same_objects() -> None:
     assert compaction.compactor is agents.compactor and surface.agent is agents.agent
     assert surface.MAX_BOOTSTRAP_FILE_BYTES == 2097152
     assert loop.LOOP_UNSUPPORTED_FIELDS == (("uses", "tools"), ("team", "team"))
+
+
+async def test_closing_a_handle_that_never_ran_gives_it_a_closed_result() -> None:
+    rt, _ = make()
+    idle = spawn(rt, rt.root, "slow")
+    assert idle.last_result is None
+    await rt.close(idle)
+    result = idle.last_result
+    assert result is not None
+    assert (result.status, result.text, result.is_error, result.turns) == (
+        "closed",
+        "closed",
+        True,
+        0,
+    )
+    await rt.close(rt.root)

@@ -16,6 +16,9 @@ import pytest
 from support.polling import wait_until
 from support.processes import live_processes
 from toolnexus import create_toolkit
+from toolnexus.builtin import builtin_shell
+
+SHELL = " ".join(builtin_shell())  # what `metadata["shell"]` shows
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc")
 
@@ -74,7 +77,7 @@ async def test_close_ends_a_bash_command_still_running_and_its_call_returns() ->
         await toolkit.close()
         assert live_processes(marker) == []
         result = await asyncio.wait_for(call, 15)  # a generous bound on a hang
-        assert result.is_error and result.metadata == {"exitCode": 137}
+        assert result.is_error and result.metadata == {"shell": SHELL, "exitCode": 137}
     finally:
         call.cancel()
         await toolkit.close()

@@ -62,15 +62,15 @@ async def test_grep_walks_in_name_order_skipping_git_and_node_modules(
     assert result.metadata == {"count": 7}
 
 
-async def test_grep_path_is_joined_as_given(tree: Path, tools: dict[str, Tool]) -> None:
+async def test_grep_paths_are_relative_to_the_searched_path(
+    tree: Path, tools: dict[str, Tool]
+) -> None:
     result = await tools["grep"].execute({"pattern": "(?i)hello", "path": "src/util"})
     assert result.output == (
-        'src/util/data.json:1:{"hello": true}\n'
-        "src/util/helpers.py:1:HELLO = 1\n"
-        "src/util/helpers.py:2:hello = 2"
+        'data.json:1:{"hello": true}\nhelpers.py:1:HELLO = 1\nhelpers.py:2:hello = 2'
     )
-    absolute = await tools["grep"].execute({"pattern": "^def", "path": str(tree / "src")})
-    assert absolute.output == f"{tree / 'src'}/main.py:1:def main():"
+    absolute = await tools["grep"].execute({"pattern": "^def", "path": str(tree)})
+    assert absolute.output == "src/main.py:1:def main():"
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from support.builtin_tools import tools_for
+from toolnexus.builtin import builtin_shell
 from toolnexus.types import Tool, ToolContext
+
+SHELL = " ".join(builtin_shell())  # what `metadata["shell"]` shows
 
 DEADLINE = 10.0
 
@@ -59,20 +62,20 @@ async def test_exit_zero_combined_output_in_order(bash: Tool) -> None:
     result = await bash.execute({"command": "echo one; echo two >&2; echo three"})
     assert result.output == "one\ntwo\nthree\n"
     assert not result.is_error
-    assert result.metadata == {"exitCode": 0}
+    assert result.metadata == {"shell": SHELL, "exitCode": 0}
 
 
 async def test_nonzero_exit_is_an_error_with_the_code(bash: Tool) -> None:
     result = await bash.execute({"command": "echo failing >&2; exit 7"})
     assert result.is_error
     assert result.output == "failing\n\nbash: command exited with code 7"
-    assert result.metadata == {"exitCode": 7}
+    assert result.metadata == {"shell": SHELL, "exitCode": 7}
 
 
 async def test_killed_by_signal_reports_shell_style_code(bash: Tool) -> None:
     result = await bash.execute({"command": "kill -9 $$"})
     assert result.is_error
-    assert result.metadata == {"exitCode": 137}
+    assert result.metadata == {"shell": SHELL, "exitCode": 137}
 
 
 async def test_empty_command_is_required(bash: Tool) -> None:
@@ -123,7 +126,7 @@ async def test_output_cap_with_marker(ws: Path) -> None:
         "[truncated: 1000 bytes of 97.7 KB shown; "
         "redirect the output to a file and read it with offset/limit]"
     )
-    assert result.metadata == {"exitCode": 0}
+    assert result.metadata == {"shell": SHELL, "exitCode": 0}
 
 
 async def test_cap_cuts_on_a_character_boundary(ws: Path) -> None:

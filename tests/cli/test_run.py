@@ -187,11 +187,11 @@ def test_unreachable_endpoint_is_one_line(cli) -> None:
 
 
 def test_provider_error_is_one_line(cli, fake_llm: FakeLLM) -> None:
-    fake_llm.push(error(401, "invalid api key"))
+    fake_llm.push(error(400, "invalid api key"))
     done = cli(
         "run", *_model_flags(fake_llm, "openai"), "--api-key", "k", "--no-builtins", "--once", "hi"
     )
-    assert one_line_error(done) == "toolnexus: error: LLM 401: invalid api key"
+    assert one_line_error(done) == "toolnexus: error: LLM 400: invalid api key"
 
 
 def test_unreadable_config_is_one_line(cli, fake_llm: FakeLLM, tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ import logging
 import pytest
 
 from support.client_helpers import STYLES, add_tool, kit
-from support.fake_llm import call, text, tools
-from toolnexus.client import Hooks
+from support.fake_llm import call, error, text, tools
+from toolnexus.client import Hooks, ProviderError
 from toolnexus.types import ToolResult
 
 
@@ -121,8 +121,24 @@ async def test_before_llm_model_override_is_for_one_turn(llm, make_client):
         "openai", hooks={"before_llm": before_llm}, on_metric=metrics.append
     ).run("x", kit(add_tool()))
     assert [r.body["model"] for r in llm.requests] == ["router/cheap", "test-model"]
-    assert result.model == "test-model"
+    assert result.model == "test-model"  # the model last sent
     assert [m["model"] for m in metrics if m["event"] == "llm"] == ["router/cheap", "test-model"]
+
+
+async def test_a_run_reports_the_model_it_last_sent(llm, make_client):
+    llm.push(tools(call("add", {"a": 1, "b": 1})), text("ok"), error(500, "down"))
+    metrics = []
+
+    def before_llm(info):
+        return {"model": f"router/{info['turn']}"}
+
+    client = make_client("openai", hooks={"before_llm": before_llm}, on_metric=metrics.append)
+    result = await client.run("x", kit(add_tool()))
+    assert result.model == "router/1"
+    with pytest.raises(ProviderError):
+        await client.run("x")
+    runs = [(m["model"], m.get("error") is not None) for m in metrics if m["event"] == "run"]
+    assert runs == [("router/1", False), ("router/0", True)]
 
 
 async def test_before_llm_raising_aborts_the_run(llm, make_client):

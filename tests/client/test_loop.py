@@ -272,7 +272,9 @@ async def test_error_body_text_is_cut_and_empty_body_is_bare(llm, make_client):
     client = make_client("openai")
     with pytest.raises(ProviderError) as info:
         await client.run("x")
-    assert str(info.value) == "LLM 404: " + "x" * 500
+    # capped at MAX_ERROR_BODY (200, as published; issue 31 over the contract's 500)
+    assert str(info.value) == "LLM 404: " + "x" * 200 + "…"
+    assert info.value.body == "x" * 600  # the typed body keeps it all
     with pytest.raises(ProviderError) as info:
         await client.run("x")
     assert str(info.value) == "LLM 403"
@@ -285,11 +287,12 @@ LONG = "y" * 700
     ("body", "message"),
     [
         ({"error": {"message": "model not found", "type": "x"}}, "LLM 400: model not found"),
-        ({"error": {"message": LONG}}, "LLM 400: " + LONG),  # error.message is never cut
-        # no error.message: the body text (cut to 500 characters) is the provider message
+        # the message is capped at MAX_ERROR_BODY (200) characters, as published (issue 31)
+        ({"error": {"message": LONG}}, "LLM 400: " + LONG[:200] + "…"),
+        # no error.message: the body text is the provider message
         ({"error": "overloaded"}, 'LLM 400: {"error": "overloaded"}'),
         ({"error": {"type": "invalid_request"}}, 'LLM 400: {"error": {"type": "invalid_request"}}'),
-        ({"detail": LONG}, 'LLM 400: {"detail": "' + LONG[:488]),
+        ({"detail": LONG}, 'LLM 400: {"detail": "' + LONG[:188] + "…"),
         ("plain text failure", "LLM 400: plain text failure"),
         ("", "LLM 400"),
         ("  \n", "LLM 400"),
@@ -305,15 +308,22 @@ async def test_provider_error_message_rules(llm, make_client, body, message):
 
 
 async def test_an_echoed_api_key_is_blanked_out_of_the_error(llm, make_client):
-    def echo(request):
-        key = request.headers["authorization"].removeprefix("Bearer ")
-        return raw(401, {"error": {"message": f"Incorrect API key provided: {key}."}})
+    def echo(status):
+        def answer(request):
+            key = request.headers["authorization"].removeprefix("Bearer ")
+            return raw(status, {"error": {"message": f"Key rejected: {key}."}})
 
-    llm.push(echo)
+        return answer
+
+    llm.push(echo(400), echo(401))
+    client = make_client("openai", api_key="sk-live-SECRET-123")
     with pytest.raises(ProviderError) as info:
-        await make_client("openai", api_key="sk-live-SECRET-123").run("x")
-    assert str(info.value) == "LLM 401: Incorrect API key provided: [redacted]."
+        await client.run("x")
+    assert str(info.value) == "LLM 400: Key rejected: [redacted]."
     assert "SECRET" not in info.value.body
+    with pytest.raises(ProviderError) as info:  # a 401/403 body is dropped whole
+        await client.run("x")
+    assert (str(info.value), info.value.body) == ("LLM 401", "")
 
 
 @pytest.mark.parametrize("style", STYLES)

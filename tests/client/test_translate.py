@@ -328,7 +328,7 @@ async def test_translate_provider_error(llm, make_client):
     from toolnexus.client import ProviderError
 
     metrics = []
-    llm.push(error(401, "invalid x-api-key"))
+    llm.push(error(400, "invalid x-api-key"))
     with pytest.raises(ProviderError, match="invalid x-api-key"):
         await make_client("anthropic", on_metric=metrics.append).translate(
             [{"role": "user", "content": "q"}]
@@ -346,7 +346,7 @@ async def test_translate_honours_cancel_and_the_run_deadline(llm, make_client):
         await make_client("anthropic").translate(question, cancel=cancel)
     assert llm.requests == []
     llm.push(text("never", hang=True))
-    with pytest.raises(RunTimeout, match=r"^run timeout after 300ms$"):
+    with pytest.raises(RunTimeout, match=r"^run timeout after 300ms \(client timeout_ms budget\)$"):
         await make_client("openai", timeout_ms=300).translate(question)
 
 

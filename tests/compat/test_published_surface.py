@@ -106,13 +106,11 @@ DELIBERATE.update(
                 "extra required parameter 'a2a'",
             )
         },
-        # Left to the error-tree issue: ours carries `body`, `provider_message` and `headers`.
+        # Ours names the body `body` (`.text` reads it too); positional calls are the same.
         **{
-            ("ProviderError", f"constructor: {problem}"): "the error tree is its own issue"
+            ("ProviderError", f"constructor: {problem}"): _CONTRACT_NAME
             for problem in (
                 "positional parameter 1 is 'body' (POSITIONAL_OR_KEYWORD), published 'text'",
-                "positional parameter 2 is 'provider_message' (POSITIONAL_OR_KEYWORD), "
-                "published 'retry_after'",
                 "extra required parameter 'body'",
             )
         },
@@ -120,14 +118,8 @@ DELIBERATE.update(
 )
 
 # Module-level names of the published package we do not provide, and why.
-_REDACTION = "a helper of the published package's error-body redaction; ours is internal"
 NOT_PROVIDED: dict[tuple[str, str], str] = {
     ("toolnexus.builtin", "KILL_GRACE_MS"): "our bash kills the process tree at once: no grace",
-    ("toolnexus.client", "MAX_ERROR_BODY"): _REDACTION,
-    ("toolnexus.client", "REDACTED"): _REDACTION,
-    ("toolnexus.client", "capped_error_body"): _REDACTION,
-    ("toolnexus.client", "redact_identifiers"): _REDACTION,
-    ("toolnexus.client", "safe_error_body"): _REDACTION,
     ("toolnexus.mcp_serve", "serve_mcp_http_request"): (
         "the published package's bridge from its threaded HTTP server to the MCP SDK; ours "
         "serves MCP on an ASGI app (build_mcp_server gives the SDK server itself)"

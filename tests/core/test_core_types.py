@@ -130,6 +130,19 @@ def test_answers() -> None:
     assert Answer.from_dict({"id": "r1", "ok": True}) == Answer(id="r1", ok=True)
 
 
+@pytest.mark.parametrize("output", [5, None, {"a": 1}, b"blue"])
+def test_answer_output_takes_text_only(output: object) -> None:
+    with pytest.raises(TypeError, match="answer output must be a str, got"):
+        answer_output("r1", output)  # type: ignore[arg-type]
+
+
+def test_answer_declined_takes_the_three_reasons_only() -> None:
+    for reason in ("declined", "cancelled", "expired"):
+        assert answer_declined("r1", reason).reason == reason
+    with pytest.raises(ValueError, match="got 'nope'"):
+        answer_declined("r1", "nope")
+
+
 async def test_tool_execute_maps_returns_and_failures() -> None:
     def boom(args: dict[str, object], ctx: Context) -> str:
         raise ValueError("no such city")

@@ -118,10 +118,11 @@ def test_provider_error_fields() -> None:
 
 
 def test_run_errors_read_as_before() -> None:
-    assert str(RunTimeout(250)) == "run timeout after 250ms"
-    assert str(RunTimeout(2.5)) == "run timeout after 2.5ms"
-    assert str(RunTimeout(250.0)) == "run timeout after 250ms"
-    assert str(RunTimeout(0.3 * 1000)) == "run timeout after 300ms"  # not 300.00000000000006
+    assert str(RunTimeout(250)) == "run timeout after 250ms (client timeout_ms budget)"
+    assert str(RunTimeout(2.5)) == "run timeout after 2.5ms (client timeout_ms budget)"
+    assert str(RunTimeout(250.0)) == "run timeout after 250ms (client timeout_ms budget)"
+    # not 300.00000000000006
+    assert str(RunTimeout(0.3 * 1000)) == "run timeout after 300ms (client timeout_ms budget)"
     assert str(RunCancelled()) == "run cancelled"
     assert str(EnvVarError("TOKEN")) == "environment variable TOKEN is not set"
 
@@ -201,3 +202,23 @@ async def test_bad_openapi_source_and_serve_address_are_config_errors(tmp_path: 
         await toolkit.serve("not-an-address", mcp={})
     with pytest.raises(ConfigError):
         await toolkit.list_mcp_resources()  # no MCP servers
+
+
+def test_provider_error_takes_retry_after_third_as_published() -> None:
+    err = ProviderError(429, "slow down", "7")
+    assert (err.status, err.body, err.text, err.retry_after) == (429, "slow down", "slow down", "7")
+    assert str(err) == "LLM 429: slow down"
+    assert ProviderError(503, "busy", headers={"Retry-After": "2"}).retry_after == "2"
+    assert ProviderError(503, "busy").retry_after is None
+
+
+def test_provider_error_bodies_lose_account_ids_and_auth_answers() -> None:
+    body = '{"error": {"message": "quota", "user_id": "user-123", "org_id": 42}}'
+    err = ProviderError(400, body)
+    assert "user-123" not in err.body and "42" not in err.body
+    assert err.body == (
+        '{"error": {"message": "quota", "user_id": "«redacted»", "org_id": "«redacted»"}}'
+    )
+    for status in (401, 403):
+        refused = ProviderError(status, "bad key sk-live-abc for org_id=7")
+        assert (str(refused), refused.body) == (f"LLM {status}", "")

@@ -14,16 +14,27 @@ from toolnexus import create_toolkit
 from toolnexus.skill import SkillSkip, list_skills, load_skills
 
 
-def test_finds_nested_skills_in_name_order(tmp_path: Path) -> None:
+def test_finds_nested_skills_shallow_first_then_in_name_order(tmp_path: Path) -> None:
     write_skill(tmp_path, "b", "bee", "B")
     write_skill(tmp_path, "a/deep/er", "deep", "D")
     write_skill(tmp_path, "a", "ay", "A")
     write_skill(tmp_path, "c/SKILL.md.d", "odd", None)  # a folder named like a file is walked
     inv = list_skills(tmp_path)
-    assert [s.name for s in inv.skills] == ["ay", "deep", "bee", "odd"]
+    assert [s.name for s in inv.skills] == ["ay", "bee", "odd", "deep"]  # as published
     assert inv.skills[0].location == str(tmp_path / "a" / "SKILL.md")
     assert inv.skills[0].directory == str(tmp_path / "a")
     assert inv.skipped == []
+
+
+def test_of_two_skills_with_one_name_the_shallower_wins(tmp_path: Path) -> None:
+    write_skill(tmp_path, "a/deep/dup", "dup", "deep")
+    write_skill(tmp_path, "z/dup", "dup", "shallow")
+    write_skill(tmp_path, "c/twin", "twin", "from c")
+    write_skill(tmp_path, "b/twin", "twin", "from b")  # same depth: code point order
+    write_skill(tmp_path, "B/twin", "twin", "from B")
+    skills = {s.name: s for s in load_skills(tmp_path).skills.values()}
+    assert skills["dup"].description == "shallow"
+    assert skills["twin"].description == "from B"
 
 
 def test_node_modules_and_git_are_skipped(tmp_path: Path) -> None:

@@ -108,13 +108,37 @@ def test_empty_description_counts_as_described(tmp_path: Path) -> None:
         ("---\n\n---\n", "missing-name"),
         (" ---\nname: indented-fence\n---\n", "missing-name"),
         ("---\nname: [unclosed\n---\n", "malformed-frontmatter"),
-        ("---\nname: a\n  bad: indent\n---\n", "malformed-frontmatter"),
-        ("---\nname: x\nname2: *nosuchanchor\n---\n", "malformed-frontmatter"),
+        ("---\nname: [x\ndescription: d\n---\n", "malformed-frontmatter"),
+        ("---\ndescription: Use when: always\n---\n", "malformed-frontmatter"),
         ("---\nname: never-closed\n", "malformed-frontmatter"),
     ],
 )
 def test_skip_reasons(tmp_path: Path, text: str, reason: str) -> None:
     assert only(tmp_path, text) == SkillSkip(str(tmp_path / "s" / "SKILL.md"), reason)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "description"),
+    [
+        (
+            "---\nname: alpha\ndescription: Use this when asked about X. Trigger on: x, y\n"
+            "allowed-tools: Read\n---\nbody",
+            "alpha",
+            "Use this when asked about X. Trigger on: x, y",
+        ),
+        ("---\nname: 'q: n'\ndescription: \"Use: a\"\n# c: d\n---\n", "q: n", "Use: a"),
+        ("---\nname: m\ndescription: one: two\n  three\nname: again\n---\n", "m", "one: two"),
+        ("---\nname: a\n  bad: indent\n---\n", "a", None),
+        ("---\nname: x\nname2: *nosuchanchor\n---\n", "x", None),
+    ],
+)
+def test_frontmatter_yaml_refuses_is_read_line_by_line(
+    tmp_path: Path, text: str, name: str, description: str | None
+) -> None:
+    # as the published package (and Claude Code) read them
+    info = only(tmp_path, text)
+    assert isinstance(info, SkillInfo)
+    assert (info.name, info.description) == (name, description)
 
 
 def test_invalid_utf8_is_unreadable(tmp_path: Path) -> None:

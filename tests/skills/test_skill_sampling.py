@@ -23,20 +23,17 @@ async def load(root: Path, name: str, sample_limit: int = 0) -> str:
     return res.output
 
 
-async def test_files_before_subdirectories_sorted_by_name(tmp_path: Path) -> None:
+async def test_sorted_by_relative_path_in_code_point_order(tmp_path: Path) -> None:
     skill = write_skill(tmp_path, "s", "s", "d").parent
-    for rel in ["b.txt", "a.txt", "sub/z.txt", "sub/inner/y.txt", "Z.md", "aa/x.txt"]:
+    rels = ["b.txt", "a.txt", "sub/z.txt", "sub/inner/y.txt", "Z.md", "aa/x.txt", "a-b.txt"]
+    rels += ["a/x.txt"]
+    for rel in rels:
         (skill / rel).parent.mkdir(parents=True, exist_ok=True)
         (skill / rel).write_text(rel)
-    out = await load(tmp_path, "s")
-    assert files_of(out) == [
-        str(skill / "Z.md"),
-        str(skill / "a.txt"),
-        str(skill / "b.txt"),
-        str(skill / "aa" / "x.txt"),
-        str(skill / "sub" / "z.txt"),
-        str(skill / "sub" / "inner" / "y.txt"),
-    ]
+    out = await load(tmp_path, "s", 20)
+    assert files_of(out) == [str(skill / rel) for rel in sorted(rels)]  # as published
+    # the cap takes the first of that order
+    assert files_of(await load(tmp_path, "s", 3)) == [str(skill / r) for r in sorted(rels)[:3]]
 
 
 async def test_default_cap_is_ten_and_n_caps_at_n(tmp_path: Path) -> None:
@@ -76,7 +73,7 @@ async def test_links_followed_and_cycles_guarded(tmp_path: Path) -> None:
     (skill / "loop").symlink_to(skill, target_is_directory=True)
     (skill / "ref.md").symlink_to(shared / "common.md")
     out = await load(tmp_path / "root", "s")
-    assert files_of(out) == [str(skill / "ref.md"), str(skill / "lib" / "common.md")]
+    assert files_of(out) == [str(skill / "lib" / "common.md"), str(skill / "ref.md")]
 
 
 async def test_sample_reflects_the_folder_at_call_time(tmp_path: Path) -> None:

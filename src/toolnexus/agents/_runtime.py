@@ -112,7 +112,8 @@ class AgentRuntime:
 
     Give exactly one model source: `client=` (yours; never closed here), `llm=` (options for
     `create_client`), `in_process=` (a `generate(request)`) or `transport=` (a published-style
-    synchronous transport); the last three are closed with `close(rt.root)`. `async with` closes
+    synchronous transport), or `llm=` with `transport=` (the transport doing `llm`'s I/O); all
+    but `client=` are closed with `close(rt.root)`. `async with` closes
     the root on exit.
     """
 
@@ -768,6 +769,8 @@ class AgentRuntime:
                     warn(f"agent {h.defn.name}: on_close raised: {error_message(exc)}")
             self._move(h, "closed", why)
             closed = self._result(h, "closed", TASK_STATUS_CLOSED)
+            if h.last_result is None:  # it never ran: its result says it was closed
+                h.last_result = closed
             for wake in h._wakes:
                 if not wake.future.done():
                     wake.future.set_result(closed)

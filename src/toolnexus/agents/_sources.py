@@ -53,7 +53,21 @@ def resolve_model_source(
     in_process: Callable[[dict[str, Any]], Any] | None = None,
     transport: Any = None,
 ) -> ModelSource:
-    """The one model source given, as a client (and whether the runtime owns it)."""
+    """The one model source given, as a client (and whether the runtime owns it).
+
+    `llm=` and `transport=` go together, as published: `llm` says the endpoint, style and
+    model, `transport` does the I/O (`create_client(**llm, http_transport=transport)`).
+    """
+    if llm is not None and transport is not None and client is None and in_process is None:
+        if not isinstance(llm, Mapping):
+            raise ConfigTypeError(
+                f"llm= must be a dict of create_client options, not {type(llm).__name__}"
+            )
+        if "http_transport" in llm:
+            raise ConfigError(
+                "toolnexus.agents: give the transport as transport= or in llm=, not both"
+            )
+        return ModelSource(create_client(**dict(llm), http_transport=transport), owned=True)
     given = [
         name
         for name, value in (

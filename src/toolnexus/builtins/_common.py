@@ -12,18 +12,36 @@ DEFAULT_MAX_OUTPUT_BYTES = 51200
 
 
 class Settings:
-    """Options of the built-ins: `builtins={"workspace": ..., "max_output_bytes": ...}`.
+    """Options of the built-ins (see `toolnexus.builtins`).
 
-    `workspace` is the real (symlink-free, absolute) path of the workspace, or `None`.
+    `base` is the real (symlink-free, absolute) directory relative paths start from and `bash`
+    runs in, or `None` for the process's working directory. `confined` refuses paths whose
+    real path leaves `base`; `outside` is the refusal's wording. `shell` is the argv prefix
+    `bash` runs a command with.
     """
 
-    __slots__ = ("max_output_bytes", "workspace")
+    __slots__ = ("base", "base_label", "confined", "max_output_bytes", "shell")
 
     def __init__(
-        self, workspace: str | None = None, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+        self,
+        base: str | None = None,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        *,
+        confined: bool | None = None,
+        shell: tuple[str, ...] = (),
+        base_label: str | None = None,
     ) -> None:
-        self.workspace = workspace
+        self.base = base
+        self.confined = base is not None if confined is None else confined
         self.max_output_bytes = max_output_bytes
+        self.shell = shell
+        self.base_label = base_label
+
+    def outside(self, raw: str) -> str:
+        """The refusal of a path that leaves the base directory."""
+        if self.base_label is None:
+            return f"path outside the workspace: {raw}"
+        return f"{raw} resolves outside baseDir {self.base_label}"
 
 
 class ToolError(ToolnexusError):

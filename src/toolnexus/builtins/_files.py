@@ -1,4 +1,4 @@
-"""`read`, `write` and `edit`: UTF-8 file I/O in worker threads, confined to the workspace."""
+"""`read`, `write` and `edit`: UTF-8 file I/O in worker threads, relative to the base directory."""
 
 from __future__ import annotations
 
@@ -89,12 +89,20 @@ def _split_lines(fh: IO[bytes], hold: int = _LINE_HOLD) -> Iterator[tuple[bytes,
     yield last, dropped
 
 
+# How much of a file `read` looks at for NUL bytes, the sign of a binary file (as git and grep
+# tell them apart).
+_SNIFF = 8192
+
+
 def _read(settings: Settings, raw: str, offset: float | None, limit: float | None) -> str:
     path = resolve(settings, raw)
     cap = settings.max_output_bytes
     out = CappedBuffer(cap)
     try:
         with open_file(settings, path, raw) as fh:
+            if b"\0" in fh.read(_SNIFF):
+                raise ToolError(f"{raw} is a binary file (it holds NUL bytes), not text")
+            fh.seek(0)
             if offset is None and limit is None:
                 if cap <= 0:
                     return fh.read().decode("utf-8", "replace")

@@ -83,15 +83,9 @@ def _grep_file(
         return  # unreadable files are skipped
 
 
-def _display(raw: str | None, rel: str) -> str:
-    """`path` joined with the relative path, as the model wrote `path`."""
-    if raw is None or raw in ("", ".", "./"):
-        return rel
-    return os.path.join(raw, rel) if rel else raw
-
-
-def search(root: str, pattern: str, raw: str | None, include: str | None, limit: int) -> list[str]:
-    """Matching lines under `root` (a directory or one file), at most `limit`."""
+def search(root: str, pattern: str, include: str | None, limit: int) -> list[str]:
+    """Matching lines under `root` (a directory or one file), at most `limit`, each naming its
+    file relative to `root`, `/`-separated (as `glob` does); a single file by its name."""
     regex = re.compile(pattern)
     prefilter = whole_text_filter(pattern)
     matches_include = compile_glob(include) if include else None
@@ -99,7 +93,7 @@ def search(root: str, pattern: str, raw: str | None, include: str | None, limit:
     if not os.path.isdir(root):  # a single file
         name = os.path.basename(root)
         if matches_include is None or matches_include(name):
-            _grep_file(root, regex, prefilter, raw or name, out, limit)
+            _grep_file(root, regex, prefilter, name, out, limit)
         return out
     for entry, rel in walk(root, lambda: False):
         if matches_include is not None and not matches_include(rel):
@@ -109,7 +103,7 @@ def search(root: str, pattern: str, raw: str | None, include: str | None, limit:
                 continue  # symlinks, sockets, fifos...
         except OSError:
             continue
-        _grep_file(entry.path, regex, prefilter, _display(raw, rel), out, limit)
+        _grep_file(entry.path, regex, prefilter, rel, out, limit)
         if len(out) >= limit:
             break
     return out
@@ -117,7 +111,7 @@ def search(root: str, pattern: str, raw: str | None, include: str | None, limit:
 
 def main() -> None:
     job = json.loads(sys.stdin.buffer.read())
-    lines = search(job["root"], job["pattern"], job["raw"], job["include"], job["limit"])
+    lines = search(job["root"], job["pattern"], job["include"], job["limit"])
     out = sys.stdout
     for line in lines:
         out.write(json.dumps(line, ensure_ascii=True))

@@ -1,4 +1,5 @@
-"""Path resolution for the file tools: relative to the workspace (and confined to it) or the cwd."""
+"""Path resolution for the file tools: relative to the base directory (confined to it when asked)
+or the cwd."""
 
 from __future__ import annotations
 
@@ -12,16 +13,19 @@ from toolnexus.builtins._common import Settings, ToolError
 def resolve(settings: Settings, raw: str) -> str:
     """The absolute path a tool argument names.
 
-    With a workspace, relative paths start there and the fully resolved real path (`..`,
-    symlinks, absolute paths) must stay inside it, else `path outside the workspace: <raw>`.
+    Relative paths start at the base directory (else the cwd). When confined, the fully
+    resolved real path (`..`, symlinks, absolute paths) must stay inside the base, else the
+    call is refused with `Settings.outside`.
     Blocking (it may `lstat` every component): call it from a worker thread.
     """
-    workspace = settings.workspace
-    if workspace is None:
+    base = settings.base
+    if base is None:
         return os.path.abspath(raw)
-    real = os.path.realpath(os.path.join(workspace, raw))
-    if real != workspace and not real.startswith(workspace.rstrip(os.sep) + os.sep):
-        raise ToolError(f"path outside the workspace: {raw}")
+    if not settings.confined:
+        return os.path.abspath(os.path.join(base, raw))
+    real = os.path.realpath(os.path.join(base, raw))
+    if real != base and not real.startswith(base.rstrip(os.sep) + os.sep):
+        raise ToolError(settings.outside(raw))
     return real
 
 
@@ -29,8 +33,8 @@ def open_file(settings: Settings, path: str, raw: str, *, write: bool = False) -
     """Open `path` (from `resolve`) for reading, or for writing (created, then truncated).
 
     Only regular files: a FIFO, a device or a socket is refused before anything waits on it.
-    With a workspace, a file with more than one hard link is refused too: another of its
-    names may lie outside the workspace, which the path check cannot see.
+    When confined, a file with more than one hard link is refused too: another of its names
+    may lie outside the base directory, which the path check cannot see.
     Raises `OSError` (for `os_reason`) or `ToolError`.
     """
     flags = (os.O_WRONLY | os.O_CREAT) if write else os.O_RDONLY
@@ -42,10 +46,10 @@ def open_file(settings: Settings, path: str, raw: str, *, write: bool = False) -
             raise IsADirectoryError(path)
         if not stat.S_ISREG(info.st_mode):
             raise ToolError(f"not a regular file: {raw}")
-        if settings.workspace is not None and info.st_nlink > 1:
+        if settings.confined and info.st_nlink > 1:
             raise ToolError(
                 f"refused: {raw} has {info.st_nlink} hard links (another may lie outside the "
-                "workspace)"
+                "base directory)"
             )
         os.set_blocking(fd, True)
         if write:
@@ -57,8 +61,8 @@ def open_file(settings: Settings, path: str, raw: str, *, write: bool = False) -
 
 
 def base_dir(settings: Settings) -> str:
-    """Where relative paths start and commands run: the workspace, else the process cwd."""
-    return settings.workspace if settings.workspace is not None else os.getcwd()
+    """Where relative paths start and commands run: the base directory, else the process cwd."""
+    return settings.base if settings.base is not None else os.getcwd()
 
 
 def start_dir(settings: Settings, raw: str | None) -> str:

@@ -40,10 +40,10 @@ T = TypeVar("T")
 
 GREP_DESCRIPTION = (
     "Search file contents with a Python regular expression. Returns `file:line:text` for each "
-    "matching line (at most `limit`, default 100). `include` filters files by glob "
-    "(e.g. `*.py`, `src/**/*.ts`). Skips .git, node_modules and binary files."
+    "matching line, `file` relative to `path` (at most `limit`, default 100). `include` "
+    "filters files by glob (e.g. `*.py`, `src/**/*.ts`). Skips .git, node_modules and binary files."
 )
-_DEFAULT_PATH = "(default: the workspace or current directory)"
+_DEFAULT_PATH = "(default: the base directory or current directory)"
 GREP_SCHEMA = tool_schema(
     {
         "pattern": prop("string", "Regular expression (Python syntax)."),
@@ -152,7 +152,7 @@ def grep_tool(settings: Settings) -> Tool:
         limit = _limit(args)
         limit_ms = budget(None, ctx, DEFAULT_TIMEOUT_MS, 1000.0)
         root = await asyncio.to_thread(_root, settings, raw)
-        job = {"root": root, "pattern": pattern, "raw": raw, "include": include, "limit": limit}
+        job = {"root": root, "pattern": pattern, "include": include, "limit": limit}
         lines = await _scan(job, ctx, limit_ms)
         text = cap_text("\n".join(lines), settings.max_output_bytes, HINT_SEARCH)
         return ToolResult(text, False, {"count": len(lines)})

@@ -58,8 +58,11 @@ def _shell() -> str:
     return "/bin/bash" if os.access("/bin/bash", os.X_OK) else "/bin/sh"
 
 
-def shell_argv() -> list[str]:
-    """The command prefix `bash` runs a command with, for hosts that show it."""
+def shell_argv(settings: Settings | None = None) -> list[str]:
+    """The command prefix `bash` runs a command with: the `shell` option verbatim, else
+    `[bash or sh, "-c"]`."""
+    if settings is not None and settings.shell:
+        return list(settings.shell)
     return [_shell(), "-c"]
 
 
@@ -89,6 +92,9 @@ async def _stop(
 
 
 def bash_tool(settings: Settings) -> Tool:
+    argv = shell_argv(settings)
+    shown = " ".join(argv)  # `metadata["shell"]` of every result that ran
+
     async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         command = required_str(args, "command")
         if ctx.cancelled:
@@ -108,8 +114,7 @@ def bash_tool(settings: Settings) -> Tool:
                 transport.close()
 
         spawning = asyncio.create_subprocess_exec(
-            _shell(),
-            "-c",
+            *argv,
             command,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
@@ -135,11 +140,14 @@ def bash_tool(settings: Settings) -> Tool:
         except (Signalled, Expired) as stopped:
             await _stop(proc, tree, reader)
             if isinstance(stopped, Signalled):
-                return ToolResult("bash: command cancelled\n" + output.text(HINT_BASH), True)
+                return ToolResult(
+                    "bash: command cancelled\n" + output.text(HINT_BASH), True, {"shell": shown}
+                )
             return ToolResult(
                 f"bash: command timed out after {format_number(limit_ms)}ms\n"
                 + output.text(HINT_BASH),
                 True,
+                {"shell": shown, "timedOut": True, "killedTree": True},
             )
         except asyncio.CancelledError:
             await asyncio.shield(_stop(proc, tree, reader))
@@ -149,9 +157,11 @@ def bash_tool(settings: Settings) -> Tool:
             code = 128 - code
         text = output.text(HINT_BASH)
         if code == 0:
-            return ToolResult(text, False, {"exitCode": 0})
+            return ToolResult(text, False, {"shell": shown, "exitCode": 0})
         return ToolResult(
-            f"{text}\nbash: command exited with code {code}", True, {"exitCode": code}
+            f"{text}\nbash: command exited with code {code}",
+            True,
+            {"shell": shown, "exitCode": code},
         )
 
     return builtin_tool("bash", DESCRIPTION, SCHEMA, run)

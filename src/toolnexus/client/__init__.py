@@ -8,6 +8,13 @@ result = await client.run("What is 2 + 3?", toolkit)
 ```
 """
 
+from toolnexus._error_body import (
+    MAX_ERROR_BODY,
+    REDACTED,
+    capped_error_body,
+    redact_identifiers,
+    safe_error_body,
+)
 from toolnexus.client._aliases import (
     LIMIT_COMPLETION,
     LIMIT_MAX_TURNS,
@@ -120,6 +127,8 @@ __all__ = [
     "LIMIT_COMPLETION",
     "LIMIT_MAX_TURNS",
     "LIMIT_TIMEOUT",
+    "MAX_ERROR_BODY",
+    "REDACTED",
     "RUN_STATUSES",
     "RUN_STATUS_DONE",
     "RUN_STATUS_INCOMPLETE",
@@ -177,6 +186,9 @@ __all__ = [
     "UsageEvent",
     "UsageLimits",
     "WaitFor",
+    "capped_error_body",
     "create_client",
     "create_in_process_client",
+    "redact_identifiers",
+    "safe_error_body",
 ]

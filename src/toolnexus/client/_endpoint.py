@@ -346,7 +346,9 @@ class Endpoint:
                         # The body ended without a terminator or a finish reason: a cut
                         # stream must not pass for a complete (shorter) answer.
                         raise ProviderError(
-                            response.status, "", "stream ended before the response was complete"
+                            response.status,
+                            "",
+                            provider_message="stream ended before the response was complete",
                         )
                     with provider_data(response.status):
                         turn = assembler.turn()
@@ -374,6 +376,8 @@ class Endpoint:
             data = json.loads(raw)
         except (ValueError, RecursionError) as exc:
             text = raw.decode("utf-8", "replace")
-            raise ProviderError(response.status, text, f"response is not JSON ({exc!r})") from None
+            raise ProviderError(
+                response.status, text, provider_message=f"response is not JSON ({exc!r})"
+            ) from None
         with provider_data(response.status, raw):
             return self.dialect.parse(response.status, data, raw)

@@ -115,6 +115,7 @@ class RunLoop:
         self.turns = 0
         self.model_turns: list[ModelTurn] = []  # why each model call ended, what it reasoned
         self.records: list[dict[str, Any]] = []
+        self.model = settings.model  # the model last sent (a `before_llm` hook may change it)
         self.finished = False  # the `run` event is out: nothing may be reported after it
         # Streaming: the `progress` events of the running tools, yielded while they run.
         self.progress: asyncio.Queue[ProgressEvent] | None = None
@@ -187,6 +188,7 @@ class RunLoop:
                     if out is not None and out.mode == "native":
                         body.update(wire.output_keys(out))
                     request = ModelRequest(model, body, seen, run)
+                    self.model = model
                     turn: Turn | None = None
                     if self.steps is not None:
                         turn = await self.steps.model_call(self._model_call(request, scope))
@@ -359,7 +361,7 @@ class RunLoop:
                     tool_call_count=len(self.records),
                     turns=self.turns,
                     usage=self.usage,
-                    model=c.model,
+                    model=self.model,
                     status=status,
                     limit=limit,
                     pending=pending,
@@ -463,7 +465,7 @@ class RunLoop:
         """Emit the run's `run` event: always its last one, with `error` when it raised."""
         event: RunEvent = {
             "event": "run",
-            "model": self.c.model,
+            "model": self.model,
             "turns": self.turns,
             "tool_calls": len(self.records),
             "total_tokens": self.usage["total_tokens"],

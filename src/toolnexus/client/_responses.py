@@ -138,7 +138,7 @@ def _failure(status: int, response: Any, raw: str) -> ProviderError:
     """The error of a response whose `status` is `failed` (or that carries an `error`)."""
     error = response.get("error") if isinstance(response, dict) else None
     message = error.get("message") if isinstance(error, dict) else None
-    return ProviderError(status, raw[:2000], str(message or "the response failed"))
+    return ProviderError(status, raw[:2000], provider_message=str(message or "the response failed"))
 
 
 def _event_error(status: int, data: str) -> ProviderError:
@@ -150,7 +150,7 @@ def _event_error(status: int, data: str) -> ProviderError:
     message = obj.get("message") if isinstance(obj, dict) else None
     if not isinstance(message, str) or not message:
         return ProviderError(status, data[:2000])
-    return ProviderError(status, data[:2000], message)
+    return ProviderError(status, data[:2000], provider_message=message)
 
 
 class ResponsesWire(Wire):

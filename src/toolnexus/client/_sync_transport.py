@@ -297,7 +297,9 @@ class ThreadedTransport:
             raise _mapped(exc, url, sent) from exc
         if not isinstance(data, dict):
             raise ProviderError(
-                200, "", f"http_transport.post returned {type(data).__name__}, not a dict"
+                200,
+                "",
+                provider_message=f"http_transport.post returned {type(data).__name__}, not a dict",
             )
         return 200, data, compact_json(data).encode()
 

@@ -150,10 +150,14 @@ def _decode(status: int, raw: bytes) -> Any:
         return json.loads(raw)
     except RecursionError:
         text = raw.decode("utf-8", "replace")[:2000]
-        raise ProviderError(status, text, "response is nested too deeply to decode") from None
+        raise ProviderError(
+            status, text, provider_message="response is nested too deeply to decode"
+        ) from None
     except ValueError as exc:
         text = raw.decode("utf-8", "replace")
-        raise ProviderError(status, text, f"response is not JSON ({exc})") from None
+        raise ProviderError(
+            status, text, provider_message=f"response is not JSON ({exc})"
+        ) from None
 
 
 class HttpTransport:

@@ -371,7 +371,7 @@ def response_error(status: int, data: Any, raw: bytes, expected: str) -> Provide
     text = raw.decode("utf-8", "replace")
     if is_error_payload(data):
         return ProviderError(status, text)
-    return ProviderError(status, text, f"response has no {expected}")
+    return ProviderError(status, text, provider_message=f"response has no {expected}")
 
 
 def url_path(base_url: str) -> str:
@@ -478,7 +478,7 @@ class provider_data:
             reason = "malformed response (nested too deeply)"
         else:
             return  # ours (already a clear error) or not about the data: as it is
-        raise ProviderError(self._status, _text(self._raw), reason) from None
+        raise ProviderError(self._status, _text(self._raw), provider_message=reason) from None
 
 
 def texts(blocks: Sequence[Any], where: str) -> str:
@@ -504,10 +504,12 @@ def decode_event(status: int, data: str) -> Any:
     try:
         obj = json.loads(data)
     except ValueError as exc:
-        raise ProviderError(status, data, f"malformed stream event ({exc})") from None
+        raise ProviderError(
+            status, data, provider_message=f"malformed stream event ({exc})"
+        ) from None
     except RecursionError:
         raise ProviderError(
-            status, data[:2000], "malformed stream event (nested too deeply)"
+            status, data[:2000], provider_message="malformed stream event (nested too deeply)"
         ) from None
     if is_error_payload(obj):
         raise ProviderError(status, data)

@@ -6,7 +6,7 @@ Everything here blocks on the disk; async callers run it in a worker thread.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from toolnexus._log import warn
 from toolnexus.skill._frontmatter import MalformedFrontmatter, parse_fields, split_frontmatter
@@ -127,40 +127,60 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _shallow_first(root: str) -> Callable[[str], tuple[int, str]]:
+    def key(location: str) -> tuple[int, str]:
+        relative = os.path.relpath(location, root)
+        return relative.count(os.sep), relative
+
+    return key
+
+
 def discover(roots: list[str]) -> list[SkillInfo | SkillSkip]:
-    """Parse every `SKILL.md` under each root, in root order then walk order."""
+    """Parse every `SKILL.md` under each root: in root order, then shallower paths first, in
+    code point order within a depth (so of two skills with one name the shallower wins, as
+    the published package and Claude Code have it)."""
     found: list[SkillInfo | SkillSkip] = []
     for given in roots:
         root = os.path.abspath(given)
         if not os.path.isdir(root):
             warn(f"skills dir not found: {root}")
             continue
-        found.extend(read_skill(location) for location in find_skill_files(root))
+        locations = sorted(find_skill_files(root), key=_shallow_first(root))
+        found.extend(read_skill(location) for location in locations)
     return found
 
 
-def sample_files(directory: str, cap: int) -> list[str]:
-    """Up to `cap` regular files under `directory` (not `SKILL.md`), as absolute paths.
+def _as_path_key(entry: os.DirEntry[str], is_dir: bool) -> str:
+    # A directory sorts as `name/`, so a depth-first walk meets the relative paths in code
+    # point order (`a-b.txt` before `a/x.txt`, as `-` < `/`).
+    return entry.name + "/" if is_dir else entry.name
 
-    Within a directory, entries sorted by name, its files before its subdirectories' contents;
-    links followed, each real directory entered once, `node_modules`/`.git` skipped.
+
+def sample_files(directory: str, cap: int) -> list[str]:
+    """Up to `cap` regular files under `directory` (not `SKILL.md`), as absolute paths: the
+    first `cap` by relative path in code point order (as published).
+
+    Links followed, each real directory entered once, `node_modules`/`.git` skipped. The walk
+    meets the paths in that order, so it stops at the cap instead of listing everything.
     """
     files: list[str] = []
-    entered: set[str] = set()
-    stack: list[tuple[str, str]] = [(directory, os.path.realpath(directory))]
+    entered: set[str] = {os.path.realpath(directory)}
+    # Stack items: (path, real path) for a directory to open, (path, None) for a file.
+    stack: list[tuple[str, str | None]] = [(directory, os.path.realpath(directory))]
     while stack and len(files) < cap:
         path, real = stack.pop()
-        if real in entered:
+        if real is None:
+            files.append(path)
             continue
-        entered.add(real)
-        subdirs: list[tuple[str, str]] = []
+        children: list[tuple[str, str, str | None]] = []
         for entry in _sorted_entries(path):
             child_real = _child_dir_real(entry, real)
             if child_real is not None:
-                subdirs.append((entry.path, child_real))
+                if child_real not in entered:
+                    entered.add(child_real)
+                    children.append((_as_path_key(entry, True), entry.path, child_real))
             elif entry.name != SKILL_FILE and _is_file(entry):
-                files.append(entry.path)
-                if len(files) >= cap:
-                    break
-        stack.extend(reversed(subdirs))
+                children.append((_as_path_key(entry, False), entry.path, None))
+        children.sort(key=lambda child: child[0])
+        stack.extend((child_path, child_real) for _, child_path, child_real in reversed(children))
     return files

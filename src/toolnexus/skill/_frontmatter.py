@@ -62,18 +62,50 @@ def _scalar_text(value: Any) -> str | None:
 
 
 def parse_fields(block: str) -> dict[str, str]:
-    """The scalar fields of a YAML frontmatter block, stringified and trimmed."""
+    """The scalar fields of a YAML frontmatter block, stringified and trimmed.
+
+    A block YAML refuses (most often an unquoted value holding `: `, as in
+    `description: Use this when … Trigger on: …`) is read line by line instead, as the
+    published package and Claude Code read it; without a plain `name` that way either it
+    stays malformed, with YAML's reason.
+    """
     try:
         data = _load(block)
     except _yaml_error_types() as exc:
-        raise MalformedFrontmatter(_one_line(exc)) from None
+        fields = _line_fields(block)
+        name = fields.get("name", "")
+        if not name or name[0] in _YAML_INDICATORS:  # `name: [x` is broken YAML, not a name
+            raise MalformedFrontmatter(_one_line(exc)) from None
+        return fields
     if not isinstance(data, dict):
         return {}
-    fields: dict[str, str] = {}
+    fields = {}
     for key, value in data.items():
         text = _scalar_text(value)
         if text is not None:
             fields[str(key)] = text
+    return fields
+
+
+_YAML_INDICATORS = frozenset("[]{}&*!|>@`%")
+
+
+def _line_fields(block: str) -> dict[str, str]:
+    """`key: value` lines at the left margin: the value is all after the first colon, trimmed,
+    one pair of matching quotes removed. Indented lines, comments, empty values and repeated
+    keys (the first wins) are left out."""
+    fields: dict[str, str] = {}
+    for line in block.splitlines():
+        if not line or line[0] in " \t#":
+            continue
+        key, colon, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if not colon or not key or key in fields:
+            continue
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        if value:
+            fields[key] = value
     return fields
 
 
