@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
 __all__ = [
+    "UNKNOWN_TOOL",
     "ChatCall",
     "ServerSpans",
     "ToolCallSpan",
@@ -49,6 +50,9 @@ __all__ = [
 ]
 
 _NULL: contextlib.nullcontext[None] = contextlib.nullcontext()
+# The metric label of every tool name the toolkit does not have (a model can invent any number
+# of names; each must not become a series). Not a valid tool name, so never a real tool's.
+UNKNOWN_TOOL = "(unknown)"
 _SCOPE = "toolnexus"
 _CONTENT_ENV = (
     "TOOLNEXUS_OTEL_CAPTURE_CONTENT",
@@ -390,7 +394,8 @@ class ToolCallSpan:
         source = tool.source if tool is not None else "custom"
         self._attrs: dict[str, Any] = {
             ga.GEN_AI_OPERATION_NAME: "execute_tool",
-            ga.GEN_AI_TOOL_NAME: name,
+            # The metrics' label: a name the model invented is one series, however many.
+            ga.GEN_AI_TOOL_NAME: name if tool is not None else UNKNOWN_TOOL,
             ga.GEN_AI_TOOL_TYPE: _TOOL_TYPES.get(source, "function"),
             "toolnexus.tool.source": source,
         }
@@ -398,7 +403,7 @@ class ToolCallSpan:
         self._ctx: contextlib.AbstractContextManager[Any] = _NULL
         self._token: Token[str | None] | None = None
         if t.tracer is not None:
-            attrs = dict(self._attrs)
+            attrs = {**self._attrs, ga.GEN_AI_TOOL_NAME: name}  # the span names what was asked
             call_id = _CALL_ID.get()
             if call_id:
                 attrs[ga.GEN_AI_TOOL_CALL_ID] = call_id

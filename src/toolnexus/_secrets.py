@@ -22,6 +22,7 @@ __all__ = [
     "RedactingStream",
     "redact",
     "redact_url",
+    "redacted_values",
     "remember",
     "remember_url",
 ]
@@ -72,6 +73,24 @@ def redact(text: str) -> str:
     if pattern is None or not isinstance(text, str):
         return text
     return pattern.sub(REDACTED, text)
+
+
+# Header and variable names whose values are credentials, whatever the value looks like.
+_SECRET_NAME = re.compile(
+    r"(?i)auth|token|key|secret|passw|pwd|cookie|session|credential|signature|bearer"
+)
+
+
+def redacted_values(values: Any) -> Any:
+    """`values` (headers, environment variables) for a repr: the value of every credential-like
+    name (`Authorization`, `X-Api-Key`, `GITHUB_TOKEN`, …) is `[redacted]`, the others go
+    through `redact`. Anything but a mapping is returned as it is."""
+    if not isinstance(values, dict):
+        return values
+    return {
+        name: REDACTED if _SECRET_NAME.search(str(name)) else redact(value)
+        for name, value in values.items()
+    }
 
 
 def redact_url(url: str) -> str:

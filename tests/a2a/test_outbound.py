@@ -413,3 +413,32 @@ async def test_round_trip_through_our_own_server():
         assert (done.output, done.is_error) == ("served: red", False)
         assert done.metadata is not None and done.metadata["taskId"] == waiting.metadata["taskId"]
     await toolkit_a.close()
+
+
+def test_the_repr_of_an_agent_and_a_server_config_shows_no_credentials() -> None:
+    from toolnexus.a2a import agent
+    from toolnexus.mcp_source._config import check_server
+
+    secrets = ("sk-live-7781234", "key-99887766", "pw-hush-4455", "gh-token-123456")
+    spec = agent(
+        "https://me:pw-hush-4455@agents.example/card",
+        headers={
+            "Authorization": "Bearer sk-live-7781234",
+            "X-Api-Key": "key-99887766",
+            "X-Trace": "on",
+        },
+    )
+    shown = repr(spec)
+    assert not any(secret in shown for secret in secrets)
+    assert "'X-Trace': 'on'" in shown and "'Authorization': '[redacted]'" in shown
+    remote = check_server(
+        "remote",
+        {
+            "url": "https://me:pw-hush-4455@mcp.example/mcp",
+            "headers": {"X-Auth-Token": "sk-live-7781234"},
+        },
+    )
+    local = check_server("local", {"command": "server", "env": {"GITHUB_TOKEN": "gh-token-123456"}})
+    for server in (remote, local):
+        assert not any(secret in repr(server) for secret in secrets)
+    assert "'GITHUB_TOKEN': '[redacted]'" in repr(local)

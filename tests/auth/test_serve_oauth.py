@@ -300,3 +300,36 @@ def test_bad_auth_config_is_refused():
     assert "gateway-secret" not in repr(
         ResourceAuth(issuer="http://a", client_secret="gateway-secret")
     )
+
+
+async def test_tool_scopes_keys_are_served_or_configured_names_and_typos_are_refused(authz, http):
+    from toolnexus.errors import ConfigError
+
+    long_name = "read_the_quarterly_report_of_every_department_and_summarise_it_for_me"  # 68
+    tools = [*_tools(), Tool(long_name, "A long name", None, "native", lambda a, c: "report")]
+    toolkit = Toolkit(extra_tools=tools)
+    [served] = [t.name for t in toolkit.tools() if t.name.startswith("read_the_")]
+    assert served != long_name and len(served) == 64
+
+    typo = ResourceAuth(issuer=authz.issuer, tool_scopes={"secrte": ["tools:secret"]})
+    with pytest.raises(ConfigError) as refused:
+        await toolkit.serve("127.0.0.1:0", mcp={}, auth=typo)
+    assert "'secrte' names no served tool (did you mean 'secret'?)" in str(refused.value)
+
+    for key in (long_name, served):  # the configured name protects the served one, as its own
+        auth = ResourceAuth(
+            issuer=authz.issuer, tool_scopes={key: ["tools:report"]}, jwks_refresh_interval=0
+        )
+        handle = await toolkit.serve("127.0.0.1:0", mcp={"name": "long"}, auth=auth)
+        try:
+            resource = handle.url + "/mcp"
+            token = authz.token(resource)
+            response = await http.post(
+                resource,
+                json=_rpc(served),
+                headers={"Authorization": f"Bearer {token}", **_MCP_HEADERS},
+            )
+            assert response.status_code == 403
+            assert 'scope="tools:report ' in response.headers["www-authenticate"]
+        finally:
+            await handle.stop()

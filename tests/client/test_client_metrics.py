@@ -128,3 +128,26 @@ async def test_a_raising_on_text_ends_the_run_with_its_error(llm, make_client):
         await make_client("openai", on_metric=events.append).ask("x", on_text=on_text)
     assert events[-1]["event"] == "run" and events[-1]["error"] == "terminal gone"
     await llm.until(lambda: llm.disconnects >= 1)  # the response was closed
+
+
+async def test_invented_tool_names_are_one_series(llm, make_client):
+    events = []
+    invented = [call(f"made_up_{n}", {}) for n in range(2000)]
+    llm.push(tools(call("add", {"a": 1, "b": 2}), *invented), text("done"))
+    client = make_client("openai", on_metric=events.append)
+    await client.run("x", kit(add_tool()))
+    lines = client.metrics().splitlines()
+    calls = [line for line in lines if line.startswith("toolnexus_tool_calls_total{")]
+    assert calls == [
+        'toolnexus_tool_calls_total{tool="(unknown)",source="custom",is_error="true",'
+        'pending="false"} 2000',
+        'toolnexus_tool_calls_total{tool="add",source="native",is_error="false",pending="false"} 1',
+    ]
+    durations = [line for line in lines if line.startswith("toolnexus_tool_duration_seconds_count")]
+    assert durations == [
+        'toolnexus_tool_duration_seconds_count{tool="(unknown)"} 2000',
+        'toolnexus_tool_duration_seconds_count{tool="add"} 1',
+    ]
+    # on_metric still says which name the model asked for, and that it was not a tool
+    ghosts = [e for e in events if e["event"] == "tool" and e.get("unknown")]
+    assert len(ghosts) == 2000 and ghosts[0]["tool"].startswith("made_up_")

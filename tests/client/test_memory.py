@@ -348,3 +348,19 @@ async def test_many_keys_do_not_leak():
 
     await asyncio.gather(*(work(i) for i in range(500)))
     assert len(locks) == 0
+
+
+async def test_a_full_disk_is_reported_as_the_cause_of_a_failed_save(tmp_path: Path):
+    filler = Path(__file__).parent.parent / "support" / "sqlite_filler.py"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(filler), str(tmp_path / "c.db"), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    claimed, plain, kept = out.decode().splitlines()
+    for line in (claimed, plain):
+        assert "saving conversation 'big' failed: " in line and line.split(": ")[1] == (
+            "StoreError"
+        )
+        assert "cannot rollback" not in line
+        assert line.endswith(("disk I/O error", "database or disk is full"))
+    assert kept == "kept: [{'role': 'user', 'content': 'hi'}]"

@@ -88,3 +88,35 @@ async def test_http_an_unannotated_call_is_never_resent(tmp_path: Path, era: str
     assert result.is_error
     assert result.output.startswith('MCP server "web" connection lost'), result.output
     assert calls == 1
+
+
+async def test_a_stdio_server_that_cannot_start_again_is_retried_with_backoff(
+    tmp_path: Path,
+) -> None:
+    from support.mcp_servers import SLOW_START
+    from support.polling import wait_until
+
+    broken = tmp_path / "broken"
+    argv = command(SLOW_START, "--life-tools", "--fail-while", str(broken))
+    source = await load_mcp_with_context({"f": {"command": argv}})
+    try:
+        echo = _tool(source, "f_echo")
+        broken.write_text("")  # from now on the server cannot start
+        assert (await _tool(source, "f_exit_later").execute({"code": 5})).output == "bye"
+        await wait_until(lambda: source.status["f"] == "failed")
+        assert (await echo.execute({"text": "a"})).is_error  # the death, reported once
+        respawned = await echo.execute({"text": "b"})  # the respawn, which fails
+        assert respawned.is_error
+        error = source.servers["f"].error or ""
+        assert "respawning failed once; tried again by a call after 1 s" in error
+        assert "respawning failed once" in respawned.output
+        broken.unlink()  # the server can start again: a later call brings it back
+
+        async def answered() -> bool:
+            result = await echo.execute({"text": "c"})
+            return not result.is_error and result.output == "c"
+
+        await wait_until(answered, timeout=15, check_every=0.2)
+        assert source.status["f"] == "connected" and source.servers["f"].error is None
+    finally:
+        await source.close()

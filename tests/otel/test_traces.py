@@ -369,6 +369,23 @@ async def test_metrics_beside_the_spans(otel: Recorded, llm: FakeLLM, toolkit: T
     )
 
 
+async def test_invented_tool_names_are_one_metric_series(
+    otel: Recorded, llm: FakeLLM, toolkit: Toolkit
+) -> None:
+    await run(llm, toolkit, tools(*(call(f"invented_{n}") for n in range(2000))), text("ok"))
+    names = {
+        p.attributes["gen_ai.tool.name"]
+        for metric in ("toolnexus.tool.calls", "toolnexus.tool.duration")
+        for p in otel_points(otel)[metric]
+    }
+    assert not any(name.startswith("invented_") for name in names)
+    assert "(unknown)" in names
+    spans = named(otel, "execute_tool invented_")  # each span still names what was asked
+    assert len(spans) == 2000
+    assert spans[0].attributes is not None
+    assert str(spans[0].attributes["gen_ai.tool.name"]).startswith("invented_")
+
+
 async def test_a_streamed_run_has_the_same_tree(
     otel: Recorded, llm: FakeLLM, toolkit: Toolkit
 ) -> None:

@@ -156,3 +156,57 @@ async def test_a_watch_survives_a_store_restart(fragile: Any) -> None:
             server.start()
         await here.aclose()
         await there.aclose()
+
+
+def test_serve_never_echoes_the_password_of_a_keyword_connection_string(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    port = free_port()
+    dsn = f"host=127.0.0.1 port={port} user=me password=hush-58 dbname=db"
+    done = run_main(
+        capsys,
+        "serve", "--a2a", "--store", dsn, "--port", "0",
+        "--base-url", "http://127.0.0.1:9/v1", "--style", "openai", "--model", "m",
+        "--api-key", "k-unused",
+    )  # fmt: skip
+    line = one_line_error(done)
+    assert line.startswith(
+        f"toolnexus: error: cannot reach PostgreSQL task store host=127.0.0.1 port={port}"
+        " user=me password=*** dbname=db"
+    )
+    assert "hush-58" not in done.stderr + done.stdout
+
+
+async def test_a_keyword_connection_string_is_a_postgres_store_never_a_file(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolnexus.client import create_client
+    from toolnexus.client.memory import PostgresConversationStore
+    from toolnexus.errors import StoreConfigError
+
+    monkeypatch.chdir(tmp_path)
+    dsn = f"host=127.0.0.1 port={free_port()} user=me password=hush-58 dbname=db"
+    client = create_client(
+        base_url="http://127.0.0.1:9/v1", style="openai", model="m", api_key="k", store=dsn
+    )
+    try:
+        store = client.conversation_store
+        assert isinstance(store, PostgresConversationStore)
+        assert "hush-58" not in store.name and "password=***" in store.name
+        with pytest.raises(StoreError) as caught:  # nothing listens there
+            await store.get("x")
+        assert "hush-58" not in str(caught.value)
+    finally:
+        await client.aclose()
+    for mangled in ("my password=hush-58", "postgres host=x password=hush-58", "a\nb"):
+        with pytest.raises(StoreConfigError) as refused:
+            create_client(
+                base_url="http://127.0.0.1:9/v1",
+                style="openai",
+                model="m",
+                api_key="k",
+                store=mangled,
+            )
+        assert "hush-58" not in str(refused.value)
+        assert "unknown conversation store" in str(refused.value)
+    assert list(tmp_path.iterdir()) == []  # no SQLite file named after any of them

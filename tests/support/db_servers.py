@@ -14,6 +14,7 @@ a contributor without root can install with pip. Without either, the fixtures sk
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib.util
 import os
@@ -24,6 +25,8 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = [
@@ -91,10 +94,41 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str, log: Path) -
     raise RuntimeError(f"{what} did not listen on {port} within 30 s")
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
 class _Child:
     proc: subprocess.Popen[bytes] | None = None
     # PostgreSQL's SIGTERM waits for clients to leave; SIGINT is its fast shutdown.
     stop_signal = signal.SIGTERM
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """The server stopped with SIGSTOP (PostgreSQL's backends too) inside the block: it
+        accepts connections (the kernel does) but answers nothing; SIGCONT on leaving."""
+        assert self.proc is not None
+        pids = [self.proc.pid]
+        os.kill(self.proc.pid, signal.SIGSTOP)  # first, so it forks no new backend meanwhile
+        try:
+            for child in _children(self.proc.pid):
+                os.kill(child, signal.SIGSTOP)
+                pids.append(child)
+            yield
+        finally:
+            for pid in reversed(pids):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
 
     def stop(self) -> None:
         """Stop the server (its stop signal, then SIGKILL) and wait for it."""

@@ -22,6 +22,7 @@ __all__ = [
     "backend_of",
     "decode_json_row",
     "guarded",
+    "looks_like_a_path",
     "redact_url",
 ]
 
@@ -41,13 +42,84 @@ _SCHEMES: dict[str, Literal["postgres", "redis"]] = {
 SCHEMA_VERSION = 2
 
 
+# A libpq keyword/value connection string: `host=db port=5432 password='a b'`, nothing else.
+_KEYWORD_DSN = re.compile(r"\s*(?:[A-Za-z_]+\s*=\s*(?:'(?:[^'\\]|\\.)*'|[^\s']*)\s*)+")
+_KEYWORD = re.compile(r"(?:^|\s)([A-Za-z_]+)\s*=")
+# libpq's connection keywords (PostgreSQL 17 docs, "Parameter Key Words").
+_LIBPQ_KEYWORDS = frozenset(
+    [
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "passfile",
+        "require_auth",
+        "channel_binding",
+        "connect_timeout",
+        "client_encoding",
+        "options",
+        "application_name",
+        "fallback_application_name",
+        "keepalives",
+        "keepalives_idle",
+        "keepalives_interval",
+        "keepalives_count",
+        "tcp_user_timeout",
+        "replication",
+        "gssencmode",
+        "sslmode",
+        "requiressl",
+        "sslcompression",
+        "sslcert",
+        "sslkey",
+        "sslpassword",
+        "sslcertmode",
+        "sslrootcert",
+        "sslcrl",
+        "sslcrldir",
+        "sslsni",
+        "sslnegotiation",
+        "requirepeer",
+        "ssl_min_protocol_version",
+        "ssl_max_protocol_version",
+        "krbsrvname",
+        "gsslib",
+        "gssdelegation",
+        "service",
+        "target_session_attrs",
+        "load_balance_hosts",
+    ]
+)
+# One `key=value` word in a value that is not all of them (a mangled connection string).
+_KEYWORD_WORD = re.compile(r"(?:^|\s)[A-Za-z_]+=")
+
+
 def backend_of(url: str) -> Literal["postgres", "redis"] | None:
-    """Which shared server a store URL names (by its scheme), or `None` for anything else."""
+    """Which shared server a store value names (by its URL scheme; a libpq keyword/value
+    string such as `host=db password=…` is PostgreSQL), or `None` for anything else."""
     lowered = url.lower()
     for scheme, backend in _SCHEMES.items():
         if lowered.startswith(scheme):
             return backend
+    if _KEYWORD_DSN.fullmatch(url) and all(
+        key.lower() in _LIBPQ_KEYWORDS for key in _KEYWORD.findall(url)
+    ):
+        return "postgres"
     return None
+
+
+def looks_like_a_path(value: str) -> bool:
+    """Whether a store value that names no server can be a file path: not empty, no URL
+    scheme, no control character, no `key=value` words (a connection string gone wrong must
+    not become a file named after it, password and all)."""
+    return (
+        bool(value.strip())
+        and "://" not in value
+        and value.isprintable()
+        and _KEYWORD_WORD.search(value) is None
+    )
 
 
 async def guarded(store: str, action: str, what: str, work: Awaitable[T]) -> T:
@@ -107,6 +179,8 @@ def redact_url(url: str) -> str:
     query = _PASSWORD_PARAM.sub(r"\1=***", parts.query)
     if not parts.scheme:
         return _PASSWORD_PARAM.sub(r"\1=***", url)
+    if netloc == parts.netloc and query == parts.query:
+        return url  # nothing hidden: as given (urlunsplit would add `//` to `file:`)
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 

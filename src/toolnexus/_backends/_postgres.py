@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from toolnexus._aio import mark_seen
 from toolnexus._backends import SCHEMA_VERSION, redact_url
 from toolnexus._extras import extra_hint
 from toolnexus._secrets import remember_url
@@ -46,7 +47,8 @@ class PostgresPool:
     Nothing connects before the first `run`; then one connection checks the server and brings
     the schema to `SCHEMA_VERSION` (a `StoreConfigError` naming the URL, password hidden, when
     the server cannot be reached or has a newer schema), and the pool opens. `run(fn)` lends
-    `fn` a connection (autocommit) and retries once on a connection that the server dropped.
+    `fn` a connection (autocommit) and retries once on a connection that the server dropped;
+    all of it, waits for a connection included, ends within `timeout_ms` (`TimeoutError`).
     """
 
     def __init__(
@@ -73,6 +75,7 @@ class PostgresPool:
         self._pool: AsyncConnectionPool[Any] | None = None
         self._opening = asyncio.Lock()
         self._closing: set[asyncio.Future[None]] = set()
+        self._abandoned: set[asyncio.Future[Any]] = set()  # work past its timeout, unwinding
         self._opened = False  # once: later failures to connect are outages, not bad config
         self._closed = False
 
@@ -140,6 +143,9 @@ class PostgresPool:
         pool = self._pool
         if pool is not None:
             return pool
+        return await self._within(self._open_once())
+
+    async def _open_once(self) -> AsyncConnectionPool[Any]:
         async with self._opening:
             if self._closed:
                 raise StoreConfigError(f"{self.label} is closed")
@@ -149,12 +155,50 @@ class PostgresPool:
 
     async def run(self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
         """`fn(connection)` on a pooled connection; once more on a fresh pool if it broke."""
+        return await self._within(self._run(fn))
+
+    async def _within(self, work: Awaitable[T]) -> T:
+        """`work`, given up after the store's timeout.
+
+        A server that stops answering (paused, or its host gone) never holds the caller past
+        the timeout: the work runs in a task of its own, and at the timeout (or when the caller
+        is cancelled, e.g. by a run's deadline) it is abandoned at once rather than waited for.
+        It unwinds in the background: psycopg asks the server to cancel the statement for a few
+        seconds, then the connection is closed, never handed back to the pool.
+        """
+        task = asyncio.ensure_future(work)
+        try:
+            done, _ = await asyncio.wait((task,), timeout=self.timeout_s)
+        except BaseException:
+            self._abandon(task)
+            raise
+        if done:
+            return task.result()
+        self._abandon(task)
+        silent = f"the server did not answer within {self.timeout_s * 1000:g} ms"
+        if not self._opened:
+            raise StoreConfigError(f"cannot reach {self.label}: {silent}")
+        raise TimeoutError(silent)
+
+    def _abandon(self, task: asyncio.Future[T]) -> None:
+        task.cancel()
+        self._abandoned.add(task)
+        task.add_done_callback(self._abandoned.discard)
+        task.add_done_callback(mark_seen)
+
+    async def _run(self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
         psycopg, psycopg_pool = _import_drivers()
         for attempt in range(2):
-            pool = await self.pool()
+            pool = self._pool or await self._open_once()
             try:
                 async with pool.connection() as conn:
-                    return await fn(conn)
+                    try:
+                        return await fn(conn)
+                    except asyncio.CancelledError:
+                        # Stopped waiting mid-statement: what the connection has sent and will
+                        # read is unknown, so it goes, never back to the pool.
+                        await conn.close()
+                        raise
             except psycopg.OperationalError as exc:
                 # The server went away or restarted: the pool's own reconnection backs off for
                 # seconds, so it is replaced by a fresh one, which reconnects at once. Waiting
@@ -198,7 +242,11 @@ class PostgresPool:
         async with self._opening:
             self._closed = True
             pool, self._pool = self._pool, None
+        for work in list(self._abandoned):
+            work.cancel()
         if pool is not None:
             await pool.close()
+        if self._abandoned:
+            await asyncio.wait(list(self._abandoned), timeout=self.timeout_s)
         if self._closing:
             await asyncio.gather(*self._closing, return_exceptions=True)

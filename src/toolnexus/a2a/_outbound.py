@@ -15,7 +15,7 @@ from toolnexus._aio import Expired, Signalled, bounded, until_signalled
 from toolnexus._env import expand_env_headers
 from toolnexus._log import warn
 from toolnexus._numbers import format_number
-from toolnexus._secrets import remember_url
+from toolnexus._secrets import redact_url, redacted_values, remember_url
 from toolnexus.a2a import _wire as wire
 from toolnexus.a2a._auth import AgentAuth, Credentials, Placed, parse_auth, unanswered
 from toolnexus.a2a._wire import Dialect
@@ -81,6 +81,14 @@ class Agent:
     poll_every: float = DEFAULT_POLL_EVERY_MS
     streaming: bool = True
     auth: Mapping[str, Any] | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        # Header values can be credentials: those of credential-like names never show.
+        return (
+            f"Agent(card={redact_url(self.card)!r}, headers={redacted_values(self.headers)!r}, "
+            f"timeout={self.timeout!r}, poll_every={self.poll_every!r}, "
+            f"streaming={self.streaming!r})"
+        )
 
 
 def _positive_ms(value: Any, what: str) -> float:

@@ -251,6 +251,7 @@ class ToolEvent(TypedDict):
     is_error: bool
     ms: float
     pending: NotRequired[Literal[True]]  # the call suspended (never counted as an error)
+    unknown: NotRequired[Literal[True]]  # no such tool: `metrics()` counts it as `(unknown)`
 
 
 class RunEvent(TypedDict):

@@ -603,6 +603,8 @@ class RunLoop:
         }
         if suspended:
             event["pending"] = True
+        if tool is None:
+            event["unknown"] = True
         self.c.emit(event)
 
     def _short_circuited(self, call: ToolCall, result: ToolResult) -> None:

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from toolnexus._otel import UNKNOWN_TOOL
+
 if TYPE_CHECKING:
     from toolnexus.client._events import LlmEvent
 
@@ -164,7 +166,8 @@ class Metrics:
     """Cumulative registry fed with the client's `llm`, `tool` and `run` events.
 
     Labels carry only model, status, tool, source and flags — never ids — so cardinality stays
-    bounded by the number of models and tools.
+    bounded by the number of models and tools (every tool name not in the toolkit counts as
+    `UNKNOWN_TOOL`).
     """
 
     def __init__(self) -> None:
@@ -182,7 +185,8 @@ class Metrics:
         get = event.get
         kind = get("event")
         if kind == "tool":
-            tool = get("tool", "")
+            # A name the model invented is one series, however many it invents.
+            tool = UNKNOWN_TOOL if get("unknown") else get("tool", "")
             key: _Labels = (
                 tool,
                 get("source") or "custom",

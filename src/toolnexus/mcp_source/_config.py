@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from toolnexus._config import RESERVED_KEYS, read_config
 from toolnexus._config import is_enabled as is_enabled  # the rule is shared with agents
+from toolnexus._secrets import redact_url, redacted_values
 from toolnexus.errors import ConfigError
 from toolnexus.errors import ServerConfigError as ServerConfigError  # re-exported: its old home
 from toolnexus.oauth._settings import OAuthSettings, parse_oauth_settings
@@ -63,6 +64,19 @@ class ServerSpec:
     resources: bool = True
     listen_retry: float = DEFAULT_LISTEN_RETRY  # seconds
     listen_retry_max: float = DEFAULT_LISTEN_RETRY_MAX  # seconds
+
+    def __repr__(self) -> str:
+        # Headers and the environment can hold credentials: those of credential-like names
+        # never show, nor a URL's userinfo.
+        shown = []
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            if spec.name in ("headers", "env"):
+                value = redacted_values(value)
+            elif spec.name == "url":
+                value = redact_url(value)
+            shown.append(f"{spec.name}={value!r}")
+        return f"ServerSpec({', '.join(shown)})"
 
 
 def parse_mcp_config(

@@ -76,6 +76,10 @@ READ_RESOURCE_SCHEMA: dict[str, Any] = {
 }
 STILL_STARTING_S = 2.0  # a server not ready by then is reported as still starting
 _RECONNECT_EVERY = 5.0  # seconds between reconnect attempts to a lost remote server
+# A dead stdio server is respawned at once; after each failed respawn the next waits twice as
+# long as the one before, from this many seconds up to the cap.
+_RESPAWN_BACKOFF_FIRST = 1.0
+_RESPAWN_BACKOFF_MAX = 60.0
 _DEATH_REPORT_WAIT = 2.0  # how long a failed call waits to learn whether the server went away
 _sdk: ModuleType | None = None  # `toolnexus.mcp_source._connection`, once imported
 _sdk_import: concurrent.futures.Future[ModuleType] | None = None
@@ -547,6 +551,7 @@ class _Server:
         self._reconnect_tried = False
         self._next_attempt = 0.0
         self._warned: set[str] = set()
+        self._respawn_failures = 0  # failed respawns since the server last ran
         if isinstance(cfg, Mapping) and not is_enabled(cfg):
             self.status = "disabled"
             return
@@ -759,6 +764,7 @@ class _Server:
         self._lost = None
         self._lost_reported = False
         self._reconnect_tried = False
+        self._respawn_failures = 0
         if not list_only:  # the inventory is unfiltered: no tools, no filter warnings
             self.tools = self._build_tools(conn.tools)
 
@@ -1108,15 +1114,17 @@ class _Server:
             return await self._reconnect()
 
     def _may_reconnect(self) -> bool:
-        """A stdio server is respawned once per death; a remote one is retried by the calls
-        that follow its loss, at most once per 5 s (calls in between fail at once)."""
+        """A stdio server is respawned at once after its death, then (while respawning fails)
+        by the calls that follow, backing off from 1 s to 60 s between tries; a remote one is
+        retried by the calls that follow its loss, at most once per 5 s. Calls in between fail
+        at once."""
         assert self.spec is not None
+        now = time.monotonic()
         if not self.spec.remote:
-            if self._reconnect_tried:
+            if self._reconnect_tried and now < self._next_attempt:
                 return False
             self._reconnect_tried = True
             return True
-        now = time.monotonic()
         if now < self._next_attempt:
             return False
         self._next_attempt = now + _RECONNECT_EVERY
@@ -1131,6 +1139,17 @@ class _Server:
             if self.source is not None and _listing(self.conn) != before:
                 self.source._changed(self.name)
             return True
+        if self.spec is not None and not self.spec.remote:
+            self._respawn_failures += 1
+            delay = min(
+                _RESPAWN_BACKOFF_MAX, _RESPAWN_BACKOFF_FIRST * 2 ** (self._respawn_failures - 1)
+            )
+            self._next_attempt = time.monotonic() + delay
+            times = "once" if self._respawn_failures == 1 else f"{self._respawn_failures} times"
+            # What `servers[name].error` says while the server stays down.
+            self.error = (
+                f"{self.error} (respawning failed {times}; tried again by a call after {delay:g} s)"
+            )
         return False
 
     async def close(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from toolnexus._json import compact_json
@@ -28,7 +29,12 @@ from toolnexus.serve._app import (
     build_app,
     start_server,
 )
-from toolnexus.serve._auth import OAuthCard, ResourceAuth, TokenVerifierImpl
+from toolnexus.serve._auth import (
+    OAuthCard,
+    ResourceAuth,
+    TokenVerifierImpl,
+    served_tool_scopes,
+)
 from toolnexus.serve._mcp import (
     DEFAULT_VERSION,
     MCPServeConfig,
@@ -151,6 +157,8 @@ async def serve_toolkit(
         if not isinstance(auth, ResourceAuth):
             raise ConfigTypeError("auth must be a toolnexus.serve.ResourceAuth")
         auth.validate()
+        # Keyed by served names from here on (and a key naming no tool refused).
+        auth = replace(auth, tool_scopes=served_tool_scopes(auth.tool_scopes, toolkit.tools()))
     # A file store creates its directory: file-system work stays off the event loop.
     store = (
         await asyncio.to_thread(resolve_store, a2a_cfg.get("store"))

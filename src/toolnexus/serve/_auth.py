@@ -19,6 +19,7 @@ No token value ever goes into a log, an error message or a response.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import hashlib
 import hmac
 import json
@@ -616,6 +617,35 @@ class OAuthGate:
         body = {"error": error or "invalid_request", "error_description": description}
         response = JSONResponse(body, status_code=status, headers={"WWW-Authenticate": challenge})
         await response(scope, receive, send)
+
+
+def served_tool_scopes(
+    tool_scopes: Mapping[str, Sequence[str]], tools: Iterable[Any]
+) -> dict[str, list[str]]:
+    """`tool_scopes` keyed by the names the tools are served under.
+
+    A key may be a tool's served name or the name it was configured with (a 70-character name
+    is served cut to 64 with a hash suffix). A key naming neither is refused: a misspelt
+    key would otherwise leave the tool it meant callable by every token.
+    """
+    served: dict[str, str] = {}
+    for tool in tools:
+        served.setdefault(tool.original_name, tool.name)
+    for tool in tools:
+        served[tool.name] = tool.name  # a served name wins over another tool's configured one
+    resolved: dict[str, list[str]] = {}
+    for key, scopes in tool_scopes.items():
+        name = served.get(key)
+        if name is None:
+            close = difflib.get_close_matches(key, list(served), n=3, cutoff=0.6)
+            hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+            raise ConfigError(
+                f"auth tool_scopes: {key!r} names no served tool{hint}; a key must be a "
+                "tool's name as configured or as served"
+            )
+        resolved.setdefault(name, [])
+        resolved[name] += [s for s in scopes if s not in resolved[name]]
+    return resolved
 
 
 def visible_tools(

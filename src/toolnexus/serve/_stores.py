@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolnexus._backends import backend_of
+from toolnexus._backends import backend_of, redact_url
 from toolnexus.errors import ConfigError
 from toolnexus.serve._shared_tasks import PostgresTaskStore, RedisTaskStore
 from toolnexus.serve._tasks import TaskStore
@@ -15,7 +15,8 @@ __all__ = ["resolve_store"]
 
 def resolve_store(store: Any = None) -> TaskStore:
     """The task store an `a2a["store"]` value (or `toolnexus serve --store`) names:
-    `None`/`"memory"`, `"file:<dir>"`, a `postgres://…`/`postgresql://…` URL, a
+    `None`/`"memory"`, `"file:<dir>"`, a `postgres://…`/`postgresql://…` URL or libpq
+    `host=…` string, a
     `redis://…`/`rediss://…` URL, or any object with async `get`/`save` (optionally `list`)."""
     if isinstance(store, str):
         backend = backend_of(store)
@@ -27,7 +28,7 @@ def resolve_store(store: Any = None) -> TaskStore:
             return resolve_local_store(store)
         except ValueError:
             raise ConfigError(
-                f'Unknown A2A store: "{store}" (expected "memory", "file:<dir>", '
+                f'Unknown A2A store: "{redact_url(store)}" (expected "memory", "file:<dir>", '
                 "postgres://… or redis://…)"
             ) from None
     return resolve_local_store(store)

@@ -14,6 +14,7 @@ Run it as a script::
     python slow_start_stdio.py --life-tools       # adds echo, pid, spawn_child, exit_later
     python slow_start_stdio.py --phase-delay 0.9  # waits 0.9 s before answering initialize,
                                                   # and again before answering tools/list
+    python slow_start_stdio.py --fail-while FILE  # exits at once (code 1) while FILE exists
     python slow_start_stdio.py --barrier DIR --count 4
         # leaves a file in DIR as soon as it runs, then answers `initialize` only once DIR
         # holds 4 files: it loads only if all 4 are started before any is initialized
@@ -106,7 +107,11 @@ def main() -> None:
     parser.add_argument("--phase-delay", type=float, default=0.0)
     parser.add_argument("--barrier", default=None, metavar="DIR")
     parser.add_argument("--count", type=int, default=1)
+    parser.add_argument("--fail-while", default=None, metavar="FILE")
     args = parser.parse_args()
+    if args.fail_while is not None and os.path.exists(args.fail_while):
+        sys.stderr.write("cannot start: broken\n")
+        sys.exit(1)
     if args.barrier:
         Path(args.barrier, str(os.getpid())).touch()
     time.sleep(args.delay)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from toolnexus._backends import backend_of, redact_url
+from toolnexus._backends import backend_of, looks_like_a_path, redact_url
 from toolnexus.client.memory._lease import KeyedLock, LeasedStore, claim_conversation
 from toolnexus.client.memory._memory import InMemoryConversationStore
 from toolnexus.client.memory._protocol import (
@@ -68,8 +68,9 @@ def __getattr__(name: str) -> Any:
 def open_conversation_store(store: Any) -> ConversationStore:
     """The store a `store=` value names: a store object as is, or a config string.
 
-    Strings: `"memory"`; `postgres://…`/`postgresql://…` (needs the `postgres` extra);
-    `redis://…`/`rediss://…`/`unix://…` (needs the `redis` extra); `sqlite:<path>` or any other
+    Strings: `"memory"`; `postgres://…`/`postgresql://…` or a libpq `host=… dbname=…` string
+    (needs the `postgres` extra); `redis://…`/`rediss://…`/`unix://…` (needs the `redis` extra);
+    `sqlite:<path>` or any other
     string or path-like is a SQLite file. Connections open on first use.
     """
     if isinstance(store, os.PathLike):
@@ -89,14 +90,14 @@ def open_conversation_store(store: Any) -> ConversationStore:
         from toolnexus.client.memory._redis import RedisConversationStore
 
         return RedisConversationStore(store)
-    if store.lower().startswith("sqlite:"):
-        store = store[len("sqlite:") :]
-    if not store or "://" in store:
+    explicit = store.lower().startswith("sqlite:")  # then any printable name is a file's
+    path = store[len("sqlite:") :] if explicit else store
+    if not (path.strip() and path.isprintable()) if explicit else not looks_like_a_path(path):
         raise StoreConfigError(
             f'unknown conversation store {redact_url(store)!r}: expected "memory", a SQLite '
-            "path, postgres://… or redis://…"
+            "path, postgres://…, a PostgreSQL host=… connection string, or redis://…"
         )
-    return _sqlite(store)
+    return _sqlite(path)
 
 
 def _sqlite(path: str | os.PathLike[str]) -> ConversationStore:

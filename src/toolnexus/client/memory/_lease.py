@@ -292,9 +292,13 @@ class _Lease:
             if not self.lost:
                 release = asyncio.ensure_future(self._release())
                 self.store._keep(release)
-                # Shielded: if the caller is cancelled now, the release still goes on in the
-                # background rather than leaving the id blocked for a whole lease period.
-                await asyncio.shield(release)
+                # A claim left by an error (a run past its deadline, a store that stopped
+                # answering) is released in the background: the error is not held up by a
+                # store that may not answer. Otherwise the release is awaited, shielded: if the
+                # caller is cancelled now it still goes on rather than leaving the id blocked
+                # for a whole lease period.
+                if exc_info[0] is None:
+                    await asyncio.shield(release)
         finally:
             if local is not None:
                 await local.__aexit__(None, None, None)

@@ -136,7 +136,7 @@ class SQLiteConversationStore(LeasedStore):
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _roll_back(conn)
             raise
 
     def _select(self, id: str) -> str | None:
@@ -161,7 +161,7 @@ class SQLiteConversationStore(LeasedStore):
                 conn.execute(_UPSERT, (id, payload))
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _roll_back(conn)
             raise
         return held is not None
 
@@ -265,3 +265,11 @@ class SQLiteConversationStore(LeasedStore):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _roll_back(conn: sqlite3.Connection) -> None:
+    """End the failed transaction, if SQLite has not ended it already: on a full disk
+    (SQLITE_FULL), an I/O error or out of memory it rolls back by itself, and a ROLLBACK then
+    would raise `cannot rollback - no transaction is active`, hiding the cause."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
