@@ -57,6 +57,7 @@ from toolnexus.client._events import (
 )
 from toolnexus.client._hooks import Hooks
 from toolnexus.client._metrics import Metrics as MetricsRegistry
+from toolnexus.client._model_settings import ModelSettings
 from toolnexus.client._results import (
     ModelTurn,
     RunResult,
@@ -148,6 +149,7 @@ __all__ = [
     "LlmEvent",
     "MetricEvent",
     "MetricsRegistry",
+    "ModelSettings",
     "ModelTurn",
     "OnMetric",
     "OutputEvent",
