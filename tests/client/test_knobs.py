@@ -330,3 +330,55 @@ def test_bad_values_are_refused_when_the_settings_are_made(
 async def test_model_settings_must_be_model_settings(make_client: MakeClient) -> None:
     with pytest.raises(ConfigTypeError, match="model_settings must be ModelSettings, not dict"):
         make_client("openai", model_settings={"tool_choice": "none"})
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_streamed_run_sends_the_same_settings(
+    llm: FakeLLM, make_client: MakeClient, wire: str
+) -> None:
+    settings = ModelSettings(tool_choice="none", parallel_tool_calls=True, strict_tools=True)
+    whole = await sent(llm, make_client(wire), settings)
+    llm.push(text("ok"))
+    client = make_client(wire)
+    [_ async for _ in client.stream("hi", kit(add_tool()), model_settings=settings)]
+    streamed = llm.requests[-1].body
+    keys = ("tool_choice", "parallel_tool_calls", "tools")
+    assert {k: streamed.get(k) for k in keys} == {k: whole.get(k) for k in keys}
+
+
+async def test_a_conversation_keeps_its_settings_for_every_send(
+    llm: FakeLLM, make_client: MakeClient
+) -> None:
+    llm.push(text("one"), text("two"))
+    chat = make_client("openai-responses").conversation(
+        kit(add_tool()), model_settings=ModelSettings(reasoning_effort="low")
+    )
+    await chat.send("a")
+    await chat.send("b")
+    assert [r.body["reasoning"] for r in llm.requests] == [{"effort": "low"}] * 2
+
+
+def test_the_sync_forms_take_the_run_settings(llm: FakeLLM) -> None:
+    from support.client_helpers import base_url
+    from toolnexus.client import create_client
+
+    llm.push(text("ok"))
+    with create_client(
+        base_url=base_url(llm, "anthropic"), style="anthropic", model="m", api_key="k"
+    ) as client:
+        client.run_sync("hi", model_settings=ModelSettings(thinking_budget=1024))
+    assert llm.requests[-1].body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+
+
+def test_a_client_over_a_model_in_this_process_checks_its_settings_too() -> None:
+    from toolnexus.testing import ScriptedModel
+
+    with pytest.raises(ConfigError, match="reasoning_effort is OpenAI's"):
+        ScriptedModel("ok").client(
+            "anthropic", model_settings=ModelSettings(reasoning_effort="low")
+        )
+    model = ScriptedModel("ok")
+    client = model.client("openai", model_settings=ModelSettings(reasoning_effort="low"))
+    client.run_sync("hi")
+    client.close()
+    assert model.last_request.body["reasoning_effort"] == "low"
