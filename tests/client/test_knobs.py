@@ -382,3 +382,14 @@ def test_a_client_over_a_model_in_this_process_checks_its_settings_too() -> None
     client.run_sync("hi")
     client.close()
     assert model.last_request.body["reasoning_effort"] == "low"
+
+
+async def test_prompt_cache_counts_a_breakpoint_a_provider_tool_brings(
+    llm: FakeLLM, make_client: MakeClient
+) -> None:
+    search = {"type": "web_search_20250305", "name": "web_search", "cache_control": EPHEMERAL}
+    settings = ModelSettings(prompt_cache=True, provider_tools=[search])
+    client = make_client("anthropic", system_prompt="Be brief.")
+    body = await sent(llm, client, settings)
+    assert body["tools"][-1] == search  # its own breakpoint, not a second one
+    assert str(body).count("cache_control") == 3  # with the system prompt's and the message's

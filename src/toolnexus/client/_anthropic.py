@@ -40,6 +40,7 @@ ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
 # A prompt-cache breakpoint (Anthropic's prompt caching: five-minute ephemeral cache).
 _BREAKPOINT = MappingProxyType({"type": "ephemeral"})
+MAX_BREAKPOINTS = 4  # per request (Anthropic's prompt caching)
 # Content blocks that take no `cache_control`.
 _UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
 _CHOICES = MappingProxyType({"auto": "auto", "required": "any", "none": "none"})
@@ -206,19 +207,34 @@ def _cached_block(block: Any) -> Any:
     return {**block, "cache_control": dict(_BREAKPOINT)}
 
 
+def _breakpoints_in(body: dict[str, Any]) -> int:
+    """The cache breakpoints `body` already carries (a history's or a provider tool's own)."""
+    blocks: list[Any] = []
+    for key in ("system", "tools"):
+        if isinstance(body.get(key), list):
+            blocks += body[key]
+    for message in body.get("messages") or ():
+        if isinstance(message, dict) and isinstance(message.get("content"), list):
+            blocks += message["content"]
+    return sum(1 for b in blocks if isinstance(b, dict) and b.get("cache_control") is not None)
+
+
 def _place_breakpoints(body: dict[str, Any]) -> None:
-    """Cache breakpoints (at most 3 of Anthropic's 4) on the system prompt, the last tool and
-    the last message, so the next request of the run, or of the conversation, reads the prefix
-    this one wrote. The body's lists are replaced, never changed: they are the transcript's and
-    the toolkit's."""
+    """Cache breakpoints on the system prompt, the last tool and the last message, in that
+    order while Anthropic's limit of 4 per request allows, so the next request of the run, or
+    of the conversation, reads the prefix this one wrote. The body's lists are replaced, never
+    changed: they are the transcript's and the toolkit's."""
+    room = MAX_BREAKPOINTS - _breakpoints_in(body)
     system = body.get("system")
-    if isinstance(system, str) and system:
+    if room > 0 and isinstance(system, str) and system:
         body["system"] = [_cached_block(system)]
+        room -= 1
     tools = body.get("tools")
-    if tools:
+    if room > 0 and tools and not isinstance(tools[-1].get("cache_control"), dict):
         body["tools"] = [*tools[:-1], _cached_block(tools[-1])]
+        room -= 1
     messages = body.get("messages")
-    if messages and isinstance(messages[-1], dict):
+    if room > 0 and messages and isinstance(messages[-1], dict):
         last = messages[-1]
         content = last.get("content")
         if isinstance(content, str) and content:
