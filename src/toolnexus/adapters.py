@@ -94,12 +94,24 @@ def to_openai_responses(tools: Sequence[Tool], strict: bool = False) -> list[dic
     return out
 
 
-def to_anthropic(tools: Sequence[Tool]) -> list[dict[str, Any]]:
-    """The `tools` array of an Anthropic messages request, in order."""
-    return [
-        {"name": t.name, "description": t.description, "input_schema": t.input_schema}
-        for t in tools
-    ]
+def to_anthropic(tools: Sequence[Tool], strict: bool = False) -> list[dict[str, Any]]:
+    """The `tools` array of an Anthropic messages request, in order.
+
+    `strict=True`: each schema rewritten as in `to_openai` and the tool marked `"strict": true`
+    when that loses nothing (else sent as is, with a warning).
+    """
+    out = []
+    for t in tools:
+        schema, ok = _strict_for(t) if strict else (t.input_schema, False)
+        declaration: dict[str, Any] = {
+            "name": t.name,
+            "description": t.description,
+            "input_schema": schema,
+        }
+        if ok:
+            declaration["strict"] = True
+        out.append(declaration)
+    return out
 
 
 def to_gemini(tools: Sequence[Tool]) -> list[dict[str, Any]]:

@@ -244,9 +244,11 @@ class Toolkit:
             f"responses-{strict}", lambda tools: adapters.to_openai_responses(tools, strict)
         )
 
-    def to_anthropic(self) -> list[dict[str, Any]]:
-        """Anthropic messages `tools`."""
-        return self._declared("anthropic", adapters.to_anthropic)
+    def to_anthropic(self, strict: bool = False) -> list[dict[str, Any]]:
+        """Anthropic messages `tools` (`strict=True`: strict schemas where lossless)."""
+        return self._declared(
+            f"anthropic-{strict}", lambda tools: adapters.to_anthropic(tools, strict)
+        )
 
     def to_gemini(self) -> list[dict[str, Any]]:
         """Gemini `tools` (one element wrapping every declaration)."""

@@ -64,6 +64,7 @@ from toolnexus.client._events import (
 )
 from toolnexus.client._hooks import Hooks
 from toolnexus.client._metrics import Metrics as MetricsRegistry
+from toolnexus.client._model_settings import ModelSettings
 from toolnexus.client._results import (
     ModelTurn,
     RunResult,
@@ -157,6 +158,7 @@ __all__ = [
     "LlmEvent",
     "MetricEvent",
     "MetricsRegistry",
+    "ModelSettings",
     "ModelTurn",
     "OnMetric",
     "OutputEvent",

@@ -27,15 +27,23 @@ from toolnexus.client._wire import (
     token_usage,
     url_path,
 )
+from toolnexus.errors import ConfigError
 from toolnexus.types import ToolResult
 
 if TYPE_CHECKING:
+    from toolnexus.client._model_settings import ModelSettings
     from toolnexus.toolkit import Toolkit
 
 __all__ = ["ANTHROPIC", "ANTHROPIC_VERSION", "AnthropicStream", "AnthropicWire", "anthropic_usage"]
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
+# A prompt-cache breakpoint (Anthropic's prompt caching: five-minute ephemeral cache).
+_BREAKPOINT = MappingProxyType({"type": "ephemeral"})
+MAX_BREAKPOINTS = 4  # per request (Anthropic's prompt caching)
+# Content blocks that take no `cache_control`.
+_UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
+_CHOICES = MappingProxyType({"auto": "auto", "required": "any", "none": "none"})
 
 
 def anthropic_usage(raw: Any) -> dict[str, int] | None:
@@ -93,8 +101,40 @@ class AnthropicWire(Wire):
         path = "/messages" if url_path(base_url).endswith("/v1") else "/v1/messages"
         return append_path(base_url, path)
 
-    def declarations(self, toolkit: Toolkit) -> list[dict[str, Any]]:
-        return toolkit.to_anthropic()
+    def declarations(self, toolkit: Toolkit, strict: bool = False) -> list[dict[str, Any]]:
+        return toolkit.to_anthropic(strict)
+
+    def check_settings(self, settings: ModelSettings) -> None:
+        if settings.reasoning_effort is not None:
+            raise ConfigError(
+                "reasoning_effort is OpenAI's; the anthropic wire sets thinking_budget "
+                "(tokens of extended thinking, >= 1024) instead"
+            )
+        if settings.prompt_cache_key is not None:
+            raise ConfigError(
+                "prompt_cache_key is OpenAI's; the anthropic wire caches with prompt_cache=True "
+                "(cache_control breakpoints) instead"
+            )
+        if settings.thinking_budget is not None and settings.forced_tool:
+            raise ConfigError(
+                "Anthropic's extended thinking does not allow a forced tool_choice "
+                f"({settings.tool_choice!r}): use tool_choice 'auto' or 'none' with "
+                "thinking_budget"
+            )
+
+    def apply_settings(self, body: dict[str, Any], settings: ModelSettings) -> None:
+        if "tools" in body:
+            choice = _tool_choice(settings)
+            if choice is not None:
+                body["tool_choice"] = choice
+        if settings.thinking_budget is not None:
+            budget = settings.thinking_budget
+            # `budget_tokens` must be below `max_tokens` (request_params may still set it).
+            if body.get("max_tokens", 0) <= budget:
+                body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        if settings.prompt_cache:
+            _place_breakpoints(body)
 
     def preamble(self, system: str) -> dict[str, Any]:
         return {"max_tokens": DEFAULT_MAX_TOKENS, "system": system}
@@ -140,6 +180,68 @@ class AnthropicWire(Wire):
             return []
         blocks = [anthropic_tool_result(call.id, result) for call, result in answered]
         return [{"role": "user", "content": blocks}]
+
+
+def _tool_choice(settings: ModelSettings) -> dict[str, Any] | None:
+    """The `tool_choice` object: the choice, with `disable_parallel_tool_use` when set."""
+    choice = settings.tool_choice
+    parallel = settings.parallel_tool_calls
+    if choice is None and parallel is None:
+        return None
+    name = settings.named_tool
+    if name is not None:
+        mapped: dict[str, Any] = {"type": "tool", "name": name}
+    else:
+        mapped = {"type": _CHOICES[choice or "auto"]}
+    if parallel is not None and mapped["type"] != "none":  # "none" takes no other field
+        mapped["disable_parallel_tool_use"] = not parallel
+    return mapped
+
+
+def _cached_block(block: Any) -> Any:
+    """A copy of `block` ending a cached prefix; a block that cannot carry one, as it is."""
+    if isinstance(block, str):
+        block = {"type": "text", "text": block}
+    if not isinstance(block, dict) or block.get("type") in _UNCACHEABLE:
+        return block
+    return {**block, "cache_control": dict(_BREAKPOINT)}
+
+
+def _breakpoints_in(body: dict[str, Any]) -> int:
+    """The cache breakpoints `body` already carries (a history's or a provider tool's own)."""
+    blocks: list[Any] = []
+    for key in ("system", "tools"):
+        if isinstance(body.get(key), list):
+            blocks += body[key]
+    for message in body.get("messages") or ():
+        if isinstance(message, dict) and isinstance(message.get("content"), list):
+            blocks += message["content"]
+    return sum(1 for b in blocks if isinstance(b, dict) and b.get("cache_control") is not None)
+
+
+def _place_breakpoints(body: dict[str, Any]) -> None:
+    """Cache breakpoints on the system prompt, the last tool and the last message, in that
+    order while Anthropic's limit of 4 per request allows, so the next request of the run, or
+    of the conversation, reads the prefix this one wrote. The body's lists are replaced, never
+    changed: they are the transcript's and the toolkit's."""
+    room = MAX_BREAKPOINTS - _breakpoints_in(body)
+    system = body.get("system")
+    if room > 0 and isinstance(system, str) and system:
+        body["system"] = [_cached_block(system)]
+        room -= 1
+    tools = body.get("tools")
+    if room > 0 and tools and not isinstance(tools[-1].get("cache_control"), dict):
+        body["tools"] = [*tools[:-1], _cached_block(tools[-1])]
+        room -= 1
+    messages = body.get("messages")
+    if room > 0 and messages and isinstance(messages[-1], dict):
+        last = messages[-1]
+        content = last.get("content")
+        if isinstance(content, str) and content:
+            content = [content]
+        if isinstance(content, list) and content:
+            cached = {**last, "content": [*content[:-1], _cached_block(content[-1])]}
+            body["messages"] = [*messages[:-1], cached]
 
 
 def _object_inputs(content: list[Any], calls: list[ToolCall]) -> list[Any]:

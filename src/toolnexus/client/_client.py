@@ -18,6 +18,7 @@ from toolnexus.client._events import MetricEvent, StreamEvent
 from toolnexus.client._hooks import Hooks, resolve_hooks
 from toolnexus.client._loop import RunLoop
 from toolnexus.client._metrics import Metrics
+from toolnexus.client._model_settings import ModelSettings, merge_settings
 from toolnexus.client._output import OutputMode, OutputSpec, resolve_output
 from toolnexus.client._parts import PartPolicy, Prompt
 from toolnexus.client._results import RunResult, TranslateResult, UsageLimits
@@ -126,6 +127,7 @@ class Client:
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool = False,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        model_settings: ModelSettings | None = None,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.strip():
             raise ConfigError("base_url is required, e.g. https://api.openai.com/v1")
@@ -172,6 +174,7 @@ class Client:
             output_retries=output_retries,
             usage_limits=usage_limits,
             raise_on_limit=raise_on_limit,
+            model_settings=model_settings,
         )
         transport: Transport
         if http_transport is not None:
@@ -191,6 +194,8 @@ class Client:
             api_key=api_key,
             headers=headers,
         )
+        if self.model_settings is not None:
+            self._endpoint.dialect.check_settings(self.model_settings)
 
     def _configure(
         self,
@@ -217,6 +222,7 @@ class Client:
         output_retries: int = 1,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool = False,
+        model_settings: ModelSettings | None = None,
     ) -> CallOptions:
         """Check and keep the options every client has, whatever its endpoint."""
         if not isinstance(model, str) or not model:
@@ -258,6 +264,7 @@ class Client:
             )
         self.usage_limits = usage_limits
         self.raise_on_limit = bool(raise_on_limit)
+        self.model_settings = merge_settings(None, model_settings)
         return CallOptions(
             retries=_require_int("retries", retries, 0),
             retry_base_ms=retry_base_ms,
@@ -290,6 +297,8 @@ class Client:
             api_key=api_key,
             headers=headers,
         )
+        if client.model_settings is not None:
+            client._endpoint.dialect.check_settings(client.model_settings)
         return client
 
     @property
@@ -322,7 +331,11 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> RunSettings:
+        knobs = merge_settings(self.model_settings, model_settings)
+        if knobs is not None:
+            self._endpoint.dialect.check_settings(knobs)
         return RunSettings(
             endpoint=self._endpoint,
             model=self.model,
@@ -345,6 +358,7 @@ class Client:
             deps=deps,
             usage_limits=usage_limits if usage_limits is not None else self.usage_limits,
             raise_on_limit=self.raise_on_limit if raise_on_limit is None else raise_on_limit,
+            model_settings=knobs,
         )
 
     def _output(self, output_type: Any, output_mode: OutputMode | None) -> OutputSpec | None:
@@ -393,6 +407,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> RunResult[T]: ...
 
     @overload
@@ -409,6 +424,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> RunResult[Any]: ...
 
     async def run(
@@ -424,6 +440,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> RunResult[Any]:
         """Run the loop once: call the model, run its tools, repeat until it answers.
 
@@ -431,7 +448,13 @@ class Client:
         `output_mode` and `output_retries`); `deps` reaches every tool as `ctx.deps`.
         """
         settings = self._settings(
-            output_type, output_mode, output_retries, deps, usage_limits, raise_on_limit
+            output_type,
+            output_mode,
+            output_retries,
+            deps,
+            usage_limits,
+            raise_on_limit,
+            model_settings,
         )
         return await RunLoop(settings, prompt, toolkit, history, cancel, streaming=False).result()
 
@@ -450,6 +473,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> RunResult[T]: ...
 
     @overload
@@ -467,6 +491,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> RunResult[Any]: ...
 
     async def ask(
@@ -483,6 +508,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> RunResult[Any]:
         """`run` with memory: with `id`, continue and save that conversation (atomic per id).
 
@@ -495,6 +521,7 @@ class Client:
             "deps": deps,
             "usage_limits": usage_limits,
             "raise_on_limit": raise_on_limit,
+            "model_settings": model_settings,
         }
         if on_text is None:
             return await RunLoop(
@@ -532,6 +559,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> AsyncGenerator[StreamEvent[T], None]: ...
 
     @overload
@@ -548,6 +576,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> AsyncGenerator[StreamEvent[Any], None]: ...
 
     def stream(
@@ -563,6 +592,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> AsyncGenerator[StreamEvent[Any], None]:
         """The loop as an async iterator of events; the last one is `{"type": "done", ...}`.
 
@@ -574,7 +604,13 @@ class Client:
 
             raise StreamingUnsupported(STREAM_UNSUPPORTED)
         settings = self._settings(
-            output_type, output_mode, output_retries, deps, usage_limits, raise_on_limit
+            output_type,
+            output_mode,
+            output_retries,
+            deps,
+            usage_limits,
+            raise_on_limit,
+            model_settings,
         )
         return RunLoop(
             settings, prompt, toolkit, None, cancel, streaming=True, conversation_id=id
@@ -589,6 +625,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> Conversation:
         """A stateful conversation: `await send(prompt)` keeps the transcript between turns.
 
@@ -602,6 +639,7 @@ class Client:
             deps=deps,
             usage_limits=usage_limits,
             raise_on_limit=raise_on_limit,
+            model_settings=model_settings,
         )
 
     # -- the same, for synchronous code ---------------------------------------------------------
@@ -619,6 +657,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> RunResult[T]: ...
 
     @overload
@@ -634,6 +673,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> RunResult[Any]: ...
 
     def run_sync(
@@ -648,6 +688,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> RunResult[Any]:
         """`run` for code without an event loop (or in a loop's worker thread); blocks.
 
@@ -665,6 +706,7 @@ class Client:
             deps=deps,
             usage_limits=usage_limits,
             raise_on_limit=raise_on_limit,
+            model_settings=model_settings,
         )
         return self._sync.call(loop, coro)
 
@@ -681,6 +723,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> RunResult[T]: ...
 
     @overload
@@ -696,6 +739,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> RunResult[Any]: ...
 
     def ask_sync(
@@ -710,6 +754,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> RunResult[Any]:
         """`ask` for synchronous code (see `run_sync`)."""
         loop = self._sync.loop_for(toolkit)
@@ -723,6 +768,7 @@ class Client:
             deps=deps,
             usage_limits=usage_limits,
             raise_on_limit=raise_on_limit,
+            model_settings=model_settings,
         )
         return self._sync.call(loop, coro)
 
@@ -739,6 +785,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> Iterator[StreamEvent[T]]: ...
 
     @overload
@@ -754,6 +801,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> Iterator[StreamEvent[Any]]: ...
 
     def stream_sync(
@@ -768,6 +816,7 @@ class Client:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> Iterator[StreamEvent[Any]]:
         """`stream` as a plain iterator of the same events (see `run_sync`).
 
@@ -784,6 +833,7 @@ class Client:
             deps=deps,
             usage_limits=usage_limits,
             raise_on_limit=raise_on_limit,
+            model_settings=model_settings,
         )
         return self._sync.iterate(loop, events)
 
@@ -865,6 +915,7 @@ class Conversation:
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> None:
         self._client = client
         self._toolkit = toolkit
@@ -873,6 +924,7 @@ class Conversation:
         self._deps = deps
         self._usage_limits = usage_limits
         self._raise_on_limit = raise_on_limit
+        self._model_settings = model_settings
         self._messages: list[dict[str, Any]] = []
         self._lock = asyncio.Lock()
 
@@ -893,6 +945,7 @@ class Conversation:
                 deps=self._deps,
                 usage_limits=self._usage_limits,
                 raise_on_limit=self._raise_on_limit,
+                model_settings=self._model_settings,
             )
             self._messages = result.messages
             return result

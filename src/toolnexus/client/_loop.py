@@ -162,10 +162,12 @@ class RunLoop:
                 if out is not None and out.mode == "prompted":
                     system = "\n\n".join(p for p in (system, out.instructions()) if p)
                 messages = wire.start_messages(system, history, self.prompt)
-                tools = wire.declarations(self.toolkit) if self.toolkit is not None else []
+                knobs = c.model_settings
+                strict = bool(knobs is not None and knobs.strict_tools)
+                tools = wire.declarations(self.toolkit, strict) if self.toolkit is not None else []
                 if out is not None and out.mode == "tool":
                     tools = tools + wire.declarations(
-                        Toolkit(builtins=False, extra_tools=[out.tool()])
+                        Toolkit(builtins=False, extra_tools=[out.tool()]), strict
                     )
                 output_failures = 0
                 value: Any = _NO_VALUE
@@ -183,7 +185,14 @@ class RunLoop:
                         )
                     seen: list[dict[str, Any]] = []  # the summaries of the parts sent
                     body = wire.body(
-                        model, system, messages, tools, self.streaming, parts=c.parts, seen=seen
+                        model,
+                        system,
+                        messages,
+                        tools,
+                        self.streaming,
+                        parts=c.parts,
+                        seen=seen,
+                        settings=knobs,
                     )
                     if out is not None and out.mode == "native":
                         body.update(wire.output_keys(out))
@@ -277,6 +286,8 @@ class RunLoop:
                         status, limit = "done", None
                         break
                     calls = turn.calls
+                    if knobs is not None:  # a forced tool choice was met: the model is free now
+                        knobs = knobs.released()
                     answered: list[tuple[ToolCall, ToolResult]] = []
                     if out is not None and out.mode == "tool":
                         finals = [call for call in calls if call.name == FINAL_RESULT]

@@ -12,6 +12,7 @@ from toolnexus.adapters import (
     parse_openai_tool_calls,
 )
 from toolnexus.client._errors import is_error_payload
+from toolnexus.client._model_settings import refuse_thinking_budget
 from toolnexus.client._parts import PartPolicy, openai_request_messages
 from toolnexus.client._wire import (
     StreamAssembler,
@@ -28,10 +29,17 @@ from toolnexus.client._wire import (
 from toolnexus.types import ToolResult
 
 if TYPE_CHECKING:
+    from toolnexus.client._model_settings import ModelSettings
     from toolnexus.client._output import OutputSpec
     from toolnexus.toolkit import Toolkit
 
-__all__ = ["OPENAI", "OpenAIStream", "OpenAIWire", "chat_reasoning", "openai_usage"]
+__all__ = [
+    "OPENAI",
+    "OpenAIStream",
+    "OpenAIWire",
+    "chat_reasoning",
+    "openai_usage",
+]
 
 
 def openai_usage(raw: Any) -> dict[str, int] | None:
@@ -112,8 +120,31 @@ class OpenAIWire(Wire):
             return append_path(base_url, "")
         return append_path(base_url, "/chat/completions")
 
-    def declarations(self, toolkit: Toolkit) -> list[dict[str, Any]]:
-        return toolkit.to_openai()
+    def declarations(self, toolkit: Toolkit, strict: bool = False) -> list[dict[str, Any]]:
+        return toolkit.to_openai(strict=strict)
+
+    def tool_name(self, declaration: dict[str, Any]) -> Any:
+        function = declaration.get("function")
+        return function.get("name") if isinstance(function, dict) else declaration.get("name")
+
+    def check_settings(self, settings: ModelSettings) -> None:
+        refuse_thinking_budget(settings, self.style)
+
+    def apply_settings(self, body: dict[str, Any], settings: ModelSettings) -> None:
+        if "tools" in body:
+            if settings.tool_choice is not None:
+                name = settings.named_tool
+                body["tool_choice"] = (
+                    settings.tool_choice
+                    if name is None
+                    else {"type": "function", "function": {"name": name}}
+                )
+            if settings.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = settings.parallel_tool_calls
+        if settings.reasoning_effort is not None:
+            body["reasoning_effort"] = settings.reasoning_effort
+        if settings.prompt_cache_key is not None:
+            body["prompt_cache_key"] = settings.prompt_cache_key
 
     def parse(self, status: int, data: Any, raw: bytes) -> Turn:
         choices = data.get("choices") if isinstance(data, dict) else None

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolnexus.adapters import ToolCall, parse_arguments
 from toolnexus.client._errors import ProviderError, is_error_payload
+from toolnexus.client._model_settings import refuse_thinking_budget
 from toolnexus.client._parts import PartPolicy, part_dict
 from toolnexus.client._wire import (
     StreamAssembler,
@@ -31,6 +32,7 @@ from toolnexus.client._wire import (
 from toolnexus.types import ToolResult
 
 if TYPE_CHECKING:
+    from toolnexus.client._model_settings import ModelSettings
     from toolnexus.client._output import OutputSpec
     from toolnexus.toolkit import Toolkit
 
@@ -171,8 +173,25 @@ class ResponsesWire(Wire):
             return append_path(base_url, "")
         return append_path(base_url, "/responses")
 
-    def declarations(self, toolkit: Toolkit) -> list[dict[str, Any]]:
-        return toolkit.to_openai_responses()
+    def declarations(self, toolkit: Toolkit, strict: bool = False) -> list[dict[str, Any]]:
+        return toolkit.to_openai_responses(strict)
+
+    def check_settings(self, settings: ModelSettings) -> None:
+        refuse_thinking_budget(settings, self.style)
+
+    def apply_settings(self, body: dict[str, Any], settings: ModelSettings) -> None:
+        if "tools" in body:
+            if settings.tool_choice is not None:
+                name = settings.named_tool
+                body["tool_choice"] = (
+                    settings.tool_choice if name is None else {"type": "function", "name": name}
+                )
+            if settings.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = settings.parallel_tool_calls
+        if settings.reasoning_effort is not None:
+            body["reasoning"] = {"effort": settings.reasoning_effort}
+        if settings.prompt_cache_key is not None:
+            body["prompt_cache_key"] = settings.prompt_cache_key
 
     def preamble(self, system: str) -> dict[str, Any]:
         return {"instructions": system} if system else {}

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from toolnexus.client._endpoint import Endpoint
     from toolnexus.client._events import MetricEvent
     from toolnexus.client._hooks import Hooks
+    from toolnexus.client._model_settings import ModelSettings
     from toolnexus.client._output import OutputSpec
     from toolnexus.client._parts import PartPolicy
     from toolnexus.client._results import UsageLimits
@@ -43,3 +44,4 @@ class RunSettings:
     usage_limits: UsageLimits | None = None  # token and tool-call caps, checked live
     raise_on_limit: bool = False  # a limit raises `UsageLimitExceeded` instead of ending the run
     deps: Any = None  # handed to every tool call as `ctx.deps` and to hooks as `deps`
+    model_settings: ModelSettings | None = None  # the client's, overridden by the run's

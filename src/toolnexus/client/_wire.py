@@ -15,6 +15,7 @@ from toolnexus.client._results import add_usage
 from toolnexus.errors import ConfigError, ToolnexusError, WireFormatError
 
 if TYPE_CHECKING:
+    from toolnexus.client._model_settings import ModelSettings
     from toolnexus.client._output import OutputSpec
     from toolnexus.client._parts import PartPolicy
     from toolnexus.toolkit import Toolkit
@@ -180,8 +181,12 @@ class Dialect(Protocol):
         """The first request's transcript: `history` (or the system message) and the prompt."""
         ...
 
-    def declarations(self, toolkit: Toolkit) -> list[dict[str, Any]]:
-        """The toolkit's tools in this dialect's declaration shape."""
+    def declarations(self, toolkit: Toolkit, strict: bool = False) -> list[dict[str, Any]]:
+        """The toolkit's tools in this dialect's declaration shape (`strict`: strict schemas)."""
+        ...
+
+    def check_settings(self, settings: ModelSettings) -> None:
+        """Refuse, with a `ConfigError`, a setting this dialect's provider has no equivalent for."""
         ...
 
     def body(
@@ -194,8 +199,10 @@ class Dialect(Protocol):
         *,
         parts: PartPolicy | None = None,
         seen: list[dict[str, Any]] | None = None,
+        settings: ModelSettings | None = None,
     ) -> dict[str, Any]:
-        """One request body; with `parts`, content parts are encoded as this dialect's blocks."""
+        """One request body; with `parts`, content parts are encoded as this dialect's blocks;
+        with `settings`, the model settings are mapped onto it."""
         ...
 
     def parse(self, status: int, data: Any, raw: bytes) -> Turn:
@@ -250,6 +257,16 @@ class Wire:
         """Body keys asking for native structured output; a wire without it has none."""
         raise ConfigError(f"the {self.style} wire has no native structured output")
 
+    def check_settings(self, settings: ModelSettings) -> None:
+        """Refuse, with a `ConfigError`, a setting this wire's provider has no equivalent for."""
+
+    def apply_settings(self, body: dict[str, Any], settings: ModelSettings) -> None:
+        """Map `settings` onto `body` (built with the provider tools already in its tools)."""
+
+    def tool_name(self, declaration: dict[str, Any]) -> Any:
+        """The name a `tool_choice` would call the declared tool by."""
+        return declaration.get("name")
+
     def start_messages(
         self,
         system: str,
@@ -273,12 +290,16 @@ class Wire:
         *,
         parts: PartPolicy | None = None,
         seen: list[dict[str, Any]] | None = None,
+        settings: ModelSettings | None = None,
     ) -> dict[str, Any]:
         """The base body, keys in the wire order the providers document.
 
         With `parts`, the canonical transcript is encoded for this wire (content parts become
         provider blocks, under the policy's rules) and the summaries of its parts go to `seen`.
+        With `settings`, their provider tools follow `tools` and the rest map onto the body.
         """
+        if settings is not None and settings.provider_tools:
+            tools = [*tools, *(dict(t) for t in settings.provider_tools)]
         if parts is not None:
             system, messages = self.request_messages(
                 system, messages, parts, seen if seen is not None else []
@@ -290,7 +311,27 @@ class Wire:
             body.update(_fresh(self.tool_keys))
         if stream:
             body.update(_fresh(self.stream_keys))
+        if settings is not None:
+            self._check_choice(settings, tools)
+            self.apply_settings(body, settings)
         return body
+
+    def _check_choice(self, settings: ModelSettings, tools: list[dict[str, Any]]) -> None:
+        """A forcing `tool_choice` needs tools; a named one, a tool of that name."""
+        if not settings.forced_tool:
+            return
+        if not tools:
+            raise ConfigError(
+                f"tool_choice={settings.tool_choice!r} forces a tool call, but the request "
+                "declares no tools"
+            )
+        name = settings.named_tool
+        if name is not None and all(self.tool_name(t) != name for t in tools):
+            declared = ", ".join(str(self.tool_name(t)) for t in tools)
+            raise ConfigError(
+                f"tool_choice names the tool {name!r}, which the request does not declare "
+                f"(declared: {declared})"
+            )
 
 
 def _fresh(keys: Mapping[str, Any]) -> dict[str, Any]:
