@@ -1,0 +1,754 @@
+"""`Classifier`: the contract for a judgment, as `Tool` is the contract for an action.
+
+A classifier takes a state plus pre-declared typed questions — yes/no/uncertain (`noul`),
+`choice`, `score` — and answers each with calibrated values and no free text. It never enters
+the client's tool-calling loop. It interprets; it never authorises: limits, permissions and
+allowlists stay in code.
+
+Backends (`create_classifier(style=...)`):
+
+- `"systemone"`: the judgment vendor's wire, one POST of the canonical request to
+  `<base_url>/systemone` (the bytes the published package sends).
+- `"llm"`: the same questions on any model our `Client` speaks (`toolnexus.classifier_llm`).
+- `"custom"`: a caller's `evaluate(state, questions)` returning a decision or its wire form.
+- `"static"`: recorded decisions, replayed by canonical request and state (for tests).
+
+Retries, `Retry-After`, `on_error`, the HTTP transport and secret redaction are the client's
+own (`toolnexus.client._retry`, `_transport`, `toolnexus._secrets`): there is no second retry
+loop here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from toolnexus._aio import call_maybe_async
+from toolnexus._secrets import redact, remember
+from toolnexus.errors import ProviderConnectionError, ProviderError, ToolnexusError, public_url
+
+__all__ = [
+    "DEFAULT_CLASSIFIER_API_KEY_ENV",
+    "DEFAULT_CLASSIFIER_BASE_URL",
+    "DEFAULT_CLASSIFIER_MODEL",
+    "DEFAULT_CLASSIFIER_TIMEOUT",
+    "MAX_CHOICE_OPTIONS",
+    "MAX_SCORE_LEVELS",
+    "METRIC_CLASSIFIER_EVALUATE",
+    "METRIC_CLASSIFIER_WARNING",
+    "MIN_SCORE_LEVELS",
+    "NEAR_UNIFORM_TOLERANCE",
+    "ChoiceAnswer",
+    "ChoiceQuestion",
+    "Classifier",
+    "ClassifierBackend",
+    "ClassifierError",
+    "ClassifierResponse",
+    "ClassifierStyle",
+    "ClassifierTransport",
+    "ClassifierUsage",
+    "Decision",
+    "DecisionAnswer",
+    "NoulAnswer",
+    "NoulCriteria",
+    "NoulQuestion",
+    "Question",
+    "RecordedDecision",
+    "ScoreAnswer",
+    "ScoreQuestion",
+    "canonical_json",
+    "canonical_request",
+    "choice_over",
+    "create_classifier",
+    "decision_from_wire",
+    "near_uniform",
+    "question_from_wire",
+    "question_wire",
+]
+
+DEFAULT_CLASSIFIER_BASE_URL = "https://api.typesafe.ai/v1"
+DEFAULT_CLASSIFIER_MODEL = "jev-latest"
+DEFAULT_CLASSIFIER_API_KEY_ENV = "TYPESAFE_API_KEY"
+DEFAULT_CLASSIFIER_TIMEOUT = 10.0
+MAX_CHOICE_OPTIONS = 255
+MIN_SCORE_LEVELS = 2
+MAX_SCORE_LEVELS = 10
+NEAR_UNIFORM_TOLERANCE = 0.05
+METRIC_CLASSIFIER_EVALUATE = "classifier.evaluate"
+METRIC_CLASSIFIER_WARNING = "classifier.warning"
+
+ClassifierStyle = Literal["systemone", "llm", "custom", "static"]
+
+
+class ClassifierError(ToolnexusError):
+    """Every failure of a classifier. Never carries a credential, an expanded header value or
+    the body of a 401/403 answer (gateways reflect a bad `Authorization` into their text)."""
+
+
+# -- questions ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NoulCriteria:
+    """What `true` and `false` mean for a noul question (both optional)."""
+
+    true: str = ""
+    false: str = ""
+
+
+@dataclass(frozen=True)
+class NoulQuestion:
+    """Yes / no / uncertain: answered with the probability of yes."""
+
+    instructions: str
+    criteria: NoulCriteria | None = None
+    type: Literal["noul"] = "noul"
+
+
+@dataclass(frozen=True)
+class ChoiceQuestion:
+    """One of named options (`criteria`: option → its description)."""
+
+    instructions: str
+    criteria: dict[str, str] = field(default_factory=dict)
+    type: Literal["choice"] = "choice"
+
+
+@dataclass(frozen=True)
+class ScoreQuestion:
+    """A level on an ordered scale (`criteria`: the levels' descriptions, lowest first)."""
+
+    instructions: str
+    criteria: list[str] = field(default_factory=list)
+    type: Literal["score"] = "score"
+
+
+Question = NoulQuestion | ChoiceQuestion | ScoreQuestion
+
+
+def choice_over(instructions: str, items: Mapping[str, str]) -> ChoiceQuestion:
+    """A choice among `items` (name → description), e.g. tools, skills or agents."""
+    return ChoiceQuestion(instructions, dict(items))
+
+
+def question_wire(question: Question) -> dict[str, Any]:
+    """The wire form of one question (`criteria` left out when a noul has none)."""
+    wire: dict[str, Any] = {"instructions": question.instructions, "type": question.type}
+    if isinstance(question, NoulQuestion):
+        if question.criteria is not None:
+            wire["criteria"] = {"false": question.criteria.false, "true": question.criteria.true}
+    elif isinstance(question, ChoiceQuestion):
+        wire["criteria"] = dict(question.criteria)
+    else:
+        wire["criteria"] = list(question.criteria)
+    return wire
+
+
+def question_from_wire(wire: Mapping[str, Any]) -> Question:
+    """The question a wire form describes."""
+    kind, text = wire.get("type"), wire.get("instructions")
+    if not isinstance(text, str):
+        raise ClassifierError("classifier: a question needs string instructions")
+    criteria = wire.get("criteria")
+    if kind == "noul":
+        if criteria is None:
+            return NoulQuestion(text)
+        if not isinstance(criteria, Mapping):
+            raise ClassifierError("classifier: noul criteria must be an object")
+        return NoulQuestion(
+            text, NoulCriteria(str(criteria.get("true", "")), str(criteria.get("false", "")))
+        )
+    if kind == "choice" and isinstance(criteria, Mapping):
+        return ChoiceQuestion(text, {str(k): str(v) for k, v in criteria.items()})
+    if kind == "score" and isinstance(criteria, list):
+        return ScoreQuestion(text, [str(v) for v in criteria])
+    raise ClassifierError(f"classifier: unknown question type {kind!r}")
+
+
+def _check_questions(questions: Mapping[str, Question]) -> None:
+    if not questions:
+        raise ClassifierError("classifier: no questions to evaluate")
+    for key, q in questions.items():
+        if not isinstance(key, str) or not key:
+            raise ClassifierError("classifier: a question key must be a non-empty string")
+        if isinstance(q, ChoiceQuestion):
+            if not 1 <= len(q.criteria) <= MAX_CHOICE_OPTIONS:
+                raise ClassifierError(
+                    f"classifier: choice {key!r} needs 1 to {MAX_CHOICE_OPTIONS} options"
+                )
+        elif isinstance(q, ScoreQuestion):
+            if not MIN_SCORE_LEVELS <= len(q.criteria) <= MAX_SCORE_LEVELS:
+                raise ClassifierError(
+                    f"classifier: score {key!r} needs {MIN_SCORE_LEVELS} to "
+                    f"{MAX_SCORE_LEVELS} levels"
+                )
+        elif not isinstance(q, NoulQuestion):
+            raise ClassifierError(f"classifier: question {key!r} is not a Question")
+
+
+# -- answers -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NoulAnswer:
+    """`noul`: the probability that the answer is yes."""
+
+    noul: float
+    type: Literal["noul"] = "noul"
+
+
+@dataclass(frozen=True)
+class ChoiceAnswer:
+    """The chosen option, every option's probability and the choice's confidence."""
+
+    choice: str
+    probabilities: dict[str, float]
+    confidence: float
+    near_uniform: bool = False
+    type: Literal["choice"] = "choice"
+
+
+@dataclass(frozen=True)
+class ScoreAnswer:
+    """The expected level (`score`, 0-based), its `legend` and the levels' probabilities."""
+
+    score: float
+    legend: dict[str, str]
+    probabilities: dict[str, float]
+    confidence: float
+    type: Literal["score"] = "score"
+
+
+DecisionAnswer = NoulAnswer | ChoiceAnswer | ScoreAnswer
+
+
+@dataclass(frozen=True)
+class ClassifierUsage:
+    """Tokens (and the vendor's cost, when it says) of one evaluation."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+
+
+@dataclass
+class Decision:
+    """One answer per question, keyed by the caller's keys.
+
+    `calibrated` is False when the values are not probabilities the model assigned (a backend
+    without log-probabilities, or one that could not keep the questions independent).
+    """
+
+    model: str = ""
+    answers: dict[str, DecisionAnswer] = field(default_factory=dict)
+    usage: ClassifierUsage = field(default_factory=ClassifierUsage)
+    calibrated: bool = True
+
+    def _get(self, key: str, kind: str) -> Any:
+        answer = self.answers.get(key)
+        if answer is None:
+            raise ClassifierError(f"classifier: no answer {key!r} in this decision")
+        if answer.type != kind:
+            raise ClassifierError(
+                f"classifier: answer {key!r} is a {answer.type} answer, not {kind}"
+            )
+        return answer
+
+    def noul(self, key: str) -> NoulAnswer:
+        answer: NoulAnswer = self._get(key, "noul")
+        return answer
+
+    def choice(self, key: str) -> ChoiceAnswer:
+        answer: ChoiceAnswer = self._get(key, "choice")
+        return answer
+
+    def score(self, key: str) -> ScoreAnswer:
+        answer: ScoreAnswer = self._get(key, "score")
+        return answer
+
+
+def near_uniform(probabilities: Mapping[str, float]) -> bool:
+    """Whether every probability is within `NEAR_UNIFORM_TOLERANCE` of uniform."""
+    if not probabilities:
+        return True
+    even = 1.0 / len(probabilities)
+    return all(abs(p - even) <= NEAR_UNIFORM_TOLERANCE for p in probabilities.values())
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ClassifierError(f"classifier: {where} is not a number")
+    return float(value)
+
+
+def _probabilities(value: Any, where: str) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        raise ClassifierError(f"classifier: {where} probabilities must be an object")
+    return {str(k): _number(v, f"{where} probability {k!r}") for k, v in value.items()}
+
+
+def _answer_from_wire(key: str, wire: Any) -> DecisionAnswer:
+    where = f"answer {key!r}"
+    kind = wire.get("type") if isinstance(wire, Mapping) else None
+    if not isinstance(wire, Mapping) or kind not in ("noul", "choice", "score"):
+        raise ClassifierError(f"classifier: {where}: unknown type {kind!r}")
+    if kind == "noul":
+        return NoulAnswer(_number(wire.get("noul"), where))
+    probabilities = _probabilities(wire.get("probabilities", {}), where)
+    confidence = _number(wire.get("confidence"), f"{where} confidence")
+    if kind == "choice":
+        choice = wire.get("choice")
+        if not isinstance(choice, str):
+            raise ClassifierError(f"classifier: {where}: choice is not a string")
+        flat = wire.get("near_uniform")
+        return ChoiceAnswer(
+            choice,
+            probabilities,
+            confidence,
+            bool(flat) if isinstance(flat, bool) else near_uniform(probabilities),
+        )
+    legend = wire.get("legend", {})
+    if not isinstance(legend, Mapping):
+        raise ClassifierError(f"classifier: {where}: legend must be an object")
+    score = _number(wire.get("score"), where)
+    return ScoreAnswer(
+        score, {str(k): str(v) for k, v in legend.items()}, probabilities, confidence
+    )
+
+
+def decision_from_wire(data: Any, *, model: str = "") -> Decision:
+    """The decision a response body (decoded JSON) describes."""
+    if not isinstance(data, Mapping):
+        raise ClassifierError("classifier: the response is not a JSON object")
+    answers = data.get("answers", {})
+    if not isinstance(answers, Mapping):
+        raise ClassifierError("classifier: the response's answers are not an object")
+    usage = data.get("usage") or {}
+    if not isinstance(usage, Mapping):
+        usage = {}
+    cost = usage.get("cost")
+    calibrated = data.get("calibrated", True)
+    return Decision(
+        model=str(data.get("model") or model),
+        answers={str(k): _answer_from_wire(str(k), v) for k, v in answers.items()},
+        usage=ClassifierUsage(
+            int(usage.get("input_tokens") or 0),
+            int(usage.get("output_tokens") or 0),
+            float(cost) if isinstance(cost, (int, float)) else None,
+        ),
+        calibrated=calibrated if isinstance(calibrated, bool) else True,
+    )
+
+
+def decision_wire(decision: Decision) -> dict[str, Any]:
+    """The wire form of a decision (what `decision_from_wire` reads back)."""
+    answers: dict[str, Any] = {}
+    for key, a in decision.answers.items():
+        if isinstance(a, NoulAnswer):
+            answers[key] = {"type": "noul", "noul": a.noul}
+        elif isinstance(a, ChoiceAnswer):
+            answers[key] = {
+                "type": "choice",
+                "choice": a.choice,
+                "probabilities": dict(a.probabilities),
+                "confidence": a.confidence,
+            }
+        else:
+            answers[key] = {
+                "type": "score",
+                "score": a.score,
+                "legend": dict(a.legend),
+                "probabilities": dict(a.probabilities),
+                "confidence": a.confidence,
+            }
+    return {"model": decision.model, "answers": answers, "calibrated": decision.calibrated}
+
+
+# -- the canonical request ---------------------------------------------------------------------
+
+
+def canonical_json(value: Any) -> bytes:
+    """Sorted keys, no spaces, UTF-8 as is: the one serialisation of a request."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _questions_wire(questions: Mapping[str, Question]) -> dict[str, Any]:
+    return {key: question_wire(q) for key, q in questions.items()}
+
+
+def canonical_request(model: str, questions: Mapping[str, Question]) -> bytes:
+    """The canonical bytes of `model` plus `questions` (no state)."""
+    return canonical_json({"model": model, "questions": _questions_wire(questions)})
+
+
+def _state_wire(state: Any) -> Any:
+    try:
+        json.dumps(state)
+    except (TypeError, ValueError) as exc:
+        raise ClassifierError(f"classifier: the state is not JSON data ({exc})") from None
+    return state
+
+
+# -- transports and backends -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClassifierResponse:
+    """What a `ClassifierTransport` returns for one POST."""
+
+    status: int
+    body: bytes
+    retry_after: str | None = None
+
+
+class ClassifierTransport(Protocol):
+    """An injectable sender for the systemone wire: it gets the canonical BYTES (re-serialising
+    a dict would lose them). `post` may be sync or async."""
+
+    def post(
+        self, url: str, headers: dict[str, str], body: bytes, timeout: float
+    ) -> ClassifierResponse | Awaitable[ClassifierResponse]: ...
+
+
+class ClassifierBackend(Protocol):
+    """What answers one evaluation."""
+
+    async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision: ...
+
+
+@dataclass(frozen=True)
+class RecordedDecision:
+    """One entry of a `static` corpus: keyed on the canonical request AND the state."""
+
+    state: Any
+    questions: Mapping[str, Question]
+    response: Mapping[str, Any] | bytes | str
+
+
+OnMetric = Callable[[dict[str, Any]], Any]
+
+
+class _SystemOne:
+    """The vendor wire: POST `<base_url>/systemone` with the canonical body."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key_env: str,
+        headers: Mapping[str, str] | None,
+        timeout: float,
+        http_transport: ClassifierTransport | None,
+        retries: int,
+        retry_base_ms: float,
+        retryable_statuses: Iterable[int] | None,
+        on_error: Callable[[dict[str, Any]], Any] | None,
+        request_params: Mapping[str, Any] | None,
+        body_transform: Callable[[dict[str, Any]], dict[str, Any] | None] | None,
+    ) -> None:
+        from toolnexus.client._retry import RetryPolicy
+        from toolnexus.client._transport import HttpTransport
+
+        self.url = base_url.rstrip("/") + "/systemone"
+        self.model = model
+        self._api_key_env = api_key_env
+        self._headers = dict(headers or {})
+        for value in self._headers.values():
+            remember(value)
+        self._timeout = timeout
+        self._given = http_transport
+        self._http = HttpTransport(None, timeout) if http_transport is None else None
+        self._params = dict(request_params or {})
+        self._transform = body_transform
+        self._retry = RetryPolicy(
+            retries=retries,
+            base_ms=retry_base_ms,
+            extra_statuses=retryable_statuses,
+            on_error=on_error,
+            transport_errors=(ProviderConnectionError,),
+            inline=True,
+        )
+
+    def _request_headers(self) -> dict[str, str]:
+        key = os.environ.get(self._api_key_env, "")
+        if not key.strip():
+            raise ClassifierError(
+                f"classifier: no API key: set {self._api_key_env} (or pass api_key_env=)"
+            )
+        remember(key)
+        return {
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {key}",
+            **self._headers,
+        }
+
+    async def _body(self, state: Any, questions: Mapping[str, Question]) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "questions": _questions_wire(questions),
+            "state": _state_wire(state),
+        }
+        body.update(self._params)
+        if self._transform is not None:
+            changed = await call_maybe_async(self._transform, body)
+            if changed is not None:
+                body = changed
+        return body
+
+    async def _post_given(self, headers: dict[str, str], content: bytes) -> Any:
+        assert self._given is not None
+        response = await call_maybe_async(
+            self._given.post, self.url, headers, content, self._timeout
+        )
+        if not isinstance(response, ClassifierResponse):
+            raise ClassifierError("classifier: http_transport.post must return ClassifierResponse")
+        if not 200 <= response.status < 300:
+            after = {"retry-after": response.retry_after} if response.retry_after else {}
+            raise ProviderError(
+                response.status, response.body.decode("utf-8", "replace"), headers=after
+            )
+        try:
+            return json.loads(response.body)
+        except ValueError as exc:
+            raise ClassifierError(f"classifier: unparseable response: {exc}") from None
+
+    async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision:
+        from toolnexus.client._scope import RunScope
+
+        headers = self._request_headers()
+        body = await self._body(state, questions)
+        content = canonical_json(body)
+        # Key order is the canonical one, so the client's compact encoder sends the same bytes.
+        ordered = json.loads(content)
+
+        async def attempt() -> Any:
+            if self._http is None:
+                return await self._post_given(headers, content)
+            _status, data, _raw = await self._http.post(self.url, headers, ordered)
+            return data
+
+        try:
+            data = await self._retry.call(attempt, RunScope(None, None))
+        except ProviderError as exc:
+            if 200 <= exc.status < 300:
+                raise ClassifierError(
+                    f"classifier: unparseable response: {exc.provider_message}"
+                ) from None
+            where = f"classifier: POST {public_url(self.url)}: HTTP {exc.status}"
+            if exc.status in (401, 403) or not exc.body:
+                raise ClassifierError(where) from None
+            raise ClassifierError(f"{where}: {redact(exc.body)[:2000]}") from None
+        except ProviderConnectionError as exc:
+            raise ClassifierError(f"classifier: POST {exc.url}: {exc.reason}") from None
+        return decision_from_wire(data, model=self.model)
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+
+
+class _Custom:
+    def __init__(self, evaluate: Callable[..., Any], model: str) -> None:
+        self._evaluate = evaluate
+        self.model = model
+
+    async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision:
+        result = await call_maybe_async(self._evaluate, state, questions)
+        if isinstance(result, Decision):
+            return result
+        return decision_from_wire(result, model=self.model)
+
+
+def _static_key(state: Any, questions: Mapping[str, Question]) -> bytes:
+    return canonical_json({"questions": _questions_wire(questions), "state": state})
+
+
+class _Static:
+    def __init__(self, decisions: Sequence[RecordedDecision], model: str) -> None:
+        self.model = model
+        self._corpus: dict[bytes, Decision] = {}
+        for entry in decisions:
+            response = entry.response
+            if isinstance(response, (bytes, str)):
+                response = json.loads(response)
+            self._corpus[_static_key(entry.state, entry.questions)] = decision_from_wire(
+                response, model=model
+            )
+
+    async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision:
+        found = self._corpus.get(_static_key(_state_wire(state), questions))
+        if found is None:
+            raise ClassifierError("classifier: static: no recorded decision for this request+state")
+        return found
+
+
+# -- the classifier ----------------------------------------------------------------------------
+
+
+class Classifier:
+    """The whole seam: `evaluate(state, questions)` → `Decision`. Build with `create_classifier`."""
+
+    def __init__(self, backend: ClassifierBackend, *, model: str, on_metric: OnMetric | None):
+        self._backend = backend
+        self.model = model
+        self._on_metric = on_metric
+
+    def __repr__(self) -> str:
+        return f"Classifier(model={self.model!r}, backend={type(self._backend).__name__})"
+
+    async def _emit(self, event: dict[str, Any]) -> None:
+        if self._on_metric is None:
+            return
+        with contextlib.suppress(Exception):  # a failing metrics sink never fails a judgment
+            await call_maybe_async(self._on_metric, event)
+
+    async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision:
+        """A state plus typed questions in, one `Decision` out (questions are independent)."""
+        _check_questions(questions)
+        started = time.perf_counter()
+        try:
+            decision = await self._backend.evaluate(state, questions)
+        except ClassifierError as exc:
+            await self._metric_error(started, str(exc))
+            raise
+        except ToolnexusError as exc:
+            message = f"classifier: {redact(str(exc))}"
+            await self._metric_error(started, message)
+            raise ClassifierError(message) from None
+        await self._emit(
+            {
+                "event": METRIC_CLASSIFIER_EVALUATE,
+                "model": decision.model or self.model,
+                "status": "ok",
+                "ms": round((time.perf_counter() - started) * 1000),
+                "prompt_tokens": decision.usage.input_tokens,
+                "completion_tokens": decision.usage.output_tokens,
+            }
+        )
+        missing = [key for key in questions if key not in decision.answers]
+        if missing:
+            await self._emit(
+                {
+                    "event": METRIC_CLASSIFIER_WARNING,
+                    "model": decision.model or self.model,
+                    "warning": f"no answer for {', '.join(sorted(missing))}",
+                }
+            )
+        return decision
+
+    async def _metric_error(self, started: float, message: str) -> None:
+        await self._emit(
+            {
+                "event": METRIC_CLASSIFIER_EVALUATE,
+                "model": self.model,
+                "status": "error",
+                "ms": round((time.perf_counter() - started) * 1000),
+                "error": message,
+            }
+        )
+
+    async def evaluate_batch(
+        self, states: Sequence[Any], questions: Mapping[str, Question], *, concurrency: int = 16
+    ) -> list[Decision]:
+        """The same questions over many states, at most `concurrency` at once, in state order.
+
+        Fails closed: the first failing state's index is named and nothing is returned.
+        """
+        if not states:
+            raise ClassifierError("classifier: evaluate_batch: no states to evaluate")
+        if concurrency < 1:
+            raise ClassifierError("classifier: concurrency must be at least 1")
+        limit = asyncio.Semaphore(concurrency)
+
+        async def one(index: int, state: Any) -> Decision:
+            async with limit:
+                try:
+                    return await self.evaluate(state, questions)
+                except ClassifierError as exc:
+                    raise ClassifierError(
+                        f"classifier: evaluate_batch: state {index}: {exc}"
+                    ) from None
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(one(i, s)) for i, s in enumerate(states)]
+        except BaseExceptionGroup as failed:  # the others were cancelled: report the failure
+            raise failed.exceptions[0] from None
+        return [t.result() for t in tasks]
+
+    async def aclose(self) -> None:
+        """Close the connections the backend owns."""
+        close = getattr(self._backend, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def create_classifier(
+    *,
+    style: ClassifierStyle = "systemone",
+    backend: ClassifierBackend | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key_env: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    http_transport: ClassifierTransport | None = None,
+    retries: int = 2,
+    retry_base_ms: int = 500,
+    retryable_statuses: Iterable[int] | None = None,
+    on_error: Callable[[dict[str, Any]], Any] | None = None,
+    request_params: Mapping[str, Any] | None = None,
+    body_transform: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
+    on_metric: OnMetric | None = None,
+    client: Any = None,
+    evaluate: Callable[..., Any] | None = None,
+    decisions: list[RecordedDecision] | None = None,
+) -> Classifier:
+    """A `Classifier` of `style`, with the defaults applied; a style missing its required
+    option (`llm`: `client`; `custom`: `evaluate`; `static`: `decisions`) fails here."""
+    if backend is not None:
+        return Classifier(backend, model=model or "", on_metric=on_metric)
+    if style == "systemone":
+        if retries < 0:
+            raise ClassifierError("classifier: retries must be >= 0")
+        name = model or DEFAULT_CLASSIFIER_MODEL
+        systemone = _SystemOne(
+            base_url=base_url or DEFAULT_CLASSIFIER_BASE_URL,
+            model=name,
+            api_key_env=api_key_env or DEFAULT_CLASSIFIER_API_KEY_ENV,
+            headers=headers,
+            timeout=timeout if timeout is not None else DEFAULT_CLASSIFIER_TIMEOUT,
+            http_transport=http_transport,
+            retries=retries,
+            retry_base_ms=retry_base_ms,
+            retryable_statuses=retryable_statuses,
+            on_error=on_error,
+            request_params=request_params,
+            body_transform=body_transform,
+        )
+        return Classifier(systemone, model=name, on_metric=on_metric)
+    if style == "llm":
+        if client is None:
+            raise ClassifierError("classifier: style 'llm' requires client")
+        from toolnexus.classifier_llm import LlmBackend
+
+        llm = LlmBackend(client)
+        return Classifier(llm, model=llm.model, on_metric=on_metric)
+    if style == "custom":
+        if evaluate is None:
+            raise ClassifierError("classifier: style 'custom' requires evaluate")
+        return Classifier(_Custom(evaluate, model or ""), model=model or "", on_metric=on_metric)
+    if style == "static":
+        if decisions is None:
+            raise ClassifierError("classifier: style 'static' requires decisions")
+        name = model or ""
+        return Classifier(_Static(decisions, name), model=name, on_metric=on_metric)
+    raise ClassifierError(f"classifier: unknown style {style!r}")

@@ -1,0 +1,269 @@
+"""Simple judgments over any `Classifier`: build questions, ask, read bands, decide.
+
+    answers = await ask(c, state(role, {"message": msg}), [
+        noul("rude", "Does message contain inappropriate language?"),
+    ])
+    answers["rude"].band   # "yes" | "no" | "uncertain"
+
+The builders produce exactly the `evaluate` inputs, so the wire request is the same as for
+hand-written question maps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolnexus.classifier import (
+    ChoiceAnswer,
+    ChoiceQuestion,
+    Classifier,
+    ClassifierError,
+    Decision,
+    DecisionAnswer,
+    NoulAnswer,
+    NoulCriteria,
+    NoulQuestion,
+    Question,
+    RecordedDecision,
+    ScoreAnswer,
+    ScoreQuestion,
+    create_classifier,
+    decision_wire,
+    question_from_wire,
+)
+from toolnexus.types import Request
+
+__all__ = [
+    "DEFAULT_BANDS",
+    "Bands",
+    "JudgeAnswer",
+    "NamedQuestion",
+    "Outcome",
+    "Policy",
+    "Rule",
+    "ask",
+    "choice",
+    "context",
+    "decide",
+    "decision_wire",
+    "gate",
+    "noul",
+    "question_from_wire",
+    "questions",
+    "read",
+    "score",
+    "state",
+    "static_classifier",
+]
+
+NamedQuestion = tuple[str, Question]
+
+
+@dataclass(frozen=True)
+class Bands:
+    """Cut-points, exclusive on the confident side: exactly `low` or `high` is uncertain."""
+
+    low: float = 0.3
+    high: float = 0.7
+
+    def noul(self, p: float) -> str:
+        """`"yes"` above `high`, `"no"` below `low`, else `"uncertain"`."""
+        if p > self.high:
+            return "yes"
+        if p < self.low:
+            return "no"
+        return "uncertain"
+
+    def sure(self, confidence: float, near_uniform: bool = False) -> bool:
+        """Whether a choice or score is confident enough to act on."""
+        return not near_uniform and confidence > self.high
+
+
+DEFAULT_BANDS = Bands()
+
+
+@dataclass(frozen=True)
+class JudgeAnswer:
+    """One answer with its reading: `band` for a noul, `sure` for a choice or score."""
+
+    raw: DecisionAnswer
+    band: str | None = None
+    sure: bool | None = None
+
+    @property
+    def type(self) -> str:
+        return self.raw.type
+
+    @property
+    def uncertain(self) -> bool:
+        return self.band == "uncertain" if self.band is not None else not self.sure
+
+    def value(self) -> float:
+        """Noul probability, score value, or choice confidence."""
+        raw = self.raw
+        if isinstance(raw, NoulAnswer):
+            return raw.noul
+        if isinstance(raw, ScoreAnswer):
+            return raw.score
+        return raw.confidence
+
+    def choice(self) -> str:
+        if not isinstance(self.raw, ChoiceAnswer):
+            raise ClassifierError(f"judge: a {self.raw.type} answer has no choice")
+        return self.raw.choice
+
+
+def state(role: str, data: Any) -> dict[str, Any]:
+    """A state: `role` plus `data`'s keys (a non-mapping `data` goes under `"data"`)."""
+    if isinstance(data, Mapping):
+        return {"role": role, **data}
+    return {"role": role, "data": data}
+
+
+def context(ctx: str, message: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`{"context": ctx, "message": message, **extra}`."""
+    return {"context": ctx, "message": message, **(extra or {})}
+
+
+def noul(name: str, instructions: str, true: str = "", false: str = "") -> NamedQuestion:
+    """A yes/no/uncertain question (criteria sent only when `true` or `false` is given)."""
+    criteria = NoulCriteria(true, false) if true or false else None
+    return name, NoulQuestion(instructions, criteria)
+
+
+def choice(name: str, instructions: str, options: Mapping[str, str]) -> NamedQuestion:
+    """A choice among `options` (name → description)."""
+    return name, ChoiceQuestion(instructions, dict(options))
+
+
+def score(name: str, instructions: str, levels: Sequence[str]) -> NamedQuestion:
+    """A score over `levels` (descriptions, lowest first)."""
+    return name, ScoreQuestion(instructions, list(levels))
+
+
+def questions(qs: Sequence[NamedQuestion]) -> dict[str, Question]:
+    """The question map of named questions; a repeated name is an error."""
+    out: dict[str, Question] = {}
+    for name, q in qs:
+        if name in out:
+            raise ClassifierError(f'duplicate question name "{name}"')
+        out[name] = q
+    return out
+
+
+def read(decision: Decision, bands: Bands | None = None) -> dict[str, JudgeAnswer]:
+    """Each answer with its band (noul) or sureness (choice, score)."""
+    b = bands or DEFAULT_BANDS
+    out: dict[str, JudgeAnswer] = {}
+    for key, raw in decision.answers.items():
+        if isinstance(raw, NoulAnswer):
+            out[key] = JudgeAnswer(raw, band=b.noul(raw.noul))
+        elif isinstance(raw, ChoiceAnswer):
+            out[key] = JudgeAnswer(raw, sure=b.sure(raw.confidence, raw.near_uniform))
+        else:
+            out[key] = JudgeAnswer(raw, sure=b.sure(raw.confidence))
+    return out
+
+
+async def ask(
+    classifier: Classifier,
+    st: Mapping[str, Any],
+    qs: Sequence[NamedQuestion],
+    bands: Bands | None = None,
+) -> dict[str, JudgeAnswer]:
+    """Evaluate `qs` on `st` and read the answers."""
+    return read(await classifier.evaluate(dict(st), questions(qs)), bands)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """`below` / `at_least` (numeric, on noul or score) or `is_` (choice) → `action`."""
+
+    question: str
+    action: str
+    below: float | None = None
+    at_least: float | None = None
+    is_: str | None = None
+    target: str = ""
+
+    def matches(self, answer: JudgeAnswer) -> bool:
+        if self.is_ is not None:
+            return isinstance(answer.raw, ChoiceAnswer) and answer.raw.choice == self.is_
+        v = answer.value()
+        if self.below is not None and not v < self.below:
+            return False
+        if self.at_least is not None and not v >= self.at_least:
+            return False
+        return self.below is not None or self.at_least is not None
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Rules in order (the first that matches decides), a `default`, optional bands."""
+
+    rules: Sequence[Rule]
+    default: str = ""
+    bands: Bands | None = None
+    skip_uncertain: bool = False
+
+
+@dataclass
+class Outcome:
+    """What a policy decided. `escalated` with a `needs_input` `request` when unsure."""
+
+    action: str = ""
+    target: str = ""
+    escalated: bool = False
+    request: Request | None = None
+    answers: dict[str, JudgeAnswer] = field(default_factory=dict)
+
+
+def decide(ans: dict[str, JudgeAnswer], policy: Policy) -> Outcome:
+    """Apply `policy`: an uncertain answer a rule reads escalates (unless `skip_uncertain`,
+    which passes over that rule); else the first matching rule; else the default."""
+    for index, rule in enumerate(policy.rules):
+        answer = ans.get(rule.question)
+        if answer is None:
+            raise ClassifierError(f"judge: rule {index} reads {rule.question!r}, not answered")
+        if answer.uncertain:
+            if policy.skip_uncertain:
+                continue
+            reason = f'uncertain answer "{rule.question}"'
+            request = Request(
+                id=f"gate:{index}:{rule.question}",
+                kind="input",
+                prompt=f"Classifier is unsure about {rule.question!r} ({reason}).",
+                data={"question": rule.question, "reason": reason, "answers": ans},
+            )
+            return Outcome("needs_input", "", True, request, ans)
+        if rule.matches(answer):
+            return Outcome(rule.action, rule.target, False, None, ans)
+    return Outcome(policy.default, "", False, None, ans)
+
+
+async def gate(
+    classifier: Classifier,
+    st: Mapping[str, Any],
+    qs: Sequence[NamedQuestion],
+    rules: Sequence[Rule] | Policy,
+    bands: Bands | None = None,
+) -> Outcome:
+    """`ask`, then `decide` under `rules` (a `Policy`, or rules with no default)."""
+    policy = rules if isinstance(rules, Policy) else Policy(list(rules))
+    return decide(await ask(classifier, st, qs, bands or policy.bands), policy)
+
+
+def static_classifier(
+    *records: tuple[Mapping[str, Any], Mapping[str, Question] | Sequence[NamedQuestion], Any],
+    model: str | None = None,
+) -> Classifier:
+    """A classifier answering from `(state, questions, response)` records, for tests."""
+    decisions = [
+        RecordedDecision(
+            dict(st), dict(qs) if isinstance(qs, Mapping) else questions(list(qs)), response
+        )
+        for st, qs, response in records
+    ]
+    return create_classifier(style="static", decisions=decisions, model=model)
