@@ -35,6 +35,7 @@ from toolnexus._secrets import redact, remember
 from toolnexus.errors import ProviderConnectionError, ProviderError, ToolnexusError, public_url
 
 __all__ = [
+    "CLASSIFIER_BACKENDS",
     "DEFAULT_CLASSIFIER_API_KEY_ENV",
     "DEFAULT_CLASSIFIER_BASE_URL",
     "DEFAULT_CLASSIFIER_MODEL",
@@ -71,6 +72,7 @@ __all__ = [
     "near_uniform",
     "question_from_wire",
     "question_wire",
+    "questions_wire",
 ]
 
 DEFAULT_CLASSIFIER_BASE_URL = "https://api.typesafe.ai/v1"
@@ -85,6 +87,21 @@ METRIC_CLASSIFIER_EVALUATE = "classifier.evaluate"
 METRIC_CLASSIFIER_WARNING = "classifier.warning"
 
 ClassifierStyle = Literal["systemone", "llm", "custom", "static"]
+ClassifierBackend = Literal["typesafe", "openrouter"]
+
+# Where each named backend of the systemone wire lives (`create_classifier(backend=...)`).
+CLASSIFIER_BACKENDS: dict[str, dict[str, str]] = {
+    "typesafe": {
+        "base_url": "https://api.typesafe.ai/v1",
+        "model": "jev-latest",
+        "api_key_env": "TYPESAFE_API_KEY",
+    },
+    "openrouter": {
+        "base_url": "https://openrouter.ai/api/v1",
+        "model": "typesafe/jev-1.13",
+        "api_key_env": "OPENROUTER_API_KEY",
+    },
+}
 
 
 class ClassifierError(ToolnexusError):
@@ -138,21 +155,22 @@ def choice_over(instructions: str, items: Mapping[str, str]) -> ChoiceQuestion:
     return ChoiceQuestion(instructions, dict(items))
 
 
-def question_wire(question: Question) -> dict[str, Any]:
+def question_wire(q: Question) -> dict[str, Any]:
     """The wire form of one question (`criteria` left out when a noul has none)."""
-    wire: dict[str, Any] = {"instructions": question.instructions, "type": question.type}
-    if isinstance(question, NoulQuestion):
-        if question.criteria is not None:
-            wire["criteria"] = {"false": question.criteria.false, "true": question.criteria.true}
-    elif isinstance(question, ChoiceQuestion):
-        wire["criteria"] = dict(question.criteria)
+    wire: dict[str, Any] = {"type": q.type, "instructions": q.instructions}
+    if isinstance(q, NoulQuestion):
+        if q.criteria is not None:
+            wire["criteria"] = {"true": q.criteria.true, "false": q.criteria.false}
+    elif isinstance(q, ChoiceQuestion):
+        wire["criteria"] = dict(q.criteria)
     else:
-        wire["criteria"] = list(question.criteria)
+        wire["criteria"] = list(q.criteria)
     return wire
 
 
-def question_from_wire(wire: Mapping[str, Any]) -> Question:
+def question_from_wire(w: Mapping[str, Any]) -> Question:
     """The question a wire form describes."""
+    wire = w
     kind, text = wire.get("type"), wire.get("instructions")
     if not isinstance(text, str):
         raise ClassifierError("classifier: a question needs string instructions")
@@ -224,6 +242,10 @@ class ScoreAnswer:
     probabilities: dict[str, float]
     confidence: float
     type: Literal["score"] = "score"
+
+    def levels(self) -> list[str]:
+        """The legend in level order (`"2"` before `"10"`, which string order loses)."""
+        return [self.legend[k] for k in sorted(self.legend, key=lambda k: (len(k), k))]
 
 
 DecisionAnswer = NoulAnswer | ChoiceAnswer | ScoreAnswer
@@ -347,10 +369,10 @@ def decision_from_wire(data: Any, *, model: str = "") -> Decision:
     )
 
 
-def decision_wire(decision: Decision) -> dict[str, Any]:
+def decision_wire(d: Decision) -> dict[str, Any]:
     """The wire form of a decision (what `decision_from_wire` reads back)."""
     answers: dict[str, Any] = {}
-    for key, a in decision.answers.items():
+    for key, a in d.answers.items():
         if isinstance(a, NoulAnswer):
             answers[key] = {"type": "noul", "noul": a.noul}
         elif isinstance(a, ChoiceAnswer):
@@ -368,7 +390,7 @@ def decision_wire(decision: Decision) -> dict[str, Any]:
                 "probabilities": dict(a.probabilities),
                 "confidence": a.confidence,
             }
-    return {"model": decision.model, "answers": answers, "calibrated": decision.calibrated}
+    return {"model": d.model, "answers": answers, "calibrated": d.calibrated}
 
 
 # -- the canonical request ---------------------------------------------------------------------
@@ -379,13 +401,14 @@ def canonical_json(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _questions_wire(questions: Mapping[str, Question]) -> dict[str, Any]:
+def questions_wire(questions: Mapping[str, Question]) -> dict[str, dict[str, Any]]:
+    """The wire form of a question map."""
     return {key: question_wire(q) for key, q in questions.items()}
 
 
 def canonical_request(model: str, questions: Mapping[str, Question]) -> bytes:
     """The canonical bytes of `model` plus `questions` (no state)."""
-    return canonical_json({"model": model, "questions": _questions_wire(questions)})
+    return canonical_json({"model": model, "questions": questions_wire(questions)})
 
 
 def _state_wire(state: Any) -> Any:
@@ -417,7 +440,7 @@ class ClassifierTransport(Protocol):
     ) -> ClassifierResponse | Awaitable[ClassifierResponse]: ...
 
 
-class ClassifierBackend(Protocol):
+class _Backend(Protocol):
     """What answers one evaluation."""
 
     async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision: ...
@@ -478,22 +501,18 @@ class _SystemOne:
         )
 
     def _request_headers(self) -> dict[str, str]:
-        key = os.environ.get(self._api_key_env, "")
-        if not key.strip():
-            raise ClassifierError(
-                f"classifier: no API key: set {self._api_key_env} (or pass api_key_env=)"
-            )
-        remember(key)
-        return {
-            "Content-Type": "application/json",
-            "Authorization": f"Bearer {key}",
-            **self._headers,
-        }
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self._api_key_env, "").strip()
+        if key:  # unset: sent without one, as the published package does (a gateway may need none)
+            remember(key)
+            headers["Authorization"] = f"Bearer {key}"
+        headers.update(self._headers)
+        return headers
 
     async def _body(self, state: Any, questions: Mapping[str, Question]) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "questions": _questions_wire(questions),
+            "questions": questions_wire(questions),
             "state": _state_wire(state),
         }
         body.update(self._params)
@@ -568,7 +587,7 @@ class _Custom:
 
 
 def _static_key(state: Any, questions: Mapping[str, Question]) -> bytes:
-    return canonical_json({"questions": _questions_wire(questions), "state": state})
+    return canonical_json({"questions": questions_wire(questions), "state": state})
 
 
 class _Static:
@@ -594,12 +613,88 @@ class _Static:
 
 
 class Classifier:
-    """The whole seam: `evaluate(state, questions)` → `Decision`. Build with `create_classifier`."""
+    """The whole seam: `evaluate(state, questions)` → `Decision`.
 
-    def __init__(self, backend: ClassifierBackend, *, model: str, on_metric: OnMetric | None):
-        self._backend = backend
+    Build it with `create_classifier` (which also resolves a named `backend`); the constructor
+    takes the same options and rejects a style whose required option is missing.
+    """
+
+    def __init__(
+        self,
+        *,
+        style: ClassifierStyle = "systemone",
+        base_url: str = DEFAULT_CLASSIFIER_BASE_URL,
+        model: str = DEFAULT_CLASSIFIER_MODEL,
+        api_key_env: str = DEFAULT_CLASSIFIER_API_KEY_ENV,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = DEFAULT_CLASSIFIER_TIMEOUT,
+        http_transport: ClassifierTransport | None = None,
+        retries: int = 2,
+        retry_base_ms: int = 500,
+        retryable_statuses: Iterable[int] | None = None,
+        on_error: Callable[[dict[str, Any]], Any] | None = None,
+        request_params: Mapping[str, Any] | None = None,
+        body_transform: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
+        on_metric: OnMetric | None = None,
+        client: Any = None,
+        evaluate: Callable[..., Any] | None = None,
+        decisions: list[RecordedDecision] | None = None,
+    ) -> None:
+        self.style = style
         self.model = model
         self._on_metric = on_metric
+        self._backend: _Backend
+        backend: _Backend
+        if style == "systemone":
+            if retries < 0:
+                raise ClassifierError("classifier: retries must be >= 0")
+            backend = _SystemOne(
+                base_url=base_url,
+                model=model,
+                api_key_env=api_key_env,
+                headers=headers,
+                timeout=timeout,
+                http_transport=http_transport,
+                retries=retries,
+                retry_base_ms=retry_base_ms,
+                retryable_statuses=retryable_statuses,
+                on_error=on_error,
+                request_params=request_params,
+                body_transform=body_transform,
+            )
+        elif style == "llm":
+            if client is None:
+                raise ClassifierError("classifier: style 'llm' requires client")
+            from toolnexus.classifier_llm import LlmBackend
+
+            backend = LlmBackend(client)
+            self.model = backend.model or model
+        elif style == "custom":
+            if evaluate is None:
+                raise ClassifierError("classifier: style 'custom' requires evaluate")
+            backend = _Custom(evaluate, model)
+        elif style == "static":
+            backend = _Static(decisions or [], model)
+        else:
+            raise ClassifierError(f"classifier: unknown style {style!r}")
+        self._backend = backend
+
+    @classmethod
+    def _over(
+        cls,
+        backend: _Backend,
+        *,
+        model: str,
+        on_metric: OnMetric | None,
+        style: ClassifierStyle = "llm",
+    ) -> Classifier:
+        """A classifier answering through `backend` (e.g. `classifier_llm`'s)."""
+        classifier = cls.__new__(cls)
+        classifier.style = style
+        classifier.model = model
+        classifier._on_metric = on_metric
+        classifier._backend = backend
+        return classifier
 
     def __repr__(self) -> str:
         return f"Classifier(model={self.model!r}, backend={type(self._backend).__name__})"
@@ -712,43 +807,29 @@ def create_classifier(
     evaluate: Callable[..., Any] | None = None,
     decisions: list[RecordedDecision] | None = None,
 ) -> Classifier:
-    """A `Classifier` of `style`, with the defaults applied; a style missing its required
-    option (`llm`: `client`; `custom`: `evaluate`; `static`: `decisions`) fails here."""
-    if backend is not None:
-        return Classifier(backend, model=model or "", on_metric=on_metric)
-    if style == "systemone":
-        if retries < 0:
-            raise ClassifierError("classifier: retries must be >= 0")
-        name = model or DEFAULT_CLASSIFIER_MODEL
-        systemone = _SystemOne(
-            base_url=base_url or DEFAULT_CLASSIFIER_BASE_URL,
-            model=name,
-            api_key_env=api_key_env or DEFAULT_CLASSIFIER_API_KEY_ENV,
-            headers=headers,
-            timeout=timeout if timeout is not None else DEFAULT_CLASSIFIER_TIMEOUT,
-            http_transport=http_transport,
-            retries=retries,
-            retry_base_ms=retry_base_ms,
-            retryable_statuses=retryable_statuses,
-            on_error=on_error,
-            request_params=request_params,
-            body_transform=body_transform,
-        )
-        return Classifier(systemone, model=name, on_metric=on_metric)
-    if style == "llm":
-        if client is None:
-            raise ClassifierError("classifier: style 'llm' requires client")
-        from toolnexus.classifier_llm import LlmBackend
-
-        llm = LlmBackend(client)
-        return Classifier(llm, model=llm.model, on_metric=on_metric)
-    if style == "custom":
-        if evaluate is None:
-            raise ClassifierError("classifier: style 'custom' requires evaluate")
-        return Classifier(_Custom(evaluate, model or ""), model=model or "", on_metric=on_metric)
-    if style == "static":
-        if decisions is None:
-            raise ClassifierError("classifier: style 'static' requires decisions")
-        name = model or ""
-        return Classifier(_Static(decisions, name), model=name, on_metric=on_metric)
-    raise ClassifierError(f"classifier: unknown style {style!r}")
+    """A `Classifier` of `style`; `backend` names where the systemone wire lives
+    (`CLASSIFIER_BACKENDS`), and explicit `base_url` / `model` / `api_key_env` win over it."""
+    place = CLASSIFIER_BACKENDS.get(backend or "typesafe")
+    if place is None:
+        raise ClassifierError(f"classifier: unknown backend {backend!r}")
+    if style == "static" and decisions is None:
+        raise ClassifierError("classifier: style 'static' requires decisions")
+    return Classifier(
+        style=style,
+        base_url=base_url or place["base_url"],
+        model=model if model is not None else place["model"],
+        api_key_env=api_key_env or place["api_key_env"],
+        headers=headers,
+        timeout=timeout if timeout is not None else DEFAULT_CLASSIFIER_TIMEOUT,
+        http_transport=http_transport,
+        retries=retries,
+        retry_base_ms=retry_base_ms,
+        retryable_statuses=retryable_statuses,
+        on_error=on_error,
+        request_params=request_params,
+        body_transform=body_transform,
+        on_metric=on_metric,
+        client=client,
+        evaluate=evaluate,
+        decisions=decisions,
+    )

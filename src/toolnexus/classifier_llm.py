@@ -216,4 +216,5 @@ def llm_classifier(
         request_params=params or None,
         **client_options,
     )
-    return Classifier(LlmBackend(client, reads_logprobs=reads), model=model, on_metric=on_metric)
+    backend = LlmBackend(client, reads_logprobs=reads)
+    return Classifier._over(backend, model=model, on_metric=on_metric)

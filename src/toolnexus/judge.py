@@ -32,6 +32,7 @@ from toolnexus.classifier import (
     create_classifier,
     decision_wire,
     question_from_wire,
+    questions_wire,
 )
 from toolnexus.types import Request
 
@@ -43,6 +44,7 @@ __all__ = [
     "Outcome",
     "Policy",
     "Rule",
+    "Tape",
     "ask",
     "choice",
     "context",
@@ -267,3 +269,62 @@ def static_classifier(
         for st, qs, response in records
     ]
     return create_classifier(style="static", decisions=decisions, model=model)
+
+
+class _Recording:
+    """Answers through `live` and writes each decision on the tape under `name`."""
+
+    def __init__(self, live: Classifier, name: str, tape: dict[str, dict[str, Any]]) -> None:
+        self._live, self._name, self._tape = live, name, tape
+
+    async def evaluate(self, st: Any, qs: Mapping[str, Question]) -> Decision:
+        decision = await self._live.evaluate(st, qs)
+        self._tape[self._name] = {
+            "state": st,
+            "questions": questions_wire(qs),
+            "response": decision_wire(decision),
+        }
+        return decision
+
+
+class _Replay:
+    """Answers call `name` from the tape; a miss sends nothing."""
+
+    def __init__(self, name: str, entry: Mapping[str, Any] | None, model: str) -> None:
+        self._name, self._model = name, model
+        self._static: Classifier | None = None
+        if entry is not None:
+            qs = {k: question_from_wire(w) for k, w in entry["questions"].items()}
+            record = RecordedDecision(entry["state"], qs, entry["response"])
+            self._static = create_classifier(style="static", decisions=[record], model=model)
+
+    async def evaluate(self, st: Any, qs: Mapping[str, Question]) -> Decision:
+        if self._static is None:
+            raise ClassifierError(f'tape: no recorded decision for call "{self._name}"')
+        return await self._static.evaluate(st, qs)
+
+
+class Tape:
+    """Record live decisions by call name; replay them offline.
+
+    `Tape(live)` records into `recorded`; `Tape(recorded=tape.recorded)` replays. A replay
+    miss is an error naming the call, and sends no request.
+    """
+
+    def __init__(
+        self,
+        live: Classifier | None = None,
+        recorded: Mapping[str, Mapping[str, Any]] | None = None,
+        model: str | None = None,
+    ) -> None:
+        self.live = live
+        self.recorded: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (recorded or {}).items()}
+        self.model = model or ""
+
+    def call(self, name: str) -> Classifier:
+        """The classifier to use for call `name`: recording (live) or replaying."""
+        if self.live is not None:
+            backend: Any = _Recording(self.live, name, self.recorded)
+        else:
+            backend = _Replay(name, self.recorded.get(name), self.model)
+        return Classifier._over(backend, model=self.model, on_metric=None, style="custom")

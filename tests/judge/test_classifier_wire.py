@@ -8,6 +8,7 @@ import pytest
 
 from support.fake_llm import FakeLLM, raw
 from toolnexus.classifier import (
+    CLASSIFIER_BACKENDS,
     ClassifierError,
     ClassifierResponse,
     NoulAnswer,
@@ -144,12 +145,20 @@ async def test_unknown_answer_type_is_an_error(vendor):
     await c.aclose()
 
 
-async def test_missing_key_is_named_not_sent(llm, monkeypatch):
+async def test_unset_key_sends_no_authorization_and_backends_name_places(llm, monkeypatch):
     monkeypatch.delenv("TYPESAFE_API_KEY", raising=False)
-    c = make(llm)
-    with pytest.raises(ClassifierError, match="TYPESAFE_API_KEY"):
-        await c.evaluate({"role": "r"}, QUESTIONS)
-    assert llm.requests == []
+    monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
+    llm.push(raw(200, {"answers": {}}), raw(200, {"answers": {}}))
+    await make(llm).evaluate({"role": "r"}, questions([noul("a", "x")]))
+    assert "authorization" not in llm.requests[0].headers  # as published: a gateway may need none
+    c = make(llm, backend="openrouter")
+    await c.evaluate({"role": "r"}, questions([noul("a", "x")]))
+    assert llm.requests[1].raw == (
+        b'{"model":"typesafe/jev-1.13","questions":{"a":{"instructions":"x","type":"noul"}},'
+        b'"state":{"role":"r"}}'
+    )
+    assert llm.requests[1].headers["authorization"] == f"Bearer {KEY}"
+    assert CLASSIFIER_BACKENDS["openrouter"]["base_url"] == "https://openrouter.ai/api/v1"
 
 
 async def test_styles_need_their_option_and_questions_are_checked():

@@ -17,6 +17,7 @@ from toolnexus.judge import (
     Bands,
     Policy,
     Rule,
+    Tape,
     ask,
     choice,
     context,
@@ -116,3 +117,30 @@ async def test_ask_and_gate_on_a_static_classifier():
     assert outcome.action == "block"
     with pytest.raises(ClassifierError, match="no recorded decision"):
         await ask(c, st, [noul("b", "Is it bad?")])  # the keys are part of the request
+
+
+async def test_tape_records_then_replays_without_sending():
+    sent: list[dict] = []
+
+    def live_answer(st, qs):
+        sent.append(st)
+        return Decision(model="cm", answers={"a": NoulAnswer(0.1)})
+
+    from toolnexus.classifier import create_classifier
+
+    live = create_classifier(style="custom", evaluate=live_answer)
+    tape = Tape(live)
+    qs = questions([noul("a", "x")])
+    await tape.call("first").evaluate({"role": "r"}, qs)
+    assert tape.recorded["first"]["response"]["answers"] == {"a": {"type": "noul", "noul": 0.1}}
+    replay = Tape(recorded=tape.recorded)
+    again = await replay.call("first").evaluate({"role": "r"}, qs)
+    assert again.noul("a").noul == 0.1 and len(sent) == 1
+    with pytest.raises(ClassifierError, match='tape: no recorded decision for call "second"'):
+        await replay.call("second").evaluate({"role": "r"}, qs)
+
+
+def test_score_levels_in_level_order():
+    legend = {str(i): f"level {i}" for i in range(11)}
+    answer = ScoreAnswer(1.0, legend, {}, 0.5)
+    assert answer.levels()[2] == "level 2" and answer.levels()[-1] == "level 10"
