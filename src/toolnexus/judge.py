@@ -222,27 +222,41 @@ class Outcome:
     answers: dict[str, JudgeAnswer] = field(default_factory=dict)
 
 
-def decide(ans: dict[str, JudgeAnswer], policy: Policy) -> Outcome:
-    """Apply `policy`: an uncertain answer a rule reads escalates (unless `skip_uncertain`,
-    which passes over that rule); else the first matching rule; else the default."""
+def _escalate(ans: dict[str, JudgeAnswer], id: str, question: str, reason: str) -> Outcome:
+    request = Request(
+        id=id,
+        kind="input",
+        prompt=f"Classifier is unsure about {question!r} ({reason}).",
+        data={"question": question, "reason": reason, "answers": ans},
+    )
+    return Outcome("needs_input", "", True, request, ans)
+
+
+def _fired(ans: dict[str, JudgeAnswer], policy: Policy) -> Outcome | None:
+    """The outcome of the first rule that fires or escalates; `None` when none does."""
     for index, rule in enumerate(policy.rules):
-        answer = ans.get(rule.question)
+        q, where = rule.question, f"gate:{index}:{rule.question}"
+        answer = ans.get(q)
         if answer is None:
-            raise ClassifierError(f"judge: rule {index} reads {rule.question!r}, not answered")
+            return _escalate(ans, where, q, f'missing answer "{q}"')
+        if rule.is_ is None and rule.below is None and rule.at_least is None:
+            return _escalate(ans, where, q, f"rule on {q!r} has no below / at_least / is")
+        if rule.is_ is not None and answer.type != "choice":
+            return _escalate(ans, where, q, f"is-rule on {answer.type} answer {q!r}")
         if answer.uncertain:
             if policy.skip_uncertain:
                 continue
-            reason = f'uncertain answer "{rule.question}"'
-            request = Request(
-                id=f"gate:{index}:{rule.question}",
-                kind="input",
-                prompt=f"Classifier is unsure about {rule.question!r} ({reason}).",
-                data={"question": rule.question, "reason": reason, "answers": ans},
-            )
-            return Outcome("needs_input", "", True, request, ans)
+            return _escalate(ans, where, q, f'uncertain answer "{q}"')
         if rule.matches(answer):
             return Outcome(rule.action, rule.target, False, None, ans)
-    return Outcome(policy.default, "", False, None, ans)
+    return None
+
+
+def decide(ans: dict[str, JudgeAnswer], policy: Policy) -> Outcome:
+    """Apply `policy`'s rules in order: the first that matches decides. A rule whose answer is
+    uncertain (unless `skip_uncertain`), missing or of the wrong kind escalates with a
+    `needs_input` request. When no rule fires the action is `""` (`gate` applies the default)."""
+    return _fired(ans, policy) or Outcome(answers=ans)
 
 
 async def gate(
@@ -252,9 +266,18 @@ async def gate(
     rules: Sequence[Rule] | Policy,
     bands: Bands | None = None,
 ) -> Outcome:
-    """`ask`, then `decide` under `rules` (a `Policy`, or rules with no default)."""
+    """`ask` (with the policy's bands), then `decide`. With a bare rule list, no rule fired is
+    `action == ""`; a `Policy` declares it: its `default`, or an escalation when it has none."""
     policy = rules if isinstance(rules, Policy) else Policy(list(rules))
-    return decide(await ask(classifier, st, qs, bands or policy.bands), policy)
+    ans = await ask(classifier, st, qs, bands or policy.bands)
+    fired = _fired(ans, policy)
+    if fired is not None:
+        return fired
+    if not isinstance(rules, Policy):
+        return Outcome(answers=ans)
+    if policy.default:
+        return Outcome(policy.default, "", False, None, ans)
+    return _escalate(ans, "gate:default", "", "no rule fired")
 
 
 def static_classifier(

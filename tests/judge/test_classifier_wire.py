@@ -191,3 +191,14 @@ async def test_static_and_batch():
         await c.evaluate_batch([{"role": "r", "x": 1}, {"role": "r", "x": 5}], qs)
     both = await c.evaluate_batch([{"role": "r", "x": 1}, {"role": "r", "x": 1}], qs)
     assert [x.noul("a").noul for x in both] == [0.9, 0.9]
+
+
+async def test_an_echoed_key_and_account_ids_never_leave_in_errors_or_metrics(vendor):
+    vendor.push(raw(500, {"error": {"message": f"upstream saw {KEY}"}}))
+    metrics: list[dict] = []
+    c = make(vendor, retries=0, on_metric=metrics.append)
+    with pytest.raises(ClassifierError) as info:
+        await c.evaluate({"role": "r"}, QUESTIONS)
+    await c.aclose()
+    assert "HTTP 500" in str(info.value) and "upstream saw" in str(info.value)
+    assert KEY not in str(info.value) + repr(metrics) + repr(c)

@@ -91,15 +91,40 @@ def test_an_uncertain_answer_escalates_with_a_request():
     assert outcome.request.prompt == "Classifier is unsure about 'a' (uncertain answer \"a\")."
 
 
-def test_rules_in_order_then_default():
+def test_rules_in_order_and_what_escalates():
     sure = Decision(answers={"a": NoulAnswer(0.9), "c": ChoiceAnswer("y", {"y": 1.0}, 1.0)})
     answers = read(sure)
     assert decide(answers, Policy([Rule("a", "block", at_least=0.7)])).action == "block"
     routed = decide(answers, Policy([Rule("c", "route", is_="y", target="agent-y")]))
     assert (routed.action, routed.target) == ("route", "agent-y")
-    assert decide(answers, Policy([Rule("a", "block", below=0.5)], "allow")).action == "allow"
+    # as published: decide leaves the default to gate
+    assert decide(answers, Policy([Rule("a", "block", below=0.5)], "allow")).action == ""
     skipped = decide(read(DECISION), Policy([Rule("a", "x", below=1)], "ok", skip_uncertain=True))
     assert not skipped.escalated
+    reasons = {
+        "missing": Rule("zz", "block", at_least=0.7),
+        "no test": Rule("a", "block"),
+        "kind": Rule("a", "block", is_="x"),
+    }
+    prompts = {k: decide(answers, Policy([r])).request.prompt for k, r in reasons.items()}
+    assert prompts == {
+        "missing": "Classifier is unsure about 'zz' (missing answer \"zz\").",
+        "no test": "Classifier is unsure about 'a' (rule on 'a' has no below / at_least / is).",
+        "kind": "Classifier is unsure about 'a' (is-rule on noul answer 'a').",
+    }
+
+
+async def test_gate_applies_the_policy_default_or_escalates():
+    st = {"role": "r"}
+    qs = [noul("n", "x")]
+    c = static_classifier((st, qs, {"answers": {"n": {"type": "noul", "noul": 0.1}}}))
+    rule = Rule("n", "block", at_least=0.7)
+    assert (await gate(c, st, qs, Policy([rule], default="allow"))).action == "allow"
+    assert (await gate(c, st, qs, [rule])).action == ""
+    undecided = await gate(c, st, qs, Policy([rule]))
+    assert undecided.action == "needs_input" and undecided.request is not None
+    assert undecided.request.id == "gate:default"
+    assert undecided.request.prompt == "Classifier is unsure about '' (no rule fired)."
 
 
 async def test_ask_and_gate_on_a_static_classifier():
