@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import inspect
 import json
 import math
 import os
@@ -436,7 +437,7 @@ class ClassifierResponse:
 
 class ClassifierTransport(Protocol):
     """An injectable sender for the systemone wire: it gets the canonical BYTES (re-serialising
-    a dict would lose them). `post` may be sync or async."""
+    a dict would lose them). `post` may be blocking (it runs in a worker thread) or async."""
 
     def post(
         self, url: str, headers: dict[str, str], body: bytes, timeout: float
@@ -527,9 +528,13 @@ class _SystemOne:
 
     async def _post_given(self, headers: dict[str, str], content: bytes) -> Any:
         assert self._given is not None
-        response = await call_maybe_async(
-            self._given.post, self.url, headers, content, self._timeout
-        )
+        post = self._given.post
+        if inspect.iscoroutinefunction(post):
+            response = await post(self.url, headers, content, self._timeout)
+        else:  # a blocking sender (the published kind) runs off the event loop
+            response = await asyncio.to_thread(post, self.url, headers, content, self._timeout)
+            if inspect.isawaitable(response):
+                response = await response
         if not isinstance(response, ClassifierResponse):
             raise ClassifierError("classifier: http_transport.post must return ClassifierResponse")
         if not 200 <= response.status < 300:

@@ -202,3 +202,17 @@ async def test_an_echoed_key_and_account_ids_never_leave_in_errors_or_metrics(ve
     await c.aclose()
     assert "HTTP 500" in str(info.value) and "upstream saw" in str(info.value)
     assert KEY not in str(info.value) + repr(metrics) + repr(c)
+
+
+async def test_an_async_sender_and_its_retry_after(vendor):
+    statuses = [429, 200]
+
+    class Sender:
+        async def post(self, url, headers, body, timeout):
+            status = statuses.pop(0)
+            text = json.dumps(ANSWERS if status == 200 else {"error": "busy"}).encode()
+            return ClassifierResponse(status, text, retry_after="0")
+
+    c = create_classifier(base_url="https://judge.invalid/v1", http_transport=Sender())
+    decision = await c.evaluate(state("You are a judge.", {"msg": "hi"}), QUESTIONS)
+    assert decision.model == "jev-1" and statuses == []
