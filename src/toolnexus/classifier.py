@@ -671,14 +671,30 @@ def _clean(token: Any) -> str:
     return str(token).strip().strip('"').strip()
 
 
-def label_probabilities(response: Any, labels: list[str]) -> dict[str, float] | None:
-    """The labels' probabilities read from an OpenAI chat answer's `top_logprobs` at the label
-    token (the first token after the JSON `:` that starts a label); `None` without them."""
+def _token_logprobs(response: Any) -> list[Any] | None:
+    """The answer's per-token log-probabilities: OpenAI chat `choices[0].logprobs.content`, or
+    the Responses wire's `logprobs` of its `output_text` parts."""
+    if not isinstance(response, Mapping):
+        return None
     try:
         content = response["choices"][0]["logprobs"]["content"]
+        return content if isinstance(content, list) else None
     except (KeyError, IndexError, TypeError):
-        return None
-    if not isinstance(content, list):
+        pass
+    tokens: list[Any] = []
+    for item in response.get("output") or []:
+        parts = item.get("content") if isinstance(item, Mapping) else None
+        for part in parts if isinstance(parts, list) else []:
+            if isinstance(part, Mapping) and isinstance(part.get("logprobs"), list):
+                tokens += part["logprobs"]
+    return tokens or None
+
+
+def label_probabilities(response: Any, labels: list[str]) -> dict[str, float] | None:
+    """The labels' probabilities read from an answer's `top_logprobs` at the label token (the
+    first token after the JSON `:` that starts a label); `None` without them."""
+    content = _token_logprobs(response)
+    if content is None:
         return None
     past_colon = False
     for entry in content:

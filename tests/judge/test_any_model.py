@@ -91,6 +91,7 @@ async def test_anthropic_forces_a_tool_and_falls_back_uncalibrated(llm):
     body = llm.requests[0].body
     assert body["tools"][0]["input_schema"]["properties"]["response"]["enum"][0] == "yes"
     assert "logprobs" not in body
+    assert body["tool_choice"] == {"type": "tool", "name": "final_result"}
     assert answers["bad"].value() == 0.0 and answers["bad"].band == "no"
 
 
@@ -101,6 +102,47 @@ async def test_responses_wire_uses_a_json_schema_and_falls_back(llm):
     await c.aclose()
     assert llm.requests[0].body["text"]["format"]["type"] == "json_schema"
     assert (d.noul("bad").noul, d.calibrated) == (0.5, False)
+
+
+async def test_responses_answers_are_calibrated_from_their_logprobs(llm):
+    tokens = [
+        {"token": t, "logprob": -0.01, "top_logprobs": []}
+        for t in ['{"', "response", '":"', "no", '"}']
+    ]
+    tokens[3]["top_logprobs"] = [
+        {"token": "no", "logprob": math.log(0.8)},
+        {"token": "yes", "logprob": math.log(0.2)},
+    ]
+    body = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "model": "judge-model",
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "status": "completed",
+                "content": [
+                    {
+                        "type": "output_text",
+                        "text": '{"response":"no"}',
+                        "annotations": [],
+                        "logprobs": tokens,
+                    }
+                ],
+            }
+        ],
+        "usage": {"input_tokens": 7, "output_tokens": 3, "total_tokens": 10},
+    }
+    llm.push(raw(200, body))
+    c = judge(llm, "openai-responses")
+    d = await c.evaluate({"role": "r"}, questions([noul("bad", "Is it bad?")]))
+    await c.aclose()
+    sent = llm.requests[0].body
+    assert sent["include"] == ["message.output_text.logprobs"] and sent["top_logprobs"] == 20
+    assert d.calibrated and d.noul("bad").noul == pytest.approx(0.2)
 
 
 async def test_a_callers_client_is_the_llm_style(llm, make_client):
