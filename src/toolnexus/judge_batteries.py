@@ -18,6 +18,7 @@ from typing import Any
 
 from toolnexus._aio import call_maybe_async
 from toolnexus.classifier import ChoiceAnswer, Classifier, ClassifierError
+from toolnexus.errors import ConfigError
 from toolnexus.judge import (
     DEFAULT_BANDS,
     Bands,
@@ -194,7 +195,7 @@ class CompleteVerdict:
 
 def _check_on_error(battery: str, on_error: str | None) -> str:
     if on_error not in ("open", "closed"):
-        raise ValueError(
+        raise ConfigError(
             f'{battery}: on_error (onError) is required and must be "open" or "closed"'
         )
     return on_error
