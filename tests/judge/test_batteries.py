@@ -184,3 +184,26 @@ async def test_model_router_and_content_guard_hooks_in_a_real_run(llm, make_clie
     with pytest.raises(ContentGuardBlocked, match="content guard blocked: harmful"):
         await blocked.run("you are dumb")
     assert len(llm.requests) == 1
+
+
+@tool
+def lookup(topic: str) -> str:
+    """Look a topic up."""
+    return "cats purr\n\ndogs bark"
+
+
+async def test_filter_and_relevance_hooks_in_a_real_run(llm, make_client):
+    def evaluate(state, questions):  # chunk 1 (dogs) is confidently irrelevant; tools are needed
+        answers = {k: NoulAnswer(0.1 if k == "1" else 0.9) for k in questions}
+        return Decision(model="m", answers=answers)
+
+    judge = create_classifier(style="custom", evaluate=evaluate)
+    hooks = {
+        "after_tool": ToolResultFilterClassifier(judge, on_error="open").as_hook(),
+        "before_llm": ToolRelevanceClassifier(judge, on_error="open").as_hook(),
+    }
+    llm.push(tools(call("lookup", {"topic": "cats"}, id="c1")), text("they purr"))
+    client = make_client("anthropic", hooks=hooks)
+    result = await client.run("tell me about cats", lookup)
+    assert result.tool_calls[0]["output"] == "cats purr"
+    assert [t["name"] for t in llm.requests[0].body["tools"]] == ["lookup"]  # needed: kept
