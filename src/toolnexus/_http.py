@@ -76,11 +76,18 @@ class HttpClients:
         if client is None or client.is_closed:
             import httpx2
 
+            from toolnexus._body_limit import MAX_RESPONSE_BYTES_ENV, bounding_hook, tool_body_limit
+
+            hooks = request_hooks()
+            # Every body these clients read is bounded once decoded (a decompression bomb stops
+            # at the limit): HTTP tools, OpenAPI specs, A2A cards and answers, webfetch.
+            hint = f"raise it with the environment variable {MAX_RESPONSE_BYTES_ENV}"
+            hooks["response"] = [bounding_hook(tool_body_limit(), hint)]
             client, _ = new_client(
                 timeout=httpx2.Timeout(30.0),
                 limits=httpx2.Limits(max_connections=100, max_keepalive_connections=20),
                 follow_redirects=True,
-                event_hooks=request_hooks(),
+                event_hooks=hooks,
             )
             self._clients[loop] = client
         return client

@@ -14,6 +14,15 @@ def compact_json(value: Any) -> str:
     return _encoder.encode(value)
 
 
+_request_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def request_json(value: Any) -> str:
+    """`compact_json` for a body sent to a strict reader: a NaN or Infinity raises `ValueError`
+    instead of being written as `NaN`/`Infinity`, which no JSON parser has to accept."""
+    return _request_encoder.encode(value)
+
+
 def _default(value: Any) -> Any:
     model_dump = getattr(value, "model_dump", None)
     if callable(model_dump):  # pydantic models

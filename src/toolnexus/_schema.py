@@ -5,15 +5,22 @@ Every function here builds new dicts and lists; the schema it is given is never 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
+from toolnexus.errors import ConfigError
+
 __all__ = [
+    "MAX_INLINED_NODES",
+    "MAX_REF_DEPTH",
     "SCHEMA_LIST_KEYWORDS",
     "SCHEMA_MAP_KEYWORDS",
     "SCHEMA_VALUE_KEYWORDS",
+    "SchemaTooLarge",
     "allows_null",
+    "drop_non_finite",
     "inline_refs",
     "map_subschemas",
     "resolve_pointer",
@@ -43,6 +50,22 @@ SCHEMA_MAP_KEYWORDS = frozenset(
 )
 
 Rewrite = Callable[[Any], Any]
+
+# Inlining `$ref`s copies each target wherever it is used: definitions that each use the next
+# twice double at every step, and 2 KB of schema would inline to gigabytes. A copy is bounded
+# to this many subschemas, and `$ref`s followed inside each other to this depth.
+MAX_INLINED_NODES = 100_000
+MAX_REF_DEPTH = 64
+
+
+class SchemaTooLarge(ConfigError):
+    """A schema whose `$ref`s would inline past `MAX_INLINED_NODES` or `MAX_REF_DEPTH`."""
+
+    def __init__(self, ref: str) -> None:
+        super().__init__(
+            f"the schema is too large once its $refs are inlined (more than {MAX_INLINED_NODES} "
+            f"subschemas, or $refs nested more than {MAX_REF_DEPTH} deep), at $ref {ref!r}"
+        )
 
 
 def map_subschemas(schema: dict[str, Any], fn: Rewrite) -> dict[str, Any]:
@@ -88,6 +111,7 @@ def inline_refs(
     on_missing: Callable[[str], Any],
     *,
     expanding: tuple[str, ...] = (),
+    on_too_large: Callable[[str], Any] | None = None,
 ) -> dict[str, Any]:
     """`root` with every local `$ref` replaced by a copy of its target.
 
@@ -95,15 +119,25 @@ def inline_refs(
     `on_cycle(ref)`. A reference that does not resolve becomes `on_missing(ref)`. Keywords
     beside a `$ref` are kept and win over the target's. `$defs`/`definitions` are not walked.
     `expanding` lists references already being inlined (when `root` is itself a definition).
+    The copy is bounded: once it holds `MAX_INLINED_NODES` subschemas, or at a `$ref` nested
+    `MAX_REF_DEPTH` deep, a further reference becomes `on_too_large(ref)`, or raises
+    `SchemaTooLarge` without one.
     """
+    count = 0
 
     def walk(node: Any, stack: tuple[str, ...]) -> Any:
+        nonlocal count
         if not isinstance(node, dict):
             return node
+        count += 1
         ref = node.get("$ref")
         if isinstance(ref, str):
             if ref in stack:
                 target = on_cycle(ref)
+            elif count > MAX_INLINED_NODES or len(stack) >= MAX_REF_DEPTH:
+                if on_too_large is None:
+                    raise SchemaTooLarge(ref)
+                target = on_too_large(ref)
             else:
                 found = resolve_pointer(root, ref)
                 target = on_missing(ref) if found is None else walk(found, (*stack, ref))
@@ -244,3 +278,34 @@ def null_stripper(root: dict[str, Any]) -> Strip | None:
         return strip
 
     return build(root)
+
+
+def drop_non_finite(value: Any, path: str = "") -> tuple[Any, list[str]]:
+    """`value` without the numbers JSON cannot carry (NaN, Infinity, -Infinity): a member or item
+    holding one is left out. Returns the cleaned value (`value` itself when it held none) and
+    the JSON pointers of what was left out."""
+    dropped: list[str] = []
+    if isinstance(value, dict):
+        kept: dict[Any, Any] = {}
+        for key, item in value.items():
+            if _non_finite(item):
+                dropped.append(f"{path}/{key}")
+                continue
+            kept[key], lost = drop_non_finite(item, f"{path}/{key}")
+            dropped.extend(lost)
+        return (kept if dropped else value), dropped
+    if isinstance(value, list):
+        items: list[Any] = []
+        for index, item in enumerate(value):
+            if _non_finite(item):
+                dropped.append(f"{path}/{index}")
+                continue
+            clean, lost = drop_non_finite(item, f"{path}/{index}")
+            items.append(clean)
+            dropped.extend(lost)
+        return (items if dropped else value), dropped
+    return value, dropped
+
+
+def _non_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)

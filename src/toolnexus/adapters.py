@@ -6,10 +6,18 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from toolnexus._log import warn
-from toolnexus._schema import allows_null, inline_refs, map_subschemas, resolve_pointer
+from toolnexus._schema import (
+    MAX_INLINED_NODES,
+    MAX_REF_DEPTH,
+    allows_null,
+    inline_refs,
+    map_subschemas,
+    resolve_pointer,
+)
 from toolnexus.errors import WireFormatError
 from toolnexus.types import Tool, ToolResult
 
@@ -105,7 +113,9 @@ def to_gemini(tools: Sequence[Tool]) -> list[dict[str, Any]]:
                 {
                     "name": t.name,
                     "description": t.description,
-                    "parameters": _cached(_gemini_cache, t.input_schema, gemini_schema),
+                    "parameters": _cached(
+                        _gemini_cache, t.input_schema, partial(gemini_schema, tool=t.name)
+                    ),
                 }
                 for t in tools
             ]
@@ -329,18 +339,33 @@ _GEMINI_DROPPED = frozenset(
 )
 
 
-def gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def gemini_schema(schema: dict[str, Any], *, tool: str | None = None) -> dict[str, Any]:
     """`schema` in the subset Gemini accepts; the input is never mutated.
 
     Local `$ref`s are inlined (a recursive one becomes `{"type": "object"}`), rejected keywords
     dropped, `const` becomes a one-value `enum`, and a `null` alternative (`anyOf` branch or
-    `type` list entry) becomes `"nullable": true`.
+    `type` list entry) becomes `"nullable": true`. A schema too large once inlined
+    (`_schema.MAX_INLINED_NODES`) keeps what fits: each further `$ref` becomes
+    `{"type": "object"}`, with a warning naming `tool`.
     """
 
     def object_schema(ref: str) -> dict[str, Any]:
         return {"type": "object"}
 
-    inlined = inline_refs(schema, object_schema, object_schema)
+    cut: list[str] = []
+
+    def too_large(ref: str) -> dict[str, Any]:
+        cut.append(ref)
+        return {"type": "object"}
+
+    inlined = inline_refs(schema, object_schema, object_schema, on_too_large=too_large)
+    if cut:
+        who = f'tool "{tool}"' if tool else "a tool"
+        warn(
+            f"{who}: its input schema is too large once its $refs are inlined for Gemini "
+            f"(more than {MAX_INLINED_NODES} subschemas, or nested more than {MAX_REF_DEPTH} "
+            f'deep): {len(cut)} $refs from {cut[0]!r} on are declared as {{"type": "object"}}'
+        )
     result: dict[str, Any] = _gemini_node(inlined)
     return result
 

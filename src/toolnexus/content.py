@@ -594,9 +594,11 @@ def _encode(p: ContentPart, style: str) -> dict[str, Any] | None:
     if style == "openai-responses":
         if p.type == "image" and mime in _IMAGE_MIMES:
             if has_data:
-                return {"type": "input_image", "image_url": f"data:{mime};base64,{p.data}"}
+                url = f"data:{mime};base64,{p.data}"
+                return {"type": "input_image", "image_url": url, "detail": "auto"}
             if has_url:
-                return {"type": "input_image", "image_url": p.url}
+                # `detail` is required by the Responses request type; "auto" lets the model pick.
+                return {"type": "input_image", "image_url": p.url, "detail": "auto"}
         elif p.type == "file" and mime == _PDF and has_data:
             filename = (p.name or "").rsplit("/", 1)[-1] or "file"
             return {

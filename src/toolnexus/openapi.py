@@ -18,7 +18,13 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from toolnexus._log import warn
-from toolnexus._schema import map_subschemas, resolve_pointer
+from toolnexus._schema import (
+    MAX_INLINED_NODES,
+    MAX_REF_DEPTH,
+    SchemaTooLarge,
+    map_subschemas,
+    resolve_pointer,
+)
 from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.http_tools import HttpEndpoint, UrlTemplate
 from toolnexus.types import Tool, error_message, sanitize
@@ -76,9 +82,14 @@ async def http_tools_from_openapi(
             names.add(name)
             if base is None:
                 base = _base_url(document, origin, base_url)
-            tools.append(
-                _operation_tool(name, method, str(path), item, operation, resolver, base, headers)
-            )
+            resolver.operation()
+            try:
+                tool = _operation_tool(
+                    name, method, str(path), item, operation, resolver, base, headers
+                )
+            except SchemaTooLarge as exc:
+                raise ConfigError(f'OpenAPI operation "{name}": {exc}') from None
+            tools.append(tool)
     for missing in [w for w in wanted or () if w not in matched]:
         warn(f'OpenAPI include "{missing}" matches no operation — ignored')
     return tools
@@ -195,10 +206,20 @@ def _swagger_base(document: Mapping[str, Any], origin: str | None) -> str:
 
 
 class _Resolver:
-    """Resolves local `$ref`s (`#/...`); a reference back into itself becomes `{}` (any value)."""
+    """Resolves local `$ref`s (`#/...`); a reference back into itself becomes `{}` (any value).
+
+    What `schema` inlines for one operation is bounded (`_schema.MAX_INLINED_NODES` subschemas,
+    `$ref`s nested `MAX_REF_DEPTH` deep): past that it raises `SchemaTooLarge`. `operation()`
+    starts the next operation's count.
+    """
 
     def __init__(self, document: dict[str, Any]) -> None:
         self.document = document
+        self._count = 0
+
+    def operation(self) -> None:
+        """Start counting what the next operation's schemas inline."""
+        self._count = 0
 
     def target(self, ref: str) -> Any:
         """What `ref` points at in the document; `None` (with a warning) when it resolves nowhere
@@ -225,10 +246,13 @@ class _Resolver:
         """A copy of a schema with every local `$ref` inlined and OpenAPI 3.0 quirks fixed."""
         if not isinstance(node, Mapping):
             return node
+        self._count += 1
         ref = node.get("$ref")
         if isinstance(ref, str):
             if ref in active:
                 return {}  # recursive schema: stop here rather than loop
+            if self._count > MAX_INLINED_NODES or len(active) >= MAX_REF_DEPTH:
+                raise SchemaTooLarge(ref)
             target = self.target(ref)
             if target is None:
                 return {}

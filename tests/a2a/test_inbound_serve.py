@@ -109,8 +109,12 @@ async def test_a_guarded_agent_advertises_its_bearer_scheme(agent_toolkit, seen,
         "127.0.0.1:0", client=client, a2a={"name": "tn"}, auth_token="s3cret"
     ) as handle:
         card_url = handle.url + "/.well-known/agent-card.json"
-        assert (await http.get(card_url)).status_code == 401
-        card = (await http.get(card_url, headers={"Authorization": "Bearer s3cret"})).json()
+        # The card is public (a2a.md §2.1 as amended): discovery learns how to authenticate.
+        answer = await http.get(card_url)
+        assert answer.status_code == 200
+        card = answer.json()
+        assert card == (await http.get(card_url, headers={"Authorization": "Bearer s3cret"})).json()
+        assert (await http.post(handle.url + "/", content=b"{}")).status_code == 401
         oracle.check_card(card)
         assert card["security"] == [{"bearer": []}]
         assert card["securityRequirements"] == [{"schemes": {"bearer": {}}}]

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from support.a2a_secured import answer_did, secured_agent
 from support.oauth_server import AuthServer
 from toolnexus.a2a import agent, agent_tools
-from toolnexus.errors import A2AError, ConfigError
+from toolnexus.errors import ConfigError
 from toolnexus.serve import ResourceAuth, RunTaskClient, ServeHandle
 from toolnexus.toolkit import Toolkit, create_toolkit
 from toolnexus.types import Tool, ToolContext, ToolResult
@@ -153,7 +153,7 @@ async def test_config_entry_with_auth(monkeypatch):
 
 
 async def test_bearer_reaches_a_toolnexus_agent_with_a_static_token():
-    """Its card is guarded like every route: the bearer goes on the card request too."""
+    """Its card is public (a2a.md §2.1); every other route needs the bearer."""
     handle = await Toolkit().serve(
         "127.0.0.1:0",
         a2a={"name": "static"},
@@ -161,8 +161,8 @@ async def test_bearer_reaches_a_toolnexus_agent_with_a_static_token():
         auth_token=BEARER,
     )
     async with handle:
-        with pytest.raises(A2AError, match="HTTP 401"):
-            await _tool(handle.url)
+        refused = await _call(await _tool(handle.url), "unguarded")
+        assert refused.is_error and "401" in str(refused.output)
         tool = await _tool(handle.url, auth={"type": "bearer", "token": BEARER})
         result = await _call(tool, "guarded")
     assert (result.output, result.is_error) == ("did: guarded", False)

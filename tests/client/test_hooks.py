@@ -210,6 +210,7 @@ async def test_body_transform_runs_last_on_every_turn(llm, make_client):
     assert llm.requests[1].body["seed"] == 7
 
 
+@pytest.mark.raw_bodies  # the body is the test's own, deliberately without max_tokens
 async def test_body_transform_can_replace_the_body(llm, make_client):
     llm.push(text("ok"))
     await make_client(

@@ -344,7 +344,9 @@ async def test_provider_ignoring_stream_true_still_works(llm, make_client, style
 
 
 @pytest.mark.parametrize("style", STYLES)
-async def test_every_usage_object_of_a_stream_is_added(llm, make_client, style):
+async def test_every_usage_object_of_a_stream_counts(llm, make_client, style):
+    # openai: each usage object is added; anthropic: `message_delta.usage` fields are running
+    # totals that replace `message_start`'s (client.md §6).
     if style == "openai":
         sse = [
             'data: {"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}],'
@@ -368,7 +370,7 @@ async def test_every_usage_object_of_a_stream_is_added(llm, make_client, style):
             '"delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":6}}',
             'event: message_stop\ndata: {"type":"message_stop"}',
         ]
-        expected = {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}
+        expected = {"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18}
     llm.push(Reply(sse=sse))
     events = await collect(make_client(style).stream("x"))
     assert events[-2] == {"type": "usage", "usage": expected}

@@ -418,4 +418,5 @@ def test_run_result_fields():
         "refusal",
         "output_errors",
         "value",
+        "model_turns",
     ]

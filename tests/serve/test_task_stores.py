@@ -188,3 +188,17 @@ async def test_list_cursor_survives_changes_and_filters(listing_store: Any):
     assert [t["id"] for t in page] == ["w", "new", "t3"]
     with pytest.raises(ValueError):
         await listing_store.list(page_token="not a token!")
+
+
+async def test_list_by_owner_counts_a_task_without_one_as_the_unauthenticated_identitys(
+    listing_store: Any,
+):
+    await listing_store.save({**stamped("a", "2026-01-01T00:00:01.000Z"), "owner": "alice"})
+    await listing_store.save({**stamped("b", "2026-01-01T00:00:02.000Z"), "owner": "bob"})
+    await listing_store.save(stamped("legacy", "2026-01-01T00:00:03.000Z"))
+    for owner, ids in [("alice", ["a"]), ("bob", ["b"]), ("", ["legacy"]), ("eve", [])]:
+        page, _, total = await listing_store.list(owner=owner)
+        assert ([t["id"] for t in page], total) == (ids, len(ids))
+    page, _, total = await listing_store.list()
+    assert total == 3
+    assert (await listing_store.get("a"))["owner"] == "alice"

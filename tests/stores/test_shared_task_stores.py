@@ -4,6 +4,7 @@ the oracle for `ListTasks` (filters, order, cursors), and their config strings."
 from __future__ import annotations
 
 import itertools
+import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -45,6 +46,8 @@ def make_tasks() -> list[dict[str, Any]]:
             "history": [{"role": "ROLE_USER", "parts": [{"text": f"hello {n} ✓"}]}],
             "artifacts": [],
         }
+        if n % 4:  # the others have no owner: the unauthenticated identity's ("")
+            task["owner"] = ["", "alice", "bob", "alice"][n % 4]
         tasks.append(task)
     return tasks
 
@@ -81,6 +84,10 @@ async def test_get_returns_what_was_saved_and_listing_matches_the_memory_store(s
         {"state": "completed"},
         {"state": "TASK_STATE_INPUT_REQUIRED", "context_id": "ctx-2"},
         {"updated_after": "2026-12-01T10:03:00Z"},
+        {"owner": ""},
+        {"owner": "alice"},
+        {"owner": "bob", "state": "completed"},
+        {"owner": "nobody"},
     ]
     for page_size, chosen in itertools.product([1, 7, 50], filters):
         assert await all_pages(shared, page_size, **chosen) == await all_pages(
@@ -88,6 +95,43 @@ async def test_get_returns_what_was_saved_and_listing_matches_the_memory_store(s
         ), (page_size, chosen)
     with pytest.raises(ValueError, match="invalid page token"):
         await shared.list(page_token="%%%")
+    alices, total = await all_pages(shared, 7, owner="alice")
+    assert total == len(alices) == sum(t.get("owner") == "alice" for t in tasks) > 0
+    unowned, _ = await all_pages(shared, 7, owner="")
+    assert set(unowned) == {t["id"] for t in tasks if not t.get("owner")}
+
+
+async def test_postgres_tasks_stored_before_owners_read_as_the_unauthenticated_identitys(
+    postgres: PostgresServer,
+):
+    """Schema 1 had no owner column: opening the store adds it, the old rows owned by ""."""
+    import psycopg
+
+    url = postgres.database(f"tasks_{uuid.uuid4().hex[:8]}")
+    old = {"id": "old-1", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(
+            "CREATE TABLE toolnexus_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+        )
+        await conn.execute("INSERT INTO toolnexus_schema VALUES ('tasks', 1)")
+        await conn.execute(
+            'CREATE TABLE toolnexus_tasks (id TEXT COLLATE "C" PRIMARY KEY,'
+            ' context_id TEXT NOT NULL, state TEXT NOT NULL, stamp TEXT COLLATE "C" NOT NULL,'
+            " updated TIMESTAMPTZ, task TEXT NOT NULL)"
+        )
+        await conn.execute(
+            "INSERT INTO toolnexus_tasks VALUES ('old-1', 'c', 'completed', '', NULL, %s)",
+            (json.dumps(old),),
+        )
+    store = PostgresTaskStore(url)
+    try:
+        assert [t["id"] for t in (await store.list(owner=""))[0]] == ["old-1"]
+        assert (await store.list(owner="alice"))[0] == []
+        await store.save({**old, "id": "new-1", "owner": "alice"})
+        assert [t["id"] for t in (await store.list(owner="alice"))[0]] == ["new-1"]
+        assert await store.get("old-1") == old
+    finally:
+        await store.aclose()
 
 
 async def test_task_stores_from_config_strings(postgres, redis_server):

@@ -1,9 +1,11 @@
 """A stdlib-only MCP stdio server that misbehaves on request, for the hardening tests.
 
-    python hostile_stdio.py MARKER [--stubborn]
+    python hostile_stdio.py MARKER [--stubborn] [--non-finite]
 
 `MARKER` is put on the command line of every process it starts (so a test can count them in
-/proc). `--stubborn` ignores SIGTERM and the end of stdin (it must be killed).
+/proc). `--stubborn` ignores SIGTERM and the end of stdin (it must be killed). `--non-finite` also
+lists `measure`, whose input schema holds NaN and Infinity, written as `json.dumps` writes them
+(`NaN`, `Infinity`: not JSON; an SDK server would write `null`).
 
 Tools (all take an object):
 - `spawn` — starts a grandchild in a session of its own (`setsid`) and answers its pid;
@@ -23,9 +25,26 @@ import time
 
 MARKER = sys.argv[1]
 STUBBORN = "--stubborn" in sys.argv
-TOOLS = [
+TOOLS: list[dict[str, object]] = [
     {"name": n, "inputSchema": {"type": "object"}} for n in ("spawn", "crash", "hang", "flood")
 ]
+if "--non-finite" in sys.argv:
+    TOOLS.append(
+        {
+            "name": "measure",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "size": {"type": "number", "minimum": 0, "maximum": float("inf")},
+                    "ratio": {
+                        "type": "number",
+                        "default": float("nan"),
+                        "enum": [1, float("-inf")],
+                    },
+                },
+            },
+        }
+    )
 
 
 def send(message: dict[str, object]) -> None:

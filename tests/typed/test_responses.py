@@ -390,13 +390,21 @@ async def test_content_parts_become_input_content(
     first = llm.requests[0].body["input"][0]
     assert first["content"] == [
         {"type": "input_text", "text": "what is this?"},
-        {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+        {
+            "type": "input_image",
+            "image_url": "data:image/png;base64,iVBORw0KGgo=",
+            "detail": "auto",
+        },
     ]
     output = llm.requests[1].body["input"][-1]
     assert output["type"] == "function_call_output"
     assert output["output"] == [
         {"type": "input_text", "text": "see the picture"},
-        {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+        {
+            "type": "input_image",
+            "image_url": "data:image/png;base64,iVBORw0KGgo=",
+            "detail": "auto",
+        },
     ]
 
 
@@ -442,7 +450,9 @@ async def test_translate_speaks_responses(llm: FakeLLM, make_client: Callable[..
     body = llm.requests[0].body
     assert body["instructions"] == "Be exact."
     assert body["input"] == [{"role": "user", "content": "1+2?"}]
-    assert body["tools"] == [{"type": "function", "name": "add", "parameters": {"type": "object"}}]
+    assert body["tools"] == [
+        {"type": "function", "name": "add", "parameters": {"type": "object"}, "strict": False}
+    ]
     assert body["tool_choice"] == {"type": "function", "name": "add"}
     assert body["max_output_tokens"] == 50
     assert first.finish_reason == "tool_calls"

@@ -37,7 +37,8 @@ _SCHEMES: dict[str, Literal["postgres", "redis"]] = {
 
 # The layout version every shared store writes beside its data. A store that finds a newer
 # version refuses to run (an older library must not write over a layout it does not know).
-SCHEMA_VERSION = 1
+# 2: A2A tasks record their owner (PostgreSQL column `toolnexus_tasks.owner`).
+SCHEMA_VERSION = 2
 
 
 def backend_of(url: str) -> Literal["postgres", "redis"] | None:

@@ -45,6 +45,7 @@ from toolnexus.client._events import (
     PendingEvent,
     ProgressEvent,
     ProgressInfo,
+    ReasoningEvent,
     RefusalEvent,
     RunEvent,
     StreamEvent,
@@ -57,6 +58,7 @@ from toolnexus.client._events import (
 from toolnexus.client._hooks import Hooks
 from toolnexus.client._metrics import Metrics as MetricsRegistry
 from toolnexus.client._results import (
+    ModelTurn,
     RunResult,
     TranslatedToolCall,
     TranslateResult,
@@ -146,6 +148,7 @@ __all__ = [
     "LlmEvent",
     "MetricEvent",
     "MetricsRegistry",
+    "ModelTurn",
     "OnMetric",
     "OutputEvent",
     "PendingEvent",
@@ -153,6 +156,7 @@ __all__ = [
     "ProgressEvent",
     "ProgressInfo",
     "ProviderError",
+    "ReasoningEvent",
     "RedisConversationStore",
     "RefusalEvent",
     "RunCancelled",

@@ -54,6 +54,25 @@ def blocks_text(content: Sequence[Any]) -> str:
     return texts(content, "content")
 
 
+def blocks_reasoning(content: Sequence[Any]) -> tuple[str | None, bool]:
+    """The text of a turn's `thinking` blocks, and whether it reasoned only redacted."""
+    shown: list[str] = []
+    hidden = False
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "thinking":
+            thought = block.get("thinking")
+            if isinstance(thought, str) and thought:
+                shown.append(thought)
+            else:  # thinking shown as omitted: only its signature came
+                hidden = True
+        elif block.get("type") == "redacted_thinking":
+            hidden = True
+    text = "\n\n".join(shown)
+    return text or None, hidden and not text
+
+
 class AnthropicWire(Wire):
     """`POST …/v1/messages` with `x-api-key`; the system prompt travels as the body's `system`."""
 
@@ -84,16 +103,20 @@ class AnthropicWire(Wire):
         content = data.get("content") if isinstance(data, dict) else None
         if is_error_payload(data) or not isinstance(content, list):
             raise response_error(status, data, raw, "content blocks")
+        reasoning, redacted = blocks_reasoning(content)
+        calls = parse_anthropic_tool_calls([b for b in content if isinstance(b, dict)])
         return Turn(
-            message={"role": "assistant", "content": content},
+            message={"role": "assistant", "content": _object_inputs(content, calls)},
             text=blocks_text(content),
-            calls=parse_anthropic_tool_calls([b for b in content if isinstance(b, dict)]),
+            calls=calls,
             usage=anthropic_usage(data.get("usage")),
             finish_reason=data.get("stop_reason"),
             raw=data,
             refusal=(blocks_text(content) or "refused")
             if data.get("stop_reason") == "refusal"
             else None,
+            reasoning=reasoning,
+            reasoning_redacted=redacted,
         )
 
     def stream(self, status: int) -> AnthropicStream:
@@ -119,15 +142,34 @@ class AnthropicWire(Wire):
         return [{"role": "user", "content": blocks}]
 
 
+def _object_inputs(content: list[Any], calls: list[ToolCall]) -> list[Any]:
+    """`content` with every `tool_use` input an object, as the next request must send it: one
+    that is not (a gateway's raw string) becomes the arguments the call ran with (`{}` when
+    broken), as a streamed turn records it."""
+    args = iter(calls)
+    out: list[Any] = []
+    changed = False
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            call = next(args)
+            if not isinstance(block.get("input"), dict):
+                block, changed = {**block, "input": call.args}, True
+        out.append(block)
+    return out if changed else content
+
+
 class AnthropicStream(StreamAssembler):
     """Assembles one streamed turn from message/content-block events, thinking blocks included."""
 
-    __slots__ = ("_blocks", "_json")
+    __slots__ = ("_blocks", "_json", "_usage")
 
     def __init__(self, status: int) -> None:
         super().__init__(status)
         self._blocks: dict[int, dict[str, Any]] = {}
         self._json: dict[int, list[str]] = {}
+        # The message's usage as reported so far: `message_delta.usage` fields are running
+        # totals, so each one present replaces the value before it (client.md §6).
+        self._usage: dict[str, Any] | None = None
 
     def feed(self, event: str, data: str) -> str | None:
         """Take one SSE event; return its text delta, if any."""
@@ -148,7 +190,10 @@ class AnthropicStream(StreamAssembler):
             if dtype == "input_json_delta":
                 self._json.setdefault(obj["index"], []).append(delta.get("partial_json") or "")
             elif dtype == "thinking_delta":
-                block["thinking"] = block.get("thinking", "") + (delta.get("thinking") or "")
+                thought = delta.get("thinking") or ""
+                block["thinking"] = block.get("thinking", "") + thought
+                if isinstance(thought, str):
+                    self.add_reasoning(thought)
             elif dtype == "signature_delta":
                 block["signature"] = block.get("signature", "") + (delta.get("signature") or "")
             elif dtype == "citations_delta":
@@ -157,21 +202,28 @@ class AnthropicStream(StreamAssembler):
             block = obj.get("content_block")
             if isinstance(block, dict):
                 self._blocks[obj.get("index", len(self._blocks))] = dict(block)
+                if block.get("type") == "redacted_thinking":
+                    self.add_redacted()
         elif kind == "message_start":
             message = obj.get("message")
-            usage = anthropic_usage(message.get("usage") if isinstance(message, dict) else None)
-            if usage is not None:
-                self.usage.append(usage)
+            self._take_usage(message.get("usage") if isinstance(message, dict) else None)
         elif kind == "message_delta":
             delta = obj.get("delta")
             if isinstance(delta, dict) and delta.get("stop_reason"):
                 self.finish_reason = delta["stop_reason"]
-            usage = anthropic_usage(obj.get("usage"))
-            if usage is not None:
-                self.usage.append(usage)
+            self._take_usage(obj.get("usage"))
         elif kind == "message_stop":
             self.done = True
         return None
+
+    def _take_usage(self, raw: Any) -> None:
+        if not isinstance(raw, dict):
+            return
+        merged = {**(self._usage or {}), **{k: v for k, v in raw.items() if v is not None}}
+        self._usage = merged
+        usage = anthropic_usage(merged)
+        assert usage is not None
+        self.usage[:] = [usage]  # one usage: the message's latest figures
 
     def turn(self) -> Turn:
         content: list[dict[str, Any]] = []
@@ -195,7 +247,18 @@ class AnthropicStream(StreamAssembler):
         message = {"role": "assistant", "content": content}
         text = blocks_text(content)
         refusal = (text or "refused") if self.finish_reason == "refusal" else None
-        return Turn(message, text, calls, self.usage_total(), self.finish_reason, None, refusal)
+        reasoning, redacted = blocks_reasoning(content)
+        return Turn(
+            message,
+            text,
+            calls,
+            self.usage_total(),
+            self.finish_reason,
+            None,
+            refusal,
+            reasoning=reasoning,
+            reasoning_redacted=redacted,
+        )
 
 
 ANTHROPIC = AnthropicWire()

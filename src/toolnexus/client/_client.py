@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 from urllib.parse import urlsplit
 
 from toolnexus._aio import call_maybe_async
+from toolnexus._body_limit import DEFAULT_MAX_RESPONSE_BYTES
 from toolnexus._log import warn
 from toolnexus._secrets import redact_url
 from toolnexus.client._endpoint import DIALECTS, CallOptions, Endpoint
@@ -124,6 +125,7 @@ class Client:
         output_retries: int = 1,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool = False,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.strip():
             raise ConfigError("base_url is required, e.g. https://api.openai.com/v1")
@@ -139,6 +141,14 @@ class Client:
             raise ConfigTypeError(f"headers must be a dict, not {type(headers).__name__}")
         if read_timeout_ms is None or read_timeout_ms <= 0:
             raise ConfigError(f"read_timeout_ms must be > 0, not {read_timeout_ms!r}")
+        if (
+            isinstance(max_response_bytes, bool)
+            or not isinstance(max_response_bytes, int)
+            or max_response_bytes < 1024
+        ):
+            raise ConfigError(
+                f"max_response_bytes must be a whole number >= 1024, not {max_response_bytes!r}"
+            )
         options = self._configure(
             model=model,
             system_prompt=system_prompt,
@@ -172,7 +182,7 @@ class Client:
 
             transport = ThreadedTransport(http_transport, read_timeout_ms / 1000)
         else:
-            transport = HttpTransport(http_client, read_timeout_ms / 1000)
+            transport = HttpTransport(http_client, read_timeout_ms / 1000, max_response_bytes)
         self._endpoint = Endpoint(
             DIALECTS[style],
             transport,
@@ -922,6 +932,7 @@ def create_in_process_client(
         raise ConfigTypeError(f"create_in_process_client() got an unexpected option {unknown[0]!r}")
     options.setdefault("retries", 0)
     options.pop("read_timeout_ms", None)  # nothing to read from without HTTP
+    options.pop("max_response_bytes", None)
     from toolnexus.client._inprocess import InProcessTransport
 
     return Client._over(InProcessTransport(generate), model=model, **options)

@@ -1,7 +1,8 @@
 """The model seam: one call to a model, whatever its wire dialect and wherever it runs.
 
 `Endpoint.complete(request, scope, emit)` returns the model's `Turn`;
-`Endpoint.stream(request, scope, emit)` yields the answer's text deltas, then the `Turn`.
+`Endpoint.stream(request, scope, emit)` yields the answer's text and reasoning deltas, then the
+`Turn`.
 Beneath the seam, in one place: the wire dialect (body layout, response and stream parsing),
 the transport that sends one attempt, the retries, the headers and the shaping of each body
 (`request_params`, `body_transform`). The loop, `translate` and the in-process model depend on
@@ -43,7 +44,14 @@ from toolnexus.client._retry import RetryPolicy
 from toolnexus.client._scope import RunScope
 from toolnexus.client._sse import SSEDecoder
 from toolnexus.client._transport import StreamBody, Transport
-from toolnexus.client._wire import CREDENTIAL_HEADERS, Dialect, Turn, merge_headers, provider_data
+from toolnexus.client._wire import (
+    CREDENTIAL_HEADERS,
+    Dialect,
+    ReasoningDelta,
+    Turn,
+    merge_headers,
+    provider_data,
+)
 from toolnexus.errors import ConfigTypeError
 
 __all__ = ["DIALECTS", "CallOptions", "Credentials", "Endpoint", "ModelRequest"]
@@ -294,8 +302,8 @@ class Endpoint:
 
     async def stream(
         self, request: ModelRequest, scope: RunScope, emit: Emit
-    ) -> AsyncGenerator[str | Turn, None]:
-        """Yield the text deltas of one streamed answer, then its `Turn`."""
+    ) -> AsyncGenerator[str | ReasoningDelta | Turn, None]:
+        """Yield the text and reasoning deltas of one streamed answer, then its `Turn`."""
         body = await self.shape(request.body) if self.shapes else request.body
         started = time.perf_counter()
         url, headers = self.url, self.credentials.headers()
@@ -310,6 +318,8 @@ class Endpoint:
             try:
                 if response.is_json:
                     turn = await self._whole_body(response, read)
+                    for thought in turn.reasoning_deltas():
+                        yield thought
                     if turn.text:
                         yield turn.text
                 else:
@@ -323,6 +333,8 @@ class Endpoint:
                         for event, data in events:
                             with provider_data(response.status, data):
                                 delta = assembler.feed(event, data)
+                            for thought in assembler.take_reasoning():
+                                yield thought
                             if delta is not None:
                                 yield delta
                                 scope.check()  # cancel/deadline between stream events

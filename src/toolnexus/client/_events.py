@@ -37,6 +37,7 @@ __all__ = [
     "PendingEvent",
     "ProgressEvent",
     "ProgressInfo",
+    "ReasoningEvent",
     "RefusalEvent",
     "RunEvent",
     "StreamEvent",
@@ -57,6 +58,15 @@ class TextEvent(TypedDict):
 
     type: Literal["text"]
     delta: str
+
+
+class ReasoningEvent(TypedDict):
+    """A piece of the model's reasoning, as it streamed; with `redacted`, a marker that the
+    provider sent reasoning only encrypted or redacted (`delta` is then `""`)."""
+
+    type: Literal["reasoning"]
+    delta: str
+    redacted: NotRequired[bool]
 
 
 class ToolCallEvent(TypedDict):
@@ -127,6 +137,7 @@ class DoneEvent(TypedDict, Generic[OutputT]):
 
 StreamEvent: TypeAlias = Union[  # noqa: UP007 - a generic alias with a default needs `Union`
     TextEvent,
+    ReasoningEvent,
     ToolCallEvent,
     ProgressEvent,
     ToolResultEvent,

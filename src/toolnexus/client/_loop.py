@@ -28,6 +28,7 @@ from toolnexus.client._events import (
     BeforeToolInfo,
     ProgressEvent,
     ProgressInfo,
+    ReasoningEvent,
     RunEvent,
     StreamEvent,
     ToolEvent,
@@ -37,10 +38,10 @@ from toolnexus.client._hooks import AfterLlmHook, AfterToolHook, before_llm, cal
 from toolnexus.client._metrics import elapsed_ms
 from toolnexus.client._output import FINAL_RESULT
 from toolnexus.client._parts import Prompt, prompt_content
-from toolnexus.client._results import RunResult, add_usage, empty_usage
+from toolnexus.client._results import ModelTurn, RunResult, add_usage, empty_usage
 from toolnexus.client._scope import RunScope
 from toolnexus.client._steps import ToolStep, current_steps
-from toolnexus.client._wire import Turn
+from toolnexus.client._wire import ReasoningDelta, Turn
 from toolnexus.client.memory import ConversationLease, claim_conversation
 from toolnexus.errors import ConfigTypeError, UsageLimitExceeded
 from toolnexus.toolkit import Toolkit, as_toolkit
@@ -112,6 +113,7 @@ class RunLoop:
         self.usage = empty_usage()
         self.usage_seen = False
         self.turns = 0
+        self.model_turns: list[ModelTurn] = []  # why each model call ended, what it reasoned
         self.records: list[dict[str, Any]] = []
         self.finished = False  # the `run` event is out: nothing may be reported after it
         # Streaming: the `progress` events of the running tools, yielded while they run.
@@ -186,14 +188,19 @@ class RunLoop:
                     turn: Turn | None = None
                     if self.steps is not None:
                         turn = await self.steps.model_call(self._model_call(request, scope))
-                        if self.streaming and turn.text:
-                            yield {"type": "text", "delta": turn.text}  # a step answers whole
+                        if self.streaming:  # a step answers whole
+                            for thought in turn.reasoning_deltas():
+                                yield _reasoning_event(thought)
+                            if turn.text:
+                                yield {"type": "text", "delta": turn.text}
                     elif self.streaming:
                         deltas = c.endpoint.stream(request, scope, c.emit)
                         try:
                             async for item in deltas:
                                 if isinstance(item, str):
                                     yield {"type": "text", "delta": item}
+                                elif isinstance(item, ReasoningDelta):
+                                    yield _reasoning_event(item)
                                 else:
                                     turn = item
                         finally:
@@ -202,6 +209,14 @@ class RunLoop:
                     else:
                         turn = await c.endpoint.complete(request, scope, c.emit)
                     self.turns += 1
+                    self.model_turns.append(
+                        ModelTurn(
+                            turn.finish,
+                            turn.finish_reason,
+                            turn.reasoning,
+                            turn.reasoning_redacted,
+                        )
+                    )
                     self._add_usage(turn.usage)
                     if hooks is not None and hooks.after_llm is not None:
                         await self._after_llm(hooks.after_llm, turn, model, turn_index)
@@ -211,6 +226,17 @@ class RunLoop:
                         status, limit, refusal = "refused", None, turn.refusal
                         if self.streaming:
                             yield {"type": "refusal", "refusal": refusal}
+                        break
+                    if not turn.calls and turn.finish == "pause":
+                        # Anthropic paused a long turn: its content goes back as it is and the
+                        # model is called again to continue it (no new user message).
+                        over = self._over_limit(0)
+                        if over is not None:
+                            status, limit = "incomplete", over
+                            break
+                        continue
+                    if not turn.calls and turn.finish in _CUT_SHORT:
+                        status, limit = "incomplete", _CUT_SHORT[turn.finish]
                         break
                     if out is not None:
                         verdict = _judge(out, turn)
@@ -337,6 +363,7 @@ class RunLoop:
                     pending=pending,
                     refusal=refusal,
                     output_errors=output_errors if status != "done" else None,
+                    model_turns=self.model_turns,
                 )
                 if out is not None and status == "done":
                     final.value = value
@@ -491,7 +518,7 @@ class RunLoop:
             deltas = endpoint.stream(request, scope, emit)
             try:
                 async for item in deltas:
-                    if not isinstance(item, str):
+                    if isinstance(item, Turn):
                         return item
             finally:
                 await deltas.aclose()
@@ -711,6 +738,16 @@ _NO_VALUE: Any = object()
 _NO_STACK: contextlib.nullcontext[None] = contextlib.nullcontext()
 
 _NOT_RUN = "Not run: the final result was given in the same turn."
+
+
+# A turn that ended without its whole answer: the run ends `incomplete` with this `limit`.
+_CUT_SHORT = {"length": "maxTokens", "content_filter": "contentFilter"}
+
+
+def _reasoning_event(piece: ReasoningDelta) -> ReasoningEvent:
+    if piece.redacted:
+        return {"type": "reasoning", "delta": "", "redacted": True}
+    return {"type": "reasoning", "delta": piece.text}
 
 
 def _judge(

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from toolnexus.client._output import OutputSpec
     from toolnexus.toolkit import Toolkit
 
-__all__ = ["OPENAI", "OpenAIStream", "OpenAIWire", "openai_usage"]
+__all__ = ["OPENAI", "OpenAIStream", "OpenAIWire", "chat_reasoning", "openai_usage"]
 
 
 def openai_usage(raw: Any) -> dict[str, int] | None:
@@ -46,7 +46,44 @@ def openai_usage(raw: Any) -> dict[str, int] | None:
             usage["cache_read_tokens"] = as_int(details["cached_tokens"])
         if details.get("cache_write_tokens") is not None:
             usage["cache_write_tokens"] = as_int(details["cache_write_tokens"])
+    details = get("completion_tokens_details")
+    if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
+        usage["reasoning_tokens"] = as_int(details["reasoning_tokens"])
     return usage
+
+
+def _reasoning_field(holder: dict[str, Any]) -> str:
+    """The reasoning text of a message or delta: `reasoning_content` (DeepSeek, Z.ai) or
+    `reasoning` (Groq, Ollama, Cerebras, vLLM, OpenRouter)."""
+    for key in ("reasoning_content", "reasoning"):
+        value = holder.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _detail_texts(details: Any) -> tuple[str, bool]:
+    """The text of OpenRouter `reasoning_details` entries, and whether any is encrypted."""
+    out: list[str] = []
+    hidden = False
+    for detail in details if isinstance(details, list) else ():
+        if not isinstance(detail, dict):
+            continue
+        value = detail.get("text") if "text" in detail else detail.get("summary")
+        if isinstance(value, str) and value:
+            out.append(value)
+        elif detail.get("type") == "reasoning.encrypted" or detail.get("data"):
+            hidden = True
+    return "".join(out), hidden
+
+
+def chat_reasoning(message: dict[str, Any]) -> tuple[str | None, bool]:
+    """A chat assistant message's reasoning text, and whether it came only encrypted."""
+    text = _reasoning_field(message)
+    if text:
+        return text, False
+    text, hidden = _detail_texts(message.get("reasoning_details"))
+    return text or None, hidden and not text
 
 
 def content_text(content: Any) -> str:
@@ -88,14 +125,18 @@ class OpenAIWire(Wire):
         ):
             raise response_error(status, data, raw, "choices[0].message")
         assert isinstance(choice, dict)
+        calls = parse_openai_tool_calls(message)
+        reasoning, redacted = chat_reasoning(message)
         return Turn(
-            message=message,
+            message=_with_call_ids(message, calls),
             text=content_text(message.get("content")),
-            calls=parse_openai_tool_calls(message),
+            calls=calls,
             usage=openai_usage(data.get("usage")),
             finish_reason=choice.get("finish_reason"),
             raw=data,
             refusal=_refusal(message.get("refusal")),
+            reasoning=reasoning,
+            reasoning_redacted=redacted,
         )
 
     def output_keys(self, spec: OutputSpec) -> dict[str, Any]:
@@ -117,6 +158,25 @@ class OpenAIWire(Wire):
         return [openai_tool_result(call.id, result, call.name) for call, result in answered]
 
 
+def _with_call_ids(message: dict[str, Any], calls: list[ToolCall]) -> dict[str, Any]:
+    """`message` with every tool call carrying the id its result answers.
+
+    A provider that sends no id (Gemini's OpenAI endpoint sends `""`) gets the synthesized
+    `call_<n>` in the echoed message too, as a streamed turn has it."""
+    wire_calls = message.get("tool_calls")
+    if not calls or not isinstance(wire_calls, list):
+        return message
+    if all(
+        isinstance(w, dict) and w.get("id") == c.id for w, c in zip(wire_calls, calls, strict=True)
+    ):
+        return message
+    fixed = [
+        {**w, "id": c.id} if isinstance(w, dict) else w
+        for w, c in zip(wire_calls, calls, strict=True)
+    ]
+    return {**message, "tool_calls": fixed}
+
+
 def _refusal(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -131,24 +191,78 @@ def _first_choice(choices: Any) -> dict[str, Any] | None:
     return None
 
 
+# Delta keys the assembler reads itself; every other key is kept (see `_keep`).
+_READ_DELTA_KEYS = frozenset({"role", "content", "tool_calls", "refusal"})
+_READ_CALL_KEYS = frozenset({"index", "id", "type", "function"})
+# Keys of a `reasoning_details` entry that name it rather than grow with each delta.
+_DETAIL_NAME_KEYS = frozenset({"type", "format", "id", "index"})
+
+
+def _keep(into: dict[str, Any], key: str, value: Any) -> None:
+    """Fold one streamed value of a field we do not interpret into `into`.
+
+    Strings grow (`reasoning_content`, `reasoning`), `reasoning_details` entries merge by their
+    `index`, objects merge key by key; anything else is replaced by its latest value.
+    """
+    if value is None:
+        return
+    before = into.get(key)
+    if isinstance(value, str) and isinstance(before, str):
+        into[key] = before + value
+    elif key == "reasoning_details" and isinstance(value, list):
+        into[key] = _merge_details(before if isinstance(before, list) else [], value)
+    elif isinstance(value, dict) and isinstance(before, dict):
+        into[key] = {**before, **value}
+    else:
+        into[key] = value
+
+
+def _merge_details(before: list[Any], pieces: list[Any]) -> list[Any]:
+    out = list(before)
+    for piece in pieces:
+        index = piece.get("index") if isinstance(piece, dict) else None
+        same = next(
+            (
+                i
+                for i, d in enumerate(out)
+                if isinstance(d, dict) and index is not None and d.get("index") == index
+            ),
+            None,
+        )
+        if same is None or not isinstance(piece, dict):
+            out.append(dict(piece) if isinstance(piece, dict) else piece)
+            continue
+        merged = dict(out[same])
+        for key, value in piece.items():
+            if key in _DETAIL_NAME_KEYS:
+                merged.setdefault(key, value)
+            else:
+                _keep(merged, key, value)
+        out[same] = merged
+    return out
+
+
 class _PartialCall:
-    __slots__ = ("args", "id", "name")
+    __slots__ = ("args", "extra", "id", "name")
 
     def __init__(self) -> None:
         self.id: str | None = None
         self.name: list[str] = []
         self.args: list[str] = []
+        self.extra: dict[str, Any] = {}  # fields we do not read (Gemini's `extra_content`)
 
 
 class OpenAIStream(StreamAssembler):
     """Assembles one streamed turn from `chat.completion.chunk` events (tool calls by `index`)."""
 
-    __slots__ = ("_calls", "_text")
+    __slots__ = ("_calls", "_extra", "_text")
 
     def __init__(self, status: int) -> None:
         super().__init__(status)
         self._text: list[str] = []
         self._calls: dict[int, _PartialCall] = {}
+        # Message fields we do not interpret (reasoning and provider extras), sent back as-is.
+        self._extra: dict[str, Any] = {}
 
     def feed(self, event: str, data: str) -> str | None:
         """Take one SSE event; return its text delta, if any."""
@@ -175,6 +289,18 @@ class OpenAIStream(StreamAssembler):
         for position, part in enumerate(parts):
             if isinstance(part, dict):
                 self._add_call_part(part.get("index", position), part)
+        piece = _reasoning_field(delta)
+        if piece:
+            self.add_reasoning(piece)
+        else:  # OpenRouter's structured form, when no plain reasoning text came with it
+            piece, hidden = _detail_texts(delta.get("reasoning_details"))
+            if piece:
+                self.add_reasoning(piece)
+            elif hidden and not self._redacted:
+                self.add_redacted()
+        for key, value in delta.items():
+            if key not in _READ_DELTA_KEYS:
+                _keep(self._extra, key, value)
         refusal = delta.get("refusal")
         if isinstance(refusal, str) and refusal:
             self.add_refusal(refusal)
@@ -192,6 +318,9 @@ class OpenAIStream(StreamAssembler):
             call = self._calls[index] = _PartialCall()
         if part.get("id"):
             call.id = str(part["id"])
+        for key, value in part.items():
+            if key not in _READ_CALL_KEYS:
+                _keep(call.extra, key, value)
         fn = part.get("function") or {}
         if not isinstance(fn, dict):
             raise ValueError("a streamed tool call has a function that is not an object")
@@ -220,19 +349,32 @@ class OpenAIStream(StreamAssembler):
                     "id": call_id,
                     "type": "function",
                     "function": {"name": name, "arguments": raw_args},
+                    **partial.extra,
                 }
             )
             args, error = parse_arguments(raw_args)
             calls.append(ToolCall(id=call_id, name=name, args=args, error=error))
         message: dict[str, Any]
         if wire_calls:
-            message = {"role": "assistant", "content": text or None, "tool_calls": wire_calls}
+            message = {"role": "assistant", "content": text or None, **self._extra}
+            message["tool_calls"] = wire_calls
         else:
-            message = {"role": "assistant", "content": text}
+            message = {"role": "assistant", "content": text, **self._extra}
         refusal = self.refusal()
         if refusal is not None:
             message["refusal"] = refusal
-        return Turn(message, text, calls, self.usage_total(), self.finish_reason, None, refusal)
+        reasoning, redacted = chat_reasoning(message)
+        return Turn(
+            message,
+            text,
+            calls,
+            self.usage_total(),
+            self.finish_reason,
+            None,
+            refusal,
+            reasoning=reasoning,
+            reasoning_redacted=redacted,
+        )
 
 
 OPENAI = OpenAIWire()

@@ -85,8 +85,31 @@ def _read_output(output: list[Any]) -> tuple[list[dict[str, Any]], str, str, lis
     return items, "".join(text), "".join(refusal), calls
 
 
+def _item_reasoning(item: dict[str, Any]) -> str:
+    """The shown text of one `reasoning` item: its summary, else its reasoning text."""
+    for key, kind in (("summary", "summary_text"), ("content", "reasoning_text")):
+        parts = item.get(key)
+        if isinstance(parts, list):
+            found = [
+                p["text"]
+                for p in parts
+                if isinstance(p, dict) and p.get("type") == kind and isinstance(p.get("text"), str)
+            ]
+            if any(found):
+                return "\n\n".join(found)
+    return ""
+
+
+def items_reasoning(items: list[dict[str, Any]]) -> tuple[str | None, bool]:
+    """The reasoning text of an answer's items, and whether it reasoned only encrypted."""
+    reasoning = [item for item in items if item.get("type") == "reasoning"]
+    text = "\n\n".join(t for t in map(_item_reasoning, reasoning) if t)
+    return text or None, bool(reasoning) and not text
+
+
 def _turn(response: dict[str, Any], output: list[Any], usage: Any) -> Turn:
     items, text, refusal, calls = _read_output(output)
+    reasoning, redacted = items_reasoning(items)
     status = response.get("status")
     if status == "incomplete":
         details = response.get("incomplete_details")
@@ -106,6 +129,8 @@ def _turn(response: dict[str, Any], output: list[Any], usage: Any) -> Turn:
         raw=None,
         refusal=refusal or None,
         items=items,
+        reasoning=reasoning,
+        reasoning_redacted=redacted,
     )
 
 
@@ -307,9 +332,11 @@ def _chat_block(block: Any) -> Any:
         return {"type": "input_text", "text": block.get("text", "")}
     if kind == "image_url":
         url = block.get("image_url")
+        detail = url.get("detail") if isinstance(url, dict) else None
         return {
             "type": "input_image",
             "image_url": url.get("url") if isinstance(url, dict) else url,
+            "detail": detail or "auto",  # required by the Responses request type
         }
     if kind == "file" and isinstance(block.get("file"), dict):
         return {"type": "input_file", **block["file"]}
@@ -321,7 +348,12 @@ def chat_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for tool in tools:
         fn = tool.get("function") if isinstance(tool, dict) else None
-        out.append({"type": "function", **fn} if isinstance(fn, dict) else tool)
+        if isinstance(fn, dict):
+            # Responses makes a function strict unless told (the request type requires the
+            # key); a Chat Completions declaration without it is not.
+            out.append({"type": "function", **fn, "strict": bool(fn.get("strict", False))})
+        else:
+            out.append(tool)
     return out
 
 
@@ -340,12 +372,13 @@ class ResponsesStream(StreamAssembler):
     the usage and, when it lists them, the authoritative items.
     """
 
-    __slots__ = ("_items", "_response")
+    __slots__ = ("_items", "_response", "_shown")
 
     def __init__(self, status: int) -> None:
         super().__init__(status)
         self._items: dict[int, dict[str, Any]] = {}
         self._response: dict[str, Any] = {}
+        self._shown: set[int] = set()  # reasoning items whose text streamed
 
     def feed(self, event: str, data: str) -> str | None:
         """Take one SSE event; return its text delta, if any."""
@@ -372,10 +405,23 @@ class ResponsesStream(StreamAssembler):
             delta = obj.get("delta")
             if item is not None and isinstance(delta, str):
                 item["arguments"] = str(item.get("arguments") or "") + delta
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            delta = obj.get("delta")
+            if isinstance(delta, str) and delta:
+                self._shown.add(_index(obj))
+                self.add_reasoning(delta)
         elif kind in ("response.output_item.added", "response.output_item.done"):
             item = obj.get("item")
             if isinstance(item, dict):
-                self._items[_index(obj)] = dict(item)
+                index = _index(obj)
+                self._items[index] = dict(item)
+                if (
+                    kind == "response.output_item.done"
+                    and item.get("type") == "reasoning"
+                    and index not in self._shown
+                    and not _item_reasoning(item)
+                ):
+                    self.add_redacted()  # reasoning that came only encrypted (or not at all)
         elif kind in ("response.completed", "response.incomplete"):
             response = obj.get("response")
             self._response = response if isinstance(response, dict) else {}
@@ -408,7 +454,7 @@ class ResponsesStream(StreamAssembler):
         turn.usage = self.usage_total()
         if turn.refusal is None:
             turn.refusal = self.refusal()
-        return turn
+        return self.reasoned(turn)
 
 
 def _index(obj: dict[str, Any]) -> int:

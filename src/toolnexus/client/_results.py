@@ -13,6 +13,7 @@ from toolnexus.types import Request
 OutputT = TypeVar("OutputT", default=Any)
 
 __all__ = [
+    "ModelTurn",
     "RunResult",
     "TranslateResult",
     "TranslatedToolCall",
@@ -55,6 +56,23 @@ class UsageLimits:
                 raise ConfigError(f"UsageLimits.{name} must be >= 0, not {value}")
 
 
+@dataclass(frozen=True, slots=True)
+class ModelTurn:
+    """One model call of a run: why it ended and what the model reasoned.
+
+    `finish_reason` is normalised across wires: `stop`, `tool_calls`, `length` (a token limit
+    cut the answer), `content_filter`, `refusal` or `pause` (Anthropic `pause_turn`, which the
+    run continues); `raw_finish_reason` is the provider's own value. `reasoning` is the
+    reasoning text the provider showed; `reasoning_redacted` says it reasoned but sent that
+    only encrypted or redacted (it still goes back to that provider, verbatim, in `messages`).
+    """
+
+    finish_reason: str
+    raw_finish_reason: str | None = None
+    reasoning: str | None = None
+    reasoning_redacted: bool = False
+
+
 _NO_OUTPUT: Any = object()  # `RunResult.output` of a run that has none
 
 
@@ -79,6 +97,12 @@ class RunResult(Generic[OutputT]):
     refusal: str | None = None  # `status="refused"`: the model declined, saying this
     output_errors: list[dict[str, Any]] | None = None  # why the last answer did not validate
     value: Any = field(default=_NO_OUTPUT, repr=False)  # set by the run: see `output`
+    model_turns: list[ModelTurn] = field(default_factory=list)  # one per model call, in order
+
+    @property
+    def finish_reason(self) -> str | None:
+        """Why the last model call ended (normalised; `None` before any call)."""
+        return self.model_turns[-1].finish_reason if self.model_turns else None
 
     @property
     def output(self) -> OutputT:

@@ -16,6 +16,7 @@ from toolnexus.client._parts import (
     PartPolicy,
     anthropic_translated_content,
     anthropic_translated_result,
+    canonical_messages,
     openai_request_messages,
 )
 from toolnexus.client._responses import RESPONSES, chat_to_input, chat_tool_choice, chat_tools
@@ -202,7 +203,8 @@ async def translate(
         wire_tools = declared + to_anthropic_tools(tools or ())
     else:
         system_text = system if system is not None else (settings.system_prompt or "")
-        wire_messages = list(messages)
+        # A bare string in a user content list is a text part (as in a run's prompt).
+        wire_messages = canonical_messages(messages)
         has_system = any(m.get("role") in ("system", "developer") for m in wire_messages)
         if system_text and not has_system:
             wire_messages.insert(0, {"role": "system", "content": system_text})

@@ -14,10 +14,12 @@ from typing import Any, Protocol, cast
 
 import httpx2
 
+from toolnexus._body_limit import DEFAULT_MAX_RESPONSE_BYTES, BodyTooLarge, limit_body
 from toolnexus._http import new_client
-from toolnexus._json import compact_json
+from toolnexus._json import request_json
 from toolnexus.client._errors import ProviderConnectionError, ProviderError
 from toolnexus.client._wire import CREDENTIAL_HEADERS
+from toolnexus.errors import WireFormatError
 
 __all__ = ["HttpTransport", "StreamBody", "Transport", "status_failure"]
 
@@ -66,13 +68,9 @@ def unreachable(url: str, exc: BaseException) -> ProviderConnectionError:
     return ProviderConnectionError(url, str(exc) or type(exc).__name__)
 
 
-def _content_coded(response: httpx2.Response) -> bool:
-    """Whether the body carries a content coding (gzip, ...) to undo."""
-    headers = response.headers
-    # Asked first: `Headers.get` of an absent name raises and catches a KeyError inside.
-    if "content-encoding" not in headers:
-        return False
-    return headers["content-encoding"].strip().lower() not in ("", "identity")
+def too_large(status: int, exc: BodyTooLarge) -> ProviderError:
+    """The error for a reply past `max_response_bytes` (read no further)."""
+    return ProviderError(status, "", str(exc))
 
 
 def _raw(response: httpx2.Response) -> httpx2.AsyncByteStream:
@@ -88,8 +86,8 @@ class _HttpStream:
     def __init__(self, response: httpx2.Response, status: int, content_type: str, url: str) -> None:
         self._response = response
         self._url = url
-        # A body can be iterated only once; decoded when the server applied a content coding.
-        chunks = response.aiter_bytes() if _content_coded(response) else aiter(_raw(response))
+        # A body can be iterated only once; `limit_body` decoded any content coding already.
+        chunks = aiter(_raw(response))
         self._chunks = self._read(chunks)
         self.status = status
         self.is_json = "json" in content_type
@@ -100,6 +98,8 @@ class _HttpStream:
                 yield chunk
         except httpx2.TransportError as exc:
             raise unreachable(self._url, exc) from exc
+        except BodyTooLarge as exc:
+            raise too_large(self.status, exc) from None
 
     def chunks(self) -> AsyncIterator[bytes]:
         return self._chunks
@@ -112,8 +112,8 @@ class _HttpStream:
             async with asyncio.timeout(_DRAIN_S):
                 async for _ in self._chunks:
                     pass
-        except (TimeoutError, httpx2.HTTPError, ProviderConnectionError):
-            pass
+        except (TimeoutError, httpx2.HTTPError, ProviderConnectionError, ProviderError):
+            pass  # the reply is complete: what follows it is not read, whatever it is
         await self._response.aclose()
 
     async def aclose(self) -> None:
@@ -168,6 +168,8 @@ class HttpTransport:
 
     `read_timeout_s` is an idle read timeout: a long generation that keeps sending is never cut,
     a connection that goes silent fails with `ProviderConnectionError` (cause `ReadTimeout`).
+    A reply, whole or streamed, longer than `max_response_bytes` once decoded fails with
+    `ProviderError` as soon as it grows past that.
     """
 
     # A failure to reach the provider (refused, DNS, TLS, a broken or silent connection) is
@@ -175,8 +177,14 @@ class HttpTransport:
     transport_errors: tuple[type[BaseException], ...] = (ProviderConnectionError,)
     can_stream = True
 
-    def __init__(self, client: httpx2.AsyncClient | None, read_timeout_s: float) -> None:
+    def __init__(
+        self,
+        client: httpx2.AsyncClient | None,
+        read_timeout_s: float,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
         self._given = client
+        self._max_bytes = max_response_bytes
         self.unwinds_promptly = client is None  # a caller's client may carry hooks of its own
         self._read_timeout_s = read_timeout_s
         self._owned: httpx2.AsyncClient | None = None
@@ -222,14 +230,17 @@ class HttpTransport:
     async def _send(
         self, client: httpx2.AsyncClient, url: str, headers: Mapping[str, str], body: Any
     ) -> httpx2.Response:
-        content = compact_json(body).encode()
+        try:
+            content = request_json(body).encode()
+        except ValueError as exc:  # NaN/Infinity (in a schema, request_params, ...), a cycle
+            raise WireFormatError(f"the request body cannot be sent as JSON: {exc}") from None
         parsed, auth = self._target(url)
         if client is self._given:
             # The caller's client may carry its own headers, cookies or auth: let it merge them.
             request = client.build_request(
                 "POST", parsed, content=content, headers=headers, extensions=self._extensions
             )
-            return await client.send(request, stream=True)
+            return self._bounded(await client.send(request, stream=True))
         key = tuple(headers.items())
         merged = self._headers.get(key)
         if merged is None:
@@ -249,7 +260,11 @@ class HttpTransport:
         )
         if not self._owned_frames:  # with the same headers every time, our transport's checked
             request.headers["Content-Length"] = str(len(content))  # head is reused as it is
-        return await client.send(request, stream=True, auth=auth)
+        return self._bounded(await client.send(request, stream=True, auth=auth))
+
+    def _bounded(self, response: httpx2.Response) -> httpx2.Response:
+        limit_body(response, self._max_bytes, "raise it with create_client(max_response_bytes=...)")
+        return response
 
     async def post(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
@@ -258,15 +273,16 @@ class HttpTransport:
         try:
             response = await self._send(client, url, headers, body)
             try:
-                if _content_coded(response):  # compressed although we asked it not to be
-                    raw = await response.aread()
-                else:  # the body as received: no decoder and no chunker between the pool and us
-                    parts = [part async for part in _raw(response)]
-                    raw = parts[0] if len(parts) == 1 else b"".join(parts)
+                # The body as bounded and decoded (`limit_body`): no other decoder or chunker
+                # between the pool and us.
+                parts = [part async for part in _raw(response)]
+                raw = parts[0] if len(parts) == 1 else b"".join(parts)
             finally:
                 await response.aclose()
         except httpx2.TransportError as exc:
             raise unreachable(url, exc) from exc
+        except BodyTooLarge as exc:
+            raise too_large(response.status_code, exc) from None
         status = response.status_code
         if not 200 <= status < 300:
             raise status_failure(status, raw, headers, response.headers)
@@ -287,6 +303,8 @@ class HttpTransport:
                 raise status_failure(status, raw, headers, response.headers)
         except httpx2.TransportError as exc:
             raise unreachable(url, exc) from exc
+        except BodyTooLarge as exc:
+            raise too_large(response.status_code, exc) from None
         return _HttpStream(response, status, response.headers.get("content-type", ""), url)
 
     async def aclose(self) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "CREDENTIAL_HEADERS",
     "Assembler",
     "Dialect",
+    "ReasoningDelta",
     "StreamAssembler",
     "Turn",
     "Wire",
@@ -31,6 +32,7 @@ __all__ = [
     "as_int",
     "decode_event",
     "merge_headers",
+    "normal_finish",
     "response_error",
     "token_usage",
     "url_path",
@@ -38,6 +40,45 @@ __all__ = [
 
 # Header names that carry credentials (lower-cased).
 CREDENTIAL_HEADERS = frozenset({"authorization", "api-key", "x-api-key"})
+
+
+# Every wire's reason for ending a turn, normalised (client.md; the raw value is kept too).
+_FINISH = {
+    "stop": "stop",  # openai chat
+    "end_turn": "stop",  # anthropic
+    "stop_sequence": "stop",
+    "completed": "stop",  # responses
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "tool_use": "tool_calls",
+    "length": "length",
+    "max_tokens": "length",
+    "max_output_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "content_filter": "content_filter",
+    "refusal": "refusal",
+    "pause_turn": "pause",
+}
+
+
+def normal_finish(raw: Any, has_calls: bool, refused: bool) -> str:
+    """Why a turn ended, as one of `stop`, `tool_calls`, `length`, `content_filter`,
+    `refusal`, `pause`; an unknown or missing raw value reads from the turn itself."""
+    found = _FINISH.get(raw) if isinstance(raw, str) else None
+    if found is not None:
+        return found
+    if refused:
+        return "refusal"
+    return "tool_calls" if has_calls else "stop"
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of a model's reasoning as it streams: its text, or a marker (`redacted`) where
+    the provider sends only encrypted or redacted reasoning."""
+
+    text: str
+    redacted: bool = False
 
 
 @dataclass(slots=True)
@@ -54,10 +95,23 @@ class Turn:
     # The transcript entries of a wire whose answer is several of them (Responses output
     # items); `None`: the answer is the one entry `message`.
     items: list[dict[str, Any]] | None = None
+    reasoning: str | None = None  # the reasoning text the provider showed, if any
+    reasoning_redacted: bool = False  # reasoning was produced but only encrypted/redacted
 
     def entries(self) -> list[dict[str, Any]]:
         """What this turn adds to the transcript."""
         return self.items if self.items is not None else [self.message]
+
+    @property
+    def finish(self) -> str:
+        """Why the turn ended, normalised (`normal_finish`)."""
+        return normal_finish(self.finish_reason, bool(self.calls), self.refusal is not None)
+
+    def reasoning_deltas(self) -> list[ReasoningDelta]:
+        """The turn's reasoning as stream pieces (a whole answer gives them at once)."""
+        if self.reasoning:
+            return [ReasoningDelta(self.reasoning)]
+        return [ReasoningDelta("", redacted=True)] if self.reasoning_redacted else []
 
 
 class Assembler(Protocol):
@@ -68,6 +122,10 @@ class Assembler(Protocol):
 
     def feed(self, event: str, data: str) -> str | None:
         """Take one SSE event; return its text delta, if any."""
+        ...
+
+    def take_reasoning(self) -> list[ReasoningDelta]:
+        """The reasoning pieces fed since the last call (they come before the text delta)."""
         ...
 
     def turn(self) -> Turn:
@@ -243,7 +301,16 @@ def _fresh(keys: Mapping[str, Any]) -> dict[str, Any]:
 class StreamAssembler:
     """Collects one streamed turn: usage objects, the finish reason, whether the stream ended."""
 
-    __slots__ = ("_refusal", "_status", "done", "finish_reason", "usage")
+    __slots__ = (
+        "_reasoning",
+        "_reasoning_new",
+        "_redacted",
+        "_refusal",
+        "_status",
+        "done",
+        "finish_reason",
+        "usage",
+    )
 
     def __init__(self, status: int) -> None:
         self._status = status
@@ -251,6 +318,35 @@ class StreamAssembler:
         self.finish_reason: str | None = None
         self.done = False
         self._refusal: list[str] = []  # refusal deltas, in order
+        self._reasoning: list[str] = []  # reasoning text deltas, in order
+        self._redacted = False  # reasoning came only encrypted or redacted
+        self._reasoning_new: list[ReasoningDelta] = []  # not yet taken by `take_reasoning`
+
+    def add_reasoning(self, text: str) -> None:
+        """Keep one piece of reasoning text the model streamed."""
+        if text:
+            self._reasoning.append(text)
+            self._reasoning_new.append(ReasoningDelta(text))
+
+    def add_redacted(self) -> None:
+        """Note reasoning the provider sent only encrypted or redacted (one marker)."""
+        self._redacted = True
+        self._reasoning_new.append(ReasoningDelta("", redacted=True))
+
+    def take_reasoning(self) -> list[ReasoningDelta]:
+        """The reasoning pieces fed since the last call."""
+        if not self._reasoning_new:
+            return []
+        taken, self._reasoning_new = self._reasoning_new, []
+        return taken
+
+    def reasoned(self, turn: Turn) -> Turn:
+        """`turn` with the streamed reasoning (when its own parse found none)."""
+        if turn.reasoning is None and self._reasoning:
+            turn.reasoning = "".join(self._reasoning)
+        if turn.reasoning is None and self._redacted:
+            turn.reasoning_redacted = True
+        return turn
 
     def add_refusal(self, delta: str) -> None:
         """Keep one piece of a refusal the model streamed."""

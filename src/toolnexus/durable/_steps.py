@@ -92,6 +92,8 @@ def turn_data(turn: Turn) -> dict[str, Any]:
         "finish_reason": turn.finish_reason,
         "raw": turn.raw,
         "refusal": turn.refusal,
+        "reasoning": turn.reasoning,
+        "reasoning_redacted": turn.reasoning_redacted,
     }
 
 
@@ -104,6 +106,8 @@ def turn_of(data: dict[str, Any]) -> Turn:
         finish_reason=data["finish_reason"],
         raw=data["raw"],
         refusal=data["refusal"],
+        reasoning=data.get("reasoning"),
+        reasoning_redacted=bool(data.get("reasoning_redacted")),
     )
 
 

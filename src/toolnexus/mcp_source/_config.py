@@ -44,11 +44,11 @@ class ServerSpec:
     timeout: float  # seconds
     tools_filter: dict[str, bool] | None
     reconnect: bool
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # a stdio line, an HTTP reply or event
     # local
     command: tuple[str, ...] = ()
     env: dict[str, str] | None = None
     cwd: str | None = None
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     # remote
     url: str = ""
     headers: dict[str, str] | None = None
@@ -108,6 +108,13 @@ def check_server(name: str, cfg: Any) -> ServerSpec:
     for key in ("enabled", "disabled", "reconnect", "instructions", "resources"):
         if key in cfg and not isinstance(cfg[key], bool):
             raise ServerConfigError(f'"{key}" must be true or false, not {_show(cfg[key])}')
+    # One message (a stdio line; an HTTP reply or one event of a stream) at most this long.
+    max_message = cfg.get("maxMessageBytes", DEFAULT_MAX_MESSAGE_BYTES)
+    if isinstance(max_message, bool) or not isinstance(max_message, int) or max_message < 1024:
+        raise ServerConfigError(
+            f'"maxMessageBytes" must be a whole number of bytes, at least 1024, '
+            f"not {_show(max_message)}"
+        )
     timeout = _milliseconds(cfg, "timeout", DEFAULT_TIMEOUT)
     tools_filter = _tools_filter(cfg)
     protocol = cfg.get("protocol", "auto")
@@ -126,6 +133,7 @@ def check_server(name: str, cfg: Any) -> ServerSpec:
         "instructions": cfg.get("instructions", False),
         "roots": _roots(cfg),
         "resources": cfg.get("resources", True),
+        "max_message_bytes": max_message,
         **_listen_retry(cfg),
     }
     if is_remote(cfg):
@@ -149,18 +157,11 @@ def check_server(name: str, cfg: Any) -> ServerSpec:
     cwd = cfg.get("cwd")
     if cwd is not None and (not isinstance(cwd, str) or not cwd):
         raise ServerConfigError(f'"cwd" must be a non-empty string, not {_show(cwd)}')
-    max_message = cfg.get("maxMessageBytes", DEFAULT_MAX_MESSAGE_BYTES)
-    if isinstance(max_message, bool) or not isinstance(max_message, int) or max_message < 1024:
-        raise ServerConfigError(
-            f'"maxMessageBytes" must be a whole number of bytes, at least 1024, '
-            f"not {_show(max_message)}"
-        )
     return ServerSpec(
         remote=False,
         command=_command(cfg),
         env=env,
         cwd=cwd,
-        max_message_bytes=max_message,
         **common,
     )
 

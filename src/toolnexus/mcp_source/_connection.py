@@ -45,6 +45,7 @@ from toolnexus._aio import (
     cancelled_by,
     mark_seen,
 )
+from toolnexus._body_limit import bounding_hook
 from toolnexus._env import EnvVarError, expand_env_headers
 from toolnexus._log import logger, warn
 from toolnexus._numbers import format_number
@@ -475,8 +476,12 @@ class Connection:
             timeout: httpx2.Timeout | None = None,
             auth: httpx2.Auth | None = None,
         ) -> httpx2.AsyncClient:
+            hooks = request_hooks()
+            # A reply, or one event of a stream, is bounded once decoded, as a stdio message is.
+            hint = f'raise it with "maxMessageBytes" in the config of server "{spec.name}"'
+            hooks["response"] = [bounding_hook(spec.max_message_bytes, hint, per_event=True)]
             return httpx2.AsyncClient(
-                headers=headers, timeout=timeout, auth=auth, verify=tls, event_hooks=request_hooks()
+                headers=headers, timeout=timeout, auth=auth, verify=tls, event_hooks=hooks
             )
 
         self.transport = "streamable-http"
@@ -757,11 +762,22 @@ class Connection:
             if session_id:
                 self.session_id = session_id  # recorded on the requests' spans
 
-        client.event_hooks = {"response": [record_status]}
+        hooks = client.event_hooks
+        client.event_hooks = {
+            "request": hooks["request"],
+            "response": [record_status, *hooks["response"]],
+        }
         # Connecting is bounded by the server timeout; reads are bounded per request by the
         # phase deadlines and per-call timeouts (the event stream stays open on purpose).
         client.timeout = httpx2.Timeout(self.spec.timeout, read=None)
-        async with client, streamable_http_client(self.spec.url, http_client=client) as streams:
+        # One event is bounded by the server's `maxMessageBytes` (as a stdio line is), in the SDK's
+        # parser as in the client's own bound on decoded bytes.
+        async with (
+            client,
+            streamable_http_client(
+                self.spec.url, http_client=client, max_sse_event_size=self.spec.max_message_bytes
+            ) as streams,
+        ):
             yield streams
 
     # -- session callbacks ----------------------------------------------------------------------

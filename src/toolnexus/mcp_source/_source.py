@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from toolnexus._aio import mark_seen, wait_signal
 from toolnexus._filters import apply_name_filter
 from toolnexus._log import warn
+from toolnexus._schema import drop_non_finite
 from toolnexus.errors import ConfigError, McpInputError, NotConnected, ToolnexusError
 from toolnexus.mcp_source import _input
 from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_server, is_enabled
@@ -752,11 +753,18 @@ class _Server:
                     "which toolnexus does not support; skipped"
                 )
                 continue
+            # NaN/Infinity would make every request carrying this tool invalid JSON.
+            schema, dropped = drop_non_finite(t.input_schema)
+            if dropped:
+                warn(
+                    f'MCP server "{self.name}" tool "{t.name}": its input schema holds numbers '
+                    f"JSON cannot carry (NaN or Infinity), left out: {', '.join(dropped[:5])}"
+                )
             tools.append(
                 Tool(
                     prefix + sanitize(t.name),
                     t.description or "",
-                    t.input_schema,
+                    schema,
                     "mcp",
                     self._executor(t.name),
                     original_name=f"{self.name}_{t.name}",

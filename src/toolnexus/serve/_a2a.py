@@ -2,12 +2,19 @@
 
 Tasks are fulfilled in background asyncio tasks through the client's `ask`, kept in a
 `TaskStore` in the 1.0 form and rendered in each request's dialect on the way out.
+
+Every task belongs to the identity that created it (`caller_identity`, recorded as the task's
+`"owner"`; a task without one belongs to `""`, the unauthenticated or static-token caller):
+any other identity is answered as if the task did not exist, and its conversation is kept
+under a key of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import inspect
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -21,7 +28,8 @@ from toolnexus._log import warn
 from toolnexus.a2a import _wire as wire
 from toolnexus.a2a._wire import Dialect
 from toolnexus.errors import ConfigError
-from toolnexus.serve._tasks import DEFAULT_PAGE_SIZE, TaskStore
+from toolnexus.serve._auth import caller_identity
+from toolnexus.serve._tasks import DEFAULT_PAGE_SIZE, TaskStore, task_owner
 from toolnexus.types import Request, Tool, error_message
 
 if TYPE_CHECKING:
@@ -246,6 +254,30 @@ def _task_id(params: Mapping[str, Any]) -> str:
     return task_id
 
 
+def _not_found(task_id: str) -> _RpcError:
+    """The one answer for a task that does not exist and for another identity's task."""
+    return _RpcError(TASK_NOT_FOUND, f"Task not found: {task_id}")
+
+
+def _read_stored(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored task in the 1.0 form, keeping its owner (which is never rendered)."""
+    task = wire.read_task(stored)
+    owner = task_owner(dict(stored))
+    if owner:
+        task["owner"] = owner
+    return task
+
+
+def conversation_id(task: Mapping[str, Any]) -> str:
+    """The conversation store key of a task's context: its `contextId`, made distinct per
+    owner (one caller's contextId never reaches another caller's transcript)."""
+    owner = task_owner(dict(task))
+    if not owner:
+        return str(task["contextId"])
+    digest = hashlib.sha256(owner.encode("utf-8")).hexdigest()[:32]
+    return f"{task['contextId']}~{digest}"
+
+
 # -- what the run receives ----------------------------------------------------------------------
 
 
@@ -324,6 +356,14 @@ def _sse(data: bytes, *, error: bool = False) -> bytes:
     return (b"event: error\n" if error else b"") + b"data: " + data + b"\n\n"
 
 
+def _takes_owner(lister: Callable[..., Any]) -> bool:
+    try:
+        parameters = inspect.signature(lister).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "owner" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
 # -- running tasks ------------------------------------------------------------------------------
 
 
@@ -386,6 +426,9 @@ class A2AEndpoint:
         self._watchers: dict[str, list[asyncio.Queue[dict[str, Any] | None]]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._closing = False
+        lister = getattr(store, "list", None)
+        # Listing by owner needs a store whose `list` filters by it (see `TaskStore`).
+        self._lists_by_owner = lister is not None and _takes_owner(lister)
 
     @property
     def in_flight(self) -> int:
@@ -468,18 +511,26 @@ class A2AEndpoint:
         """The task in the 1.0 form; one left unfinished by an earlier process reads failed."""
         run = self._runs.get(task_id)
         if run is not None:
-            return run.task
+            return self._owned(run.task)
         task = await self._stored(task_id)
         if await self._orphaned(task):
             async with self._lock(task_id):
                 return await self._load_locked(task_id)
         return task
 
+    @staticmethod
+    def _owned(task: dict[str, Any]) -> dict[str, Any]:
+        """`task` when the current caller owns it; else the answer for an unknown task."""
+        if task_owner(task) != caller_identity():
+            raise _not_found(task["id"])
+        return task
+
     async def _stored(self, task_id: str) -> dict[str, Any]:
+        """The stored task, when it exists and the current caller owns it."""
         stored = await self.store.get(task_id)
         if stored is None:
-            raise _RpcError(TASK_NOT_FOUND, f"Task not found: {task_id}")
-        return wire.read_task(stored)
+            raise _not_found(task_id)
+        return self._owned(_read_stored(stored))
 
     async def _orphaned(self, task: dict[str, Any]) -> bool:
         state = wire.state_name(task["status"]["state"])
@@ -493,7 +544,7 @@ class A2AEndpoint:
         """`_load` for a caller holding the task's lock."""
         run = self._runs.get(task_id)
         if run is not None:
-            return run.task
+            return self._owned(run.task)
         task = await self._stored(task_id)
         if await self._orphaned(task):
             task = self._with_status(task, "failed", RESTARTED)
@@ -502,7 +553,7 @@ class A2AEndpoint:
 
     async def _list(self, params: dict[str, Any]) -> dict[str, Any]:
         lister = getattr(self.store, "list", None)
-        if lister is None:
+        if lister is None or not self._lists_by_owner:
             raise _RpcError(UNSUPPORTED_OPERATION, "ListTasks is not supported by this task store")
         size = params.get("pageSize")
         if size is None:
@@ -523,9 +574,12 @@ class A2AEndpoint:
                 raise _RpcError(INVALID_PARAMS, f"Invalid params: {name} must be a string")
         if after is not None and not isinstance(after, str):
             raise _RpcError(INVALID_PARAMS, "Invalid params: statusTimestampAfter must be a string")
-        state = None
-        if status and status != "TASK_STATE_UNSPECIFIED":
-            state = wire.state_name(status)
+        # A state this server does not know (a client's "UNRECOGNIZED" or unspecified enum
+        # value) is no filter.
+        state: str | None = wire.state_name(status)
+        if state == "unknown":
+            state = None
+        caller = caller_identity()
         try:
             tasks, next_token, total = await lister(
                 context_id=context_id or None,
@@ -533,12 +587,15 @@ class A2AEndpoint:
                 updated_after=after or None,
                 page_size=size,
                 page_token=token or None,
+                owner=caller,
             )
         except ValueError as exc:
             raise _RpcError(INVALID_PARAMS, f"Invalid params: {error_message(exc)}") from None
         rendered = []
         for stored in tasks:
-            task = wire.read_task(stored)
+            task = _read_stored(stored)
+            if task_owner(task) != caller:
+                continue  # a store that ignored `owner`: its page still shows nobody else's
             if await self._orphaned(task):
                 task = await self._load(task["id"])
             rendered.append(
@@ -659,6 +716,9 @@ class A2AEndpoint:
             "status": {"state": "TASK_STATE_SUBMITTED", "timestamp": wire.now()},
             "history": [read],
         }
+        owner = caller_identity()
+        if owner:
+            task["owner"] = owner
         run = self._reserve(task)
         try:
             await self.store.save(task)
@@ -673,7 +733,7 @@ class A2AEndpoint:
     ) -> _Run:
         async with self._lock(task_id):
             if task_id in self._runs:
-                state = wire.state_name(self._runs[task_id].task["status"]["state"])
+                state = wire.state_name(self._owned(self._runs[task_id].task)["status"]["state"])
                 raise _RpcError(
                     UNSUPPORTED_OPERATION,
                     f"Task {task_id} is {state}; only an input-required or auth-required task "
@@ -715,11 +775,12 @@ class A2AEndpoint:
         store = getattr(self.client, "conversation_store", None)
         if store is None:
             return
+        key = conversation_id(task)
         try:
-            if not await store.get(task["contextId"]):
+            if not await store.get(key):
                 rebuilt = _history_messages(task)
                 if rebuilt:
-                    await store.save(task["contextId"], rebuilt)
+                    await store.save(key, rebuilt)
         except Exception as exc:
             warn(f"A2A task {task['id']}: could not restore its conversation: {error_message(exc)}")
 
@@ -772,7 +833,7 @@ class A2AEndpoint:
                         if stored is not None and state == "canceled":
                             async with self._lock(task_id):
                                 if not run.canceled and not run.settled.is_set():
-                                    self._stop_run(run, wire.read_task(stored))
+                                    self._stop_run(run, _read_stored(stored))
                             return
                     look = await changes.wait()
         except asyncio.CancelledError:
@@ -817,7 +878,7 @@ class A2AEndpoint:
             try:
                 toolkit = run.toolkit if run.toolkit is not None else self.toolkit
                 result = await self.client.ask(
-                    prompt, toolkit, id=task["contextId"], cancel=run.cancel
+                    prompt, toolkit, id=conversation_id(task), cancel=run.cancel
                 )
                 final = self._final(run.task, result)
             except asyncio.CancelledError:
@@ -884,7 +945,8 @@ class A2AEndpoint:
     async def _cancel(self, task_id: str) -> dict[str, Any]:
         async with self._lock(task_id):
             run = self._runs.get(task_id)
-            if run is not None:
+            if run is not None and not wire.is_terminal(self._owned(run.task)["status"]["state"]):
+                # Still running (a run canceled or finished but not yet unwound is terminal).
                 canceled = self._with_status(run.task, "canceled")
                 await self.store.save(canceled)
                 self._stop_run(run, canceled)

@@ -43,6 +43,10 @@ START_TIMEOUT_S = 10.0
 GRACEFUL_SHUTDOWN_S = 3
 
 
+# The public agent card (a2a.md §2.1): readable without a token, whatever guards the rest.
+AGENT_CARD_PATH = "/.well-known/agent-card.json"
+
+
 def _default_max_connections() -> int:
     """512, or half the descriptor limit when that is lower (the rest stays for everything else
     the process opens: an authenticated client must still get in)."""
@@ -164,8 +168,9 @@ def _parse_error(reason: str) -> Response:
 
 class _Guard:
     """Every request passes these gates, in order: DNS-rebinding (loopback binds only, see
-    `local_request`: 403), bearer auth (401), the body cap (413), the body read deadline (408),
-    the bound on bodies held by all requests together (503), and no non-finite numbers (400)."""
+    `local_request`: 403), bearer auth (401; not for the public agent card), the body cap
+    (413), the body read deadline (408), the bound on bodies held by all requests together
+    (503), and no non-finite numbers (400)."""
 
     def __init__(
         self, app: ASGIApp, *, loopback: bool, auth_token: str | None, limits: ServeLimits
@@ -189,6 +194,7 @@ class _Guard:
         if (
             self.token is not None
             and scope["path"] not in PROBE_PATHS
+            and scope["path"] != AGENT_CARD_PATH  # public: it says how to authenticate
             and not self._authorized(headers.get("authorization"))
         ):
             response = PlainTextResponse(
@@ -326,7 +332,7 @@ def build_app(
             body = card_source if isinstance(card_source, bytes) else await card_source()
             return Response(body, media_type="application/json")
 
-        routes.append(Route("/.well-known/agent-card.json", agent_card, methods=["GET"]))
+        routes.append(Route(AGENT_CARD_PATH, agent_card, methods=["GET"]))
         routes.append(Route("/", a2a.route, methods=["POST"]))
 
     stores = [a2a.store, getattr(a2a.client, "conversation_store", None)] if a2a else []
@@ -342,7 +348,7 @@ def build_app(
     if oauth is not None:
         discovery = metadata_routes(oauth.auth, oauth.resources)
         routes.extend(discovery)
-        open_paths = {*PROBE_PATHS, *(r.path for r in discovery), "/.well-known/agent-card.json"}
+        open_paths = {*PROBE_PATHS, *(r.path for r in discovery), AGENT_CARD_PATH}
         middleware.append(
             Middleware(
                 OAuthGate,

@@ -626,6 +626,18 @@ def visible_tools(
     return [n for n in names if all(s in have for s in tool_scopes.get(n, ()))]
 
 
+def caller_identity() -> str:
+    """Who the current request is, as A2A ownership records it: `""` for a caller without an
+    OAuth access token (no auth, or the static `auth_token`: one identity), else the token's
+    issuer and subject (its client id when it names no subject) as compact JSON."""
+    access = get_access_token()
+    if access is None:
+        return ""
+    issuer = (access.claims or {}).get("iss")
+    subject = access.subject if access.subject is not None else access.client_id
+    return json.dumps(["oauth", str(issuer or ""), str(subject)], separators=(",", ":"))
+
+
 def granted_scopes() -> frozenset[str] | None:
     """The scopes the current request's OAuth access token grants, or `None` for a request
     without one (the static `auth_token`, or no auth): such a caller sees every tool."""

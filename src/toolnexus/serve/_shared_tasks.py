@@ -23,6 +23,7 @@ from toolnexus.serve._tasks import (
     encode_page_token,
     page_of,
     task_order_key,
+    task_owner,
 )
 
 if TYPE_CHECKING:
@@ -224,7 +225,8 @@ def _decode(raw: str | bytes | None) -> dict[str, Any] | None:
 
 
 def _fields(task: dict[str, Any]) -> tuple[str, str, str, str]:
-    """(id, contextId, state, timestamp) as the listing filters and orders them."""
+    """(id, contextId, state, timestamp) as the listing filters and orders them (the owner is
+    `task_owner`)."""
     status = task.get("status") if isinstance(task.get("status"), dict) else {}
     stamp, _ = task_order_key(task)
     context = task.get("contextId")
@@ -247,6 +249,11 @@ _PG_SCHEMA = (
     )""",
     "CREATE INDEX IF NOT EXISTS toolnexus_tasks_order ON toolnexus_tasks (stamp DESC, id DESC)",
     "CREATE INDEX IF NOT EXISTS toolnexus_tasks_context ON toolnexus_tasks (context_id)",
+    # Schema 2: the identity owning each task. Rows from before read as owned by '' (the
+    # unauthenticated / static-token identity), as a task without "owner" does everywhere.
+    "ALTER TABLE toolnexus_tasks ADD COLUMN IF NOT EXISTS owner TEXT NOT NULL DEFAULT ''",
+    "CREATE INDEX IF NOT EXISTS toolnexus_tasks_owner ON toolnexus_tasks"
+    " (owner, stamp DESC, id DESC)",
     """CREATE TABLE IF NOT EXISTS toolnexus_task_runners (
         id TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
@@ -313,6 +320,7 @@ class PostgresTaskStore(_SharedTasks):
         """Store `task`; a task already finished keeps its final state (a cancel from another
         replica is not undone by the run that was still going there)."""
         id, context, state, stamp = _fields(task)
+        owner = task_owner(task)
         payload = dumps(task).decode("utf-8")
         running = state in _RUNNING
         announce = f"{self.owner} {id}"
@@ -323,9 +331,10 @@ class PostgresTaskStore(_SharedTasks):
             # a finished task refused changes nothing and announces nothing.
             await conn.execute(
                 "WITH saved AS (INSERT INTO toolnexus_tasks AS t"
-                " (id, context_id, state, stamp, updated, task)"
-                " VALUES (%s, %s, %s, %s, %s::timestamptz, %s)"
+                " (id, context_id, state, stamp, updated, task, owner)"
+                " VALUES (%s, %s, %s, %s, %s::timestamptz, %s, %s)"
                 " ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id,"
+                " owner = excluded.owner,"
                 " state = excluded.state, stamp = excluded.stamp,"
                 " updated = excluded.updated, task = excluded.task"
                 f" WHERE t.state NOT IN ({_TERMINAL_SQL}) OR t.state = excluded.state"
@@ -339,7 +348,7 @@ class PostgresTaskStore(_SharedTasks):
                 " WHERE id IN (SELECT id FROM saved) AND NOT %s RETURNING id)"
                 " SELECT pg_notify(%s, %s) FROM saved",
                 (
-                    *(id, context, state, stamp, _timestamptz(stamp), payload),
+                    *(id, context, state, stamp, _timestamptz(stamp), payload, owner),
                     *(self.owner, self.lease_ms, running, running),
                     *(_CHANNEL, announce),
                 ),
@@ -385,10 +394,14 @@ class PostgresTaskStore(_SharedTasks):
         updated_after: str | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         page_token: str | None = None,
+        owner: str | None = None,
     ) -> TaskPage:
         after = decode_page_token(page_token) if page_token else None
         where: list[str] = []
         args: list[Any] = []
+        if owner is not None:
+            where.append("owner = %s")
+            args.append(owner)
         if context_id is not None:
             where.append("context_id = %s")
             args.append(context_id)
@@ -567,6 +580,7 @@ class RedisTaskStore(_SharedTasks):
         updated_after: str | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         page_token: str | None = None,
+        owner: str | None = None,
     ) -> TaskPage:
 
         async def read_all() -> list[dict[str, Any]]:
@@ -589,6 +603,7 @@ class RedisTaskStore(_SharedTasks):
             updated_after=updated_after,
             page_size=page_size,
             page_token=page_token,
+            owner=owner,
         )
 
     async def aclose(self) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "page_of",
     "resolve_store",
     "task_order_key",
+    "task_owner",
 ]
 
 # States after which a task never changes again (input-required still waits for a reply).
@@ -75,6 +76,11 @@ class TaskStore(Protocol):
       `""` means the first page; an undecodable token raises `ValueError`.
       `next_page_token` is `""` on the last page. `encode_page_token`, `decode_page_token` and
       `task_order_key` give a store the same cursor format; `page_of` does it all in memory.
+    - Ownership: a task may carry `"owner"` (a string naming the identity that created it; see
+      `task_owner`). The endpoint passes `list(..., owner=<identity>)` and a store that takes
+      `owner` lists only that identity's tasks, a task without `"owner"` counting as owned by
+      `""` (the identity of an unauthenticated or static-token caller). A store whose `list`
+      takes no `owner` cannot keep callers apart: `ListTasks` then answers "unsupported".
     - A store shared by replicas may also offer what `PostgresTaskStore` and `RedisTaskStore`
       do: `running_elsewhere(id)` (another live replica runs the task, so it is not orphaned),
       `watch(id)` (an async context manager whose `wait(timeout)` says when another replica
@@ -99,6 +105,13 @@ def _state(task: dict[str, Any]) -> str:
 def _timestamp(task: dict[str, Any]) -> str:
     stamp = _status(task).get("timestamp")
     return stamp if isinstance(stamp, str) else ""
+
+
+def task_owner(task: dict[str, Any]) -> str:
+    """The identity that owns `task`: its `"owner"`, `""` when it has none (an unauthenticated
+    or static-token caller's task, or one stored before tasks recorded their owner)."""
+    owner = task.get("owner")
+    return owner if isinstance(owner, str) else ""
 
 
 def task_order_key(task: dict[str, Any]) -> tuple[str, str]:
@@ -140,8 +153,10 @@ def page_of(
     updated_after: str | None = None,
     page_size: int = DEFAULT_PAGE_SIZE,
     page_token: str | None = None,
+    owner: str | None = None,
 ) -> TaskPage:
-    """One page of `tasks` by the `TaskStore.list` rules (the tasks are not copied)."""
+    """One page of `tasks` by the `TaskStore.list` rules (the tasks are not copied); `owner`
+    (when not `None`) keeps only that identity's tasks."""
     after = decode_page_token(page_token) if page_token else None
     since = _instant(updated_after) if updated_after else None
     if updated_after and since is None:
@@ -149,6 +164,8 @@ def page_of(
     wanted = state_name(state) if state is not None else None
     matches = []
     for task in tasks:
+        if owner is not None and task_owner(task) != owner:
+            continue
         if context_id is not None and task.get("contextId") != context_id:
             continue
         if wanted is not None and _state(task) != wanted:
@@ -216,6 +233,7 @@ class InMemoryTaskStore:
         updated_after: str | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         page_token: str | None = None,
+        owner: str | None = None,
     ) -> TaskPage:
         page, token, total = page_of(
             self._tasks.values(),
@@ -224,6 +242,7 @@ class InMemoryTaskStore:
             updated_after=updated_after,
             page_size=page_size,
             page_token=page_token,
+            owner=owner,
         )
         return [copy.deepcopy(task) for task in page], token, total
 
@@ -260,6 +279,7 @@ class FileTaskStore:
         updated_after: str | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         page_token: str | None = None,
+        owner: str | None = None,
     ) -> TaskPage:
         tasks = await asyncio.to_thread(self._read_all)
         return page_of(
@@ -269,6 +289,7 @@ class FileTaskStore:
             updated_after=updated_after,
             page_size=page_size,
             page_token=page_token,
+            owner=owner,
         )
 
     def _read_all(self) -> _Tasks:
