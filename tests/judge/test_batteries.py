@@ -45,6 +45,7 @@ AGENTS = [
 ]
 
 
+@pytest.mark.raw_bodies  # the vendor wire, compared byte for byte
 async def test_every_battery_sends_the_published_request(llm: FakeLLM, monkeypatch):
     monkeypatch.setenv("TYPESAFE_API_KEY", "sk-battery-key-1234")
     c = create_classifier(base_url=llm.url + "/v1", retries=0)

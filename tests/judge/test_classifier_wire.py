@@ -57,6 +57,9 @@ ANSWERS = {
 }
 KEY = "sk-judge-secret-123456"
 
+# The vendor wire is not an LLM wire: its bodies are checked byte for byte here instead.
+pytestmark = pytest.mark.raw_bodies
+
 
 @pytest.fixture
 def vendor(llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> FakeLLM:
