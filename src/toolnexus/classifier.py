@@ -987,8 +987,6 @@ def create_classifier(
     place = CLASSIFIER_BACKENDS.get(backend or "typesafe")
     if place is None:
         raise ClassifierError(f"classifier: unknown backend {backend!r}")
-    if style == "static" and decisions is None:
-        raise ClassifierError("classifier: style 'static' requires decisions")
     return Classifier(
         style=style,
         base_url=base_url or place["base_url"],
