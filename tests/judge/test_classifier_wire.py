@@ -1,0 +1,221 @@
+"""The systemone wire: request bytes as the published package sends them, errors, metrics."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from support.fake_llm import FakeLLM, raw
+from toolnexus.classifier import (
+    CLASSIFIER_BACKENDS,
+    ClassifierError,
+    ClassifierResponse,
+    NoulAnswer,
+    RecordedDecision,
+    create_classifier,
+)
+from toolnexus.errors import ToolnexusError
+from toolnexus.judge import choice, noul, questions, score, state
+
+# Captured from toolnexus==0.21.0 for the same call (state and questions below).
+PUBLISHED_BODY = (
+    b'{"model":"jev-latest","questions":{"a":{"instructions":"Is it bad?","type":"noul"},'
+    b'"b":{"criteria":{"false":"not good","true":"yes good"},"instructions":"Is it good?",'
+    b'"type":"noul"},"c":{"criteria":{"x":"the x","y":"the y"},"instructions":"Pick one",'
+    b'"type":"choice"},"d":{"criteria":["low","mid","high"],"instructions":"Rate it",'
+    b'"type":"score"}},"state":{"msg":"hi","role":"You are a judge."}}'
+)
+QUESTIONS = questions(
+    [
+        noul("a", "Is it bad?"),
+        noul("b", "Is it good?", true="yes good", false="not good"),
+        choice("c", "Pick one", {"x": "the x", "y": "the y"}),
+        score("d", "Rate it", ["low", "mid", "high"]),
+    ]
+)
+ANSWERS = {
+    "model": "jev-1",
+    "answers": {
+        "a": {"type": "noul", "noul": 0.8},
+        "b": {"type": "noul", "noul": 0.1},
+        "c": {
+            "type": "choice",
+            "choice": "x",
+            "probabilities": {"x": 0.9, "y": 0.1},
+            "confidence": 0.9,
+        },
+        "d": {
+            "type": "score",
+            "score": 1.2,
+            "legend": {"0": "low", "1": "mid", "2": "high"},
+            "probabilities": {"0": 0.1, "1": 0.6, "2": 0.3},
+            "confidence": 0.6,
+        },
+    },
+    "usage": {"input_tokens": 5, "output_tokens": 2, "cost": 0.01},
+}
+KEY = "sk-judge-secret-123456"
+
+# The vendor wire is not an LLM wire: its bodies are checked byte for byte here instead.
+pytestmark = pytest.mark.raw_bodies
+
+
+@pytest.fixture
+def vendor(llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> FakeLLM:
+    monkeypatch.setenv("TYPESAFE_API_KEY", KEY)
+    return llm
+
+
+def make(llm: FakeLLM, **options):
+    options.setdefault("retry_base_ms", 1)
+    return create_classifier(base_url=llm.url + "/v1", **options)
+
+
+async def test_request_bytes_match_the_published_package(vendor):
+    vendor.push(raw(200, ANSWERS))
+    metrics: list[dict] = []
+    c = make(vendor, on_metric=metrics.append)
+    decision = await c.evaluate(state("You are a judge.", {"msg": "hi"}), QUESTIONS)
+    await c.aclose()
+    sent = vendor.requests[0]
+    assert sent.path == "/v1/systemone"
+    assert sent.raw == PUBLISHED_BODY
+    assert sent.headers["authorization"] == f"Bearer {KEY}"
+    assert sent.headers["content-type"] == "application/json"
+    assert decision.model == "jev-1"
+    assert decision.noul("a") == NoulAnswer(0.8)
+    assert decision.choice("c").choice == "x"
+    assert decision.score("d").score == 1.2
+    assert decision.usage.cost == 0.01
+    (event,) = metrics
+    assert event["event"] == "classifier.evaluate"
+    assert (event["status"], event["model"], event["prompt_tokens"]) == ("ok", "jev-1", 5)
+
+
+async def test_http_transport_gets_the_canonical_bytes(vendor):
+    seen: list[tuple[str, bytes]] = []
+
+    class Sender:
+        def post(self, url, headers, body, timeout):
+            seen.append((url, body))
+            return ClassifierResponse(200, json.dumps(ANSWERS).encode())
+
+    c = create_classifier(base_url="https://judge.invalid/v1", http_transport=Sender())
+    await c.evaluate(state("You are a judge.", {"msg": "hi"}), QUESTIONS)
+    assert seen == [("https://judge.invalid/v1/systemone", PUBLISHED_BODY)]
+
+
+async def test_auth_failure_drops_the_body_and_never_shows_the_key(vendor):
+    vendor.push(raw(401, {"error": {"message": f"bad key {KEY}"}}))
+    metrics: list[dict] = []
+    c = make(vendor, on_metric=metrics.append)
+    with pytest.raises(ClassifierError) as info:
+        await c.evaluate({"role": "r"}, QUESTIONS)
+    await c.aclose()
+    assert isinstance(info.value, ToolnexusError)
+    assert str(info.value).endswith("/v1/systemone: HTTP 401")
+    assert KEY not in repr(metrics)
+    assert metrics[0]["status"] == "error"
+
+
+async def test_retryable_status_retries_then_reports_the_body(vendor):
+    for _ in range(3):
+        vendor.push(raw(429, {"error": {"message": "slow down"}}, headers={"retry-after": "0"}))
+    c = make(vendor, retries=2)
+    with pytest.raises(ClassifierError, match=r"HTTP 429: .*slow down"):
+        await c.evaluate({"role": "r"}, QUESTIONS)
+    await c.aclose()
+    assert len(vendor.requests) == 3
+
+
+async def test_client_error_is_not_retried_and_unparseable_is_named(vendor):
+    vendor.push(raw(400, {"error": {"message": "bad q"}}), raw(200, "not json"))
+    c = make(vendor, retries=2)
+    with pytest.raises(ClassifierError, match="HTTP 400"):
+        await c.evaluate({"role": "r"}, QUESTIONS)
+    with pytest.raises(ClassifierError, match="unparseable response"):
+        await c.evaluate({"role": "r"}, QUESTIONS)
+    await c.aclose()
+    assert len(vendor.requests) == 2
+
+
+async def test_unknown_answer_type_is_an_error(vendor):
+    vendor.push(raw(200, {"answers": {"a": {"noul": 0.8}}}))
+    c = make(vendor)
+    with pytest.raises(ClassifierError, match="answer 'a': unknown type None"):
+        await c.evaluate({"role": "r"}, QUESTIONS)
+    await c.aclose()
+
+
+async def test_unset_key_sends_no_authorization_and_backends_name_places(llm, monkeypatch):
+    monkeypatch.delenv("TYPESAFE_API_KEY", raising=False)
+    monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
+    llm.push(raw(200, {"answers": {}}), raw(200, {"answers": {}}))
+    await make(llm).evaluate({"role": "r"}, questions([noul("a", "x")]))
+    assert "authorization" not in llm.requests[0].headers  # as published: a gateway may need none
+    c = make(llm, backend="openrouter")
+    await c.evaluate({"role": "r"}, questions([noul("a", "x")]))
+    assert llm.requests[1].raw == (
+        b'{"model":"typesafe/jev-1.13","questions":{"a":{"instructions":"x","type":"noul"}},'
+        b'"state":{"role":"r"}}'
+    )
+    assert llm.requests[1].headers["authorization"] == f"Bearer {KEY}"
+    assert CLASSIFIER_BACKENDS["openrouter"]["base_url"] == "https://openrouter.ai/api/v1"
+
+
+async def test_styles_need_their_option_and_questions_are_checked():
+    with pytest.raises(ClassifierError, match="style 'custom' requires evaluate"):
+        create_classifier(style="custom")
+    with pytest.raises(ClassifierError, match="style 'llm' requires client"):
+        create_classifier(style="llm")
+    with pytest.raises(ClassifierError, match="unknown style 'nope'"):
+        create_classifier(style="nope")  # type: ignore[arg-type]
+    c = create_classifier(style="static", decisions=[])
+    with pytest.raises(ClassifierError, match="no questions to evaluate"):
+        await c.evaluate({"role": "r"}, {})
+    with pytest.raises(ClassifierError, match="levels"):
+        await c.evaluate({"role": "r"}, questions([score("s", "x", ["one"])]))
+
+
+async def test_static_and_batch():
+    qs = questions([noul("a", "Is it bad?")])
+    recorded = RecordedDecision(
+        {"role": "r", "x": 1}, qs, {"answers": {"a": {"type": "noul", "noul": 0.9}}}
+    )
+    c = create_classifier(style="static", decisions=[recorded], model="m")
+    d = await c.evaluate({"role": "r", "x": 1}, qs)
+    assert d.noul("a").noul == 0.9
+    with pytest.raises(ClassifierError, match="no recorded decision"):
+        await c.evaluate({"role": "r", "x": 2}, qs)
+    with pytest.raises(ClassifierError, match="no states to evaluate"):
+        await c.evaluate_batch([], qs)
+    with pytest.raises(ClassifierError, match=r"evaluate_batch: state 1: .*no recorded"):
+        await c.evaluate_batch([{"role": "r", "x": 1}, {"role": "r", "x": 5}], qs)
+    both = await c.evaluate_batch([{"role": "r", "x": 1}, {"role": "r", "x": 1}], qs)
+    assert [x.noul("a").noul for x in both] == [0.9, 0.9]
+
+
+async def test_an_echoed_key_and_account_ids_never_leave_in_errors_or_metrics(vendor):
+    vendor.push(raw(500, {"error": {"message": f"upstream saw {KEY}"}}))
+    metrics: list[dict] = []
+    c = make(vendor, retries=0, on_metric=metrics.append)
+    with pytest.raises(ClassifierError) as info:
+        await c.evaluate({"role": "r"}, QUESTIONS)
+    await c.aclose()
+    assert "HTTP 500" in str(info.value) and "upstream saw" in str(info.value)
+    assert KEY not in str(info.value) + repr(metrics) + repr(c)
+
+
+async def test_an_async_sender_and_its_retry_after(vendor):
+    statuses = [429, 200]
+
+    class Sender:
+        async def post(self, url, headers, body, timeout):
+            status = statuses.pop(0)
+            text = json.dumps(ANSWERS if status == 200 else {"error": "busy"}).encode()
+            return ClassifierResponse(status, text, retry_after="0")
+
+    c = create_classifier(base_url="https://judge.invalid/v1", http_transport=Sender())
+    decision = await c.evaluate(state("You are a judge.", {"msg": "hi"}), QUESTIONS)
+    assert decision.model == "jev-1" and statuses == []
