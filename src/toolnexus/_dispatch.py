@@ -51,9 +51,8 @@ async def dispatch(
                     result = await tool.execute(args, ctx)
                 except asyncio.CancelledError:
                     raise
-                except (
-                    Exception
-                ) as exc:  # an `execute` override that raised (Tool's own never does)
+                # An `execute` override that raised (`Tool.execute` itself never does).
+                except Exception as exc:
                     tool_raised(name, exc)
                     result = ToolResult(redact(error_message(exc)), True)
                 finally:

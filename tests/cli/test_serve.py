@@ -107,7 +107,10 @@ async def test_a2a_agent_answers_tasks_until_sigterm(fake_llm: FakeLLM) -> None:
     try:
         base = urls["a2a"]
         async with httpx2.AsyncClient() as anonymous:
-            denied = await anonymous.get(base + ".well-known/agent-card.json")
+            # The card is public (a2a.md §2.1 as amended): it says how to authenticate.
+            public = await anonymous.get(base + ".well-known/agent-card.json")
+            assert public.status_code == 200 and "bearer" in public.text.lower()
+            denied = await anonymous.post(base, json={"jsonrpc": "2.0", "id": 1, "method": "x"})
             assert (denied.status_code, denied.text) == (401, "unauthorized")
         async with httpx2.AsyncClient(headers={"Authorization": "Bearer from-env"}) as http:
             card = (await http.get(base + ".well-known/agent-card.json")).json()

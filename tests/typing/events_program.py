@@ -20,6 +20,7 @@ from toolnexus.client import (
     MetricEvent,
     OutputEvent,
     ProgressEvent,
+    ReasoningEvent,
     RunResult,
     TextEvent,
     ToolCallEvent,
@@ -37,6 +38,9 @@ def show(event: StreamEvent) -> str:
         case "text":
             assert_type(event, TextEvent)
             return event["delta"]
+        case "reasoning":
+            assert_type(event, ReasoningEvent)
+            return "(reasoning redacted)" if event.get("redacted") else event["delta"]
         case "tool_call":
             assert_type(event, ToolCallEvent)
             return f"{event['name']}({event['args']})"
