@@ -70,7 +70,7 @@ def unreachable(url: str, exc: BaseException) -> ProviderConnectionError:
 
 def too_large(status: int, exc: BodyTooLarge) -> ProviderError:
     """The error for a reply past `max_response_bytes` (read no further)."""
-    return ProviderError(status, "", str(exc))
+    return ProviderError(status, "", provider_message=str(exc))
 
 
 def _raw(response: httpx2.Response) -> httpx2.AsyncByteStream:
