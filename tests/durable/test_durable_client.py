@@ -21,6 +21,7 @@ from dbos import DBOS
 from dbos._error import DBOSException
 
 from support.client_helpers import base_url
+from support.db_servers import PG_PASSWORD, PostgresServer
 from support.fake_llm import FakeLLM, call, error, text, tools
 from support.mcp_servers import ThreadedHttpServer
 from support.mcp_servers.sdk_eras import app as eras_app
@@ -34,7 +35,13 @@ from toolnexus.durable import (
     step_key,
     stream_events,
 )
-from toolnexus.errors import ConfigError, RunCancelled, StreamingUnsupported, ToolnexusError
+from toolnexus.errors import (
+    ConfigError,
+    RunCancelled,
+    StoreError,
+    StreamingUnsupported,
+    ToolnexusError,
+)
 from toolnexus.types import ToolContext
 
 _names = itertools.count()
@@ -179,6 +186,31 @@ async def test_a_suspended_run_waits_for_its_answer_sent_by_workflow_id(
     assert [c["output"] for c in result.tool_calls] == ["approved x"]
     assert effects.calls == [("approve", False), ("approve", True)]
     assert await run.pending() is None
+
+
+async def test_host_calls_to_a_database_that_stops_answering_fail_in_time(
+    launched: str, llm: FakeLLM, client: Client, request: pytest.FixtureRequest
+) -> None:
+    if not launched.startswith("postgresql"):
+        pytest.skip("a SQLite file cannot stop answering; the PostgreSQL round pauses its server")
+    server: PostgresServer = request.getfixturevalue("postgres")
+    runs = durable(client, Effects(), db_timeout_s=1.0)
+    llm.push(tools(call("approve", {"item": "p"})), text("ok"))
+    run = await runs.start("go", workflow_id="paused-db-1")
+    asked = await wait_until(run.pending, timeout=10)
+    yes = Answer(asked.id, True, {"output": "yes"})
+    with server.paused():
+        for host_call in (run.pending, lambda: run.answer(yes), run.cancel):
+            with pytest.raises(StoreError) as caught:
+                await host_call()
+            message = str(caught.value)
+            assert message == (
+                "the DBOS system database did not answer within 1 s (durable run 'paused-db-1')"
+            )
+            assert PG_PASSWORD not in message
+    # Nothing was lost: once the database answers again, the run takes its answer and ends.
+    await run.answer(yes)
+    assert (await run.result()).text == "ok"
 
 
 async def test_a_declined_answer_and_an_answer_timeout_read_as_declined(

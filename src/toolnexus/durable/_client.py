@@ -21,6 +21,7 @@ from toolnexus.client._loop import RunLoop
 from toolnexus.client._parts import Prompt
 from toolnexus.client._steps import journal
 from toolnexus.client.memory import KeyedLock, claim_conversation
+from toolnexus.durable._db import DEFAULT_DB_TIMEOUT_S, bounded
 from toolnexus.durable._errors import dbos_errors
 from toolnexus.durable._steps import PENDING_EVENT, DbosSteps, answer_topic
 from toolnexus.durable._stream import (
@@ -48,13 +49,18 @@ _names: set[str] = set()  # the workflow names registered by this process
 class DurableRun:
     """A durable run started in the background: its `workflow_id` reaches it from anywhere."""
 
-    __slots__ = ("_handle", "workflow_id")
+    __slots__ = ("_db_timeout_s", "_handle", "workflow_id")
 
     def __init__(
-        self, workflow_id: str, handle: WorkflowHandleAsync[RunResult[Any]] | None = None
+        self,
+        workflow_id: str,
+        handle: WorkflowHandleAsync[RunResult[Any]] | None = None,
+        *,
+        db_timeout_s: float = DEFAULT_DB_TIMEOUT_S,
     ) -> None:
         self.workflow_id = workflow_id
         self._handle = handle
+        self._db_timeout_s = db_timeout_s
 
     async def result(self) -> RunResult[Any]:
         """Wait for the run to finish (through any suspension) and return its result."""
@@ -71,15 +77,15 @@ class DurableRun:
 
     async def pending(self) -> Request | None:
         """The request the run is suspended on, or `None` when it is not waiting."""
-        return await pending_request(self.workflow_id)
+        return await pending_request(self.workflow_id, timeout_s=self._db_timeout_s)
 
     async def answer(self, answer: Answer | Mapping[str, Any]) -> None:
         """Send the answer to the request the run is (or will be) suspended on."""
-        await send_answer(self.workflow_id, answer)
+        await send_answer(self.workflow_id, answer, timeout_s=self._db_timeout_s)
 
     async def cancel(self) -> None:
         """Cancel the run (see `cancel_run`)."""
-        await cancel_run(self.workflow_id)
+        await cancel_run(self.workflow_id, timeout_s=self._db_timeout_s)
 
     def __repr__(self) -> str:
         return f"<DurableRun {self.workflow_id!r}>"
@@ -98,7 +104,9 @@ class DurableClient:
     `answer_timeout_s` (default: no limit), then counts as declined. With `queue`, runs are
     enqueued on that DBOS queue (see `DBOS.register_queue`), which bounds how many run at once;
     with `queue_per_model` as well, each run is in the queue's partition named by the client's
-    model, so a partitioned queue's limits apply per model.
+    model, so a partitioned queue's limits apply per model. A host call that reads or writes
+    the system database outside a run (`pending`, `answer`, `cancel`) fails with `StoreError`
+    when the database does not answer within `db_timeout_s`.
     """
 
     def __init__(
@@ -113,6 +121,7 @@ class DurableClient:
         queue_per_model: bool = False,
         answer_timeout_s: float | None = None,
         deps: Any = None,
+        db_timeout_s: float = DEFAULT_DB_TIMEOUT_S,
     ) -> None:
         if not isinstance(client, Client):
             raise ConfigTypeError(
@@ -124,6 +133,7 @@ class DurableClient:
             raise ConfigError("queue_per_model needs a queue= (a partitioned DBOS queue)")
         if answer_timeout_s is not None and answer_timeout_s <= 0:
             raise ConfigError(f"answer_timeout_s must be > 0 or None, not {answer_timeout_s!r}")
+        _check_timeout(db_timeout_s)
         workflow_name = f"toolnexus.run:{name}"
         if workflow_name in _names:
             raise ConfigError(
@@ -139,6 +149,7 @@ class DurableClient:
         self.queue = queue
         self.queue_per_model = queue_per_model
         self.deps = deps
+        self.db_timeout_s = db_timeout_s
         self._locks = KeyedLock()
         self._answer_timeout_s = answer_timeout_s if answer_timeout_s is not None else FOREVER_S
 
@@ -183,7 +194,7 @@ class DurableClient:
                     handle = await DBOS.enqueue_workflow_async(self.queue, self._workflow, *args)
             else:
                 handle = await DBOS.start_workflow_async(self._workflow, *args)
-        return DurableRun(handle.get_workflow_id(), handle)
+        return DurableRun(handle.get_workflow_id(), handle, db_timeout_s=self.db_timeout_s)
 
     async def stream(
         self,
@@ -331,69 +342,111 @@ class DurableClient:
         return f"<DurableClient {self.name!r} over {self.client!r}>"
 
 
-async def pending_request(workflow_id: str, *, client: DBOSClient | None = None) -> Request | None:
+def _check_timeout(timeout_s: float) -> None:
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or timeout_s <= 0:
+        raise ConfigError(f"the DBOS database timeout must be a number > 0, not {timeout_s!r}")
+
+
+async def pending_request(
+    workflow_id: str,
+    *,
+    client: DBOSClient | None = None,
+    timeout_s: float = DEFAULT_DB_TIMEOUT_S,
+) -> Request | None:
     """The request the durable run `workflow_id` is suspended on, or `None` when it is not.
 
     From a process without a launched DBOS, pass a `DBOSClient` on the same system database.
+    A database that does not answer within `timeout_s` raises `StoreError`.
     """
+    _check_timeout(timeout_s)
+    source = client if client is not None else DBOS
     with dbos_errors(workflow_id):
-        if client is not None:
-            data = await client.get_event_async(workflow_id, PENDING_EVENT, timeout_seconds=0)
-        else:
-            data = await DBOS.get_event_async(workflow_id, PENDING_EVENT, timeout_seconds=0)
+        data = await bounded(
+            lambda: source.get_event(workflow_id, PENDING_EVENT, timeout_seconds=0),
+            workflow_id,
+            timeout_s,
+        )
     return Request.from_dict(data) if data else None
 
 
+async def _known(workflow_id: str, client: DBOSClient | None, timeout_s: float) -> None:
+    """`WorkflowNotFound` unless the system database has the run `workflow_id`."""
+    source = client if client is not None else DBOS
+    with dbos_errors(workflow_id):
+        await bounded(lambda: source.retrieve_workflow(workflow_id), workflow_id, timeout_s)
+
+
 async def send_answer(
-    workflow_id: str, answer: Answer | Mapping[str, Any], *, client: DBOSClient | None = None
+    workflow_id: str,
+    answer: Answer | Mapping[str, Any],
+    *,
+    client: DBOSClient | None = None,
+    timeout_s: float = DEFAULT_DB_TIMEOUT_S,
 ) -> None:
     """Send `answer` to the durable run `workflow_id`, from any process, at any time.
 
     The answer goes to the request with the same id: sent before the run suspends, it waits for
     it; sent twice, it is delivered once. From a process without a launched DBOS, pass a
     `DBOSClient` on the same system database. An unknown workflow raises `WorkflowNotFound`; an
-    answer whose id is not the pending request's raises `ConfigError`.
+    answer whose id is not the pending request's raises `ConfigError`; a database that does not
+    answer within `timeout_s` (each call) raises `StoreError`.
     """
     given = Answer.coerce(answer)
     if given is None:
         raise ConfigTypeError(
             f"answer must be an Answer or its dict form, not {type(answer).__name__}"
         )
-    await handle_of(workflow_id, client)  # WorkflowNotFound for an unknown id
-    waiting = await pending_request(workflow_id, client=client)
+    await _known(workflow_id, client, timeout_s)
+    waiting = await pending_request(workflow_id, client=client, timeout_s=timeout_s)
     if waiting is not None and waiting.id != given.id:
         raise ConfigError(
             f"answer id {given.id!r} does not match the request workflow {workflow_id!r} "
             f"waits on ({waiting.id!r})"
         )
-    await _deliver(workflow_id, given, f"{workflow_id}/{given.id}", client)
+    await _deliver(workflow_id, given, f"{workflow_id}/{given.id}", client, timeout_s)
 
 
-async def cancel_run(workflow_id: str, *, client: DBOSClient | None = None) -> None:
+async def cancel_run(
+    workflow_id: str,
+    *,
+    client: DBOSClient | None = None,
+    timeout_s: float = DEFAULT_DB_TIMEOUT_S,
+) -> None:
     """Cancel the durable run `workflow_id`, from any process: it stops at its next step, and
     waiting for its result (or reading its stream) raises `RunCancelled`.
 
     A run suspended on a request is woken to stop now (DBOS alone would stop it only once an
     answer came). The step in flight, if any, finishes first. From a process without a
-    launched DBOS, pass a `DBOSClient` on the same system database.
+    launched DBOS, pass a `DBOSClient` on the same system database. A database that does not
+    answer within `timeout_s` (each call) raises `StoreError`.
     """
-    await handle_of(workflow_id, client)  # WorkflowNotFound for an unknown id
+    _check_timeout(timeout_s)
+    await _known(workflow_id, client, timeout_s)
+    source = client if client is not None else DBOS
     with dbos_errors(workflow_id):
-        if client is not None:
-            await client.cancel_workflow_async(workflow_id)
-        else:
-            await DBOS.cancel_workflow_async(workflow_id)
-    waiting = await pending_request(workflow_id, client=client)
+        await bounded(lambda: source.cancel_workflow(workflow_id), workflow_id, timeout_s)
+    waiting = await pending_request(workflow_id, client=client, timeout_s=timeout_s)
     if waiting is not None:  # its wait ends; the run's next step then sees it is cancelled
         woken = Answer(waiting.id, False, reason="cancelled")
-        await _deliver(workflow_id, woken, f"{workflow_id}/{waiting.id}/cancel", client)
+        key = f"{workflow_id}/{waiting.id}/cancel"
+        await _deliver(workflow_id, woken, key, client, timeout_s)
 
 
-async def _deliver(workflow_id: str, answer: Answer, key: str, client: DBOSClient | None) -> None:
+async def _deliver(
+    workflow_id: str, answer: Answer, key: str, client: DBOSClient | None, timeout_s: float
+) -> None:
     """Send `answer` to the wait of run `workflow_id` for its request (once per `key`)."""
     topic = answer_topic(answer.id)
+    data = answer.to_dict()
     with dbos_errors(workflow_id):
         if client is not None:
-            await client.send_async(workflow_id, answer.to_dict(), topic, key)
+            dbos_client = client
+            await bounded(
+                lambda: dbos_client.send(workflow_id, data, topic, key), workflow_id, timeout_s
+            )
         else:
-            await DBOS.send_async(workflow_id, answer.to_dict(), topic, idempotency_key=key)
+            await bounded(
+                lambda: DBOS.send(workflow_id, data, topic, idempotency_key=key),
+                workflow_id,
+                timeout_s,
+            )
