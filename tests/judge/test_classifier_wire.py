@@ -197,7 +197,7 @@ async def test_static_and_batch():
 
 
 async def test_an_echoed_key_and_account_ids_never_leave_in_errors_or_metrics(vendor):
-    vendor.push(raw(500, {"error": {"message": f"upstream saw {KEY}"}}))
+    vendor.push(raw(500, {"error": {"message": f"upstream saw {KEY}"}, "user_id": "u-40412"}))
     metrics: list[dict] = []
     c = make(vendor, retries=0, on_metric=metrics.append)
     with pytest.raises(ClassifierError) as info:
@@ -205,6 +205,7 @@ async def test_an_echoed_key_and_account_ids_never_leave_in_errors_or_metrics(ve
     await c.aclose()
     assert "HTTP 500" in str(info.value) and "upstream saw" in str(info.value)
     assert KEY not in str(info.value) + repr(metrics) + repr(c)
+    assert "u-40412" not in str(info.value) + repr(metrics)
 
 
 async def test_an_async_sender_and_its_retry_after(vendor):
