@@ -16,6 +16,8 @@ REPO = TESTS.parent
 sys.path.insert(0, str(TESTS))
 
 from support.db_servers import SERVERS_HINT, PostgresServer, postgres_bin  # noqa: E402 (needs the path above)
+from support.fake_llm import LIVE  # noqa: E402
+from support.request_types import check_request  # noqa: E402
 from support.requires import missing  # noqa: E402
 
 
@@ -29,6 +31,21 @@ def postgres() -> Iterator[PostgresServer]:
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture(autouse=True)
+def _request_bodies_fit_the_sdk_types(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every body a fake LLM server received during the test is checked against the official
+    `openai`/`anthropic` SDKs' request types, unless the test is marked `raw_bodies` (it sends
+    bodies it shaped itself, e.g. through `body_transform`)."""
+    for server in list(LIVE):
+        server.take_unchecked()  # what an earlier test's background work sent is not this one's
+    yield
+    raw = request.node.get_closest_marker("raw_bodies") is not None
+    for server in list(LIVE):
+        for received in server.take_unchecked():
+            if not raw and isinstance(received.body, dict):
+                check_request(received.style, received.body)
 
 
 class _DroppedTasks(logging.Handler):

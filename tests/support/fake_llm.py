@@ -33,6 +33,7 @@ import json
 import ssl as ssl_module
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -156,6 +157,11 @@ def _spec(reply: Reply, request: RecordedRequest, seq: int) -> ReplySpec:
     )
 
 
+LIVE: weakref.WeakSet[FakeLLM] = weakref.WeakSet()
+"""Every fake server of this process: `tests/conftest.py` checks each body they receive against
+the official SDKs' request types after each test."""
+
+
 class FakeLLM:
     """The server. Start with `start()` or `with FakeLLM() as llm:`; stop with `stop()`."""
 
@@ -164,6 +170,8 @@ class FakeLLM:
         self._lock = threading.Lock()
         self._queue: deque[Reply | Handler] = deque()
         self._requests: list[RecordedRequest] = []
+        self._unchecked: list[RecordedRequest] = []  # not yet checked against the SDK types
+        LIVE.add(self)
         self._seq = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -250,6 +258,12 @@ class FakeLLM:
             self.connections = 0
             self.server_closes = 0
 
+    def take_unchecked(self) -> list[RecordedRequest]:
+        """The requests received since the last call (each handed out once)."""
+        with self._lock:
+            taken, self._unchecked = self._unchecked, []
+        return taken
+
     @property
     def requests(self) -> list[RecordedRequest]:
         with self._lock:
@@ -292,6 +306,7 @@ class FakeLLM:
     def _next(self, request: RecordedRequest) -> Reply:
         with self._lock:
             self._requests.append(request)
+            self._unchecked.append(request)
             item = self._queue.popleft() if self._queue else None
         if item is None:
             return error(500, "fake LLM: no scripted reply")

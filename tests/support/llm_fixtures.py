@@ -13,7 +13,6 @@ import pytest
 
 from support.client_helpers import base_url
 from support.fake_llm import FakeLLM, running
-from support.request_types import check_request
 from toolnexus.client import Client, create_client
 
 __all__ = ["llm", "llm_server", "make_client"]
@@ -26,16 +25,11 @@ def llm_server() -> Iterator[FakeLLM]:
 
 
 @pytest.fixture
-def llm(llm_server: FakeLLM, request: pytest.FixtureRequest) -> Iterator[FakeLLM]:
-    """The session's server, reset; every body it received is then checked against the official
-    SDKs' request types (`support.request_types`) unless the test is marked `raw_bodies`
-    (it sends bodies it shaped itself, e.g. through `body_transform`)."""
+def llm(llm_server: FakeLLM) -> FakeLLM:
+    """The session's server, reset (every body it receives is checked against the official SDKs'
+    request types after the test, as any fake server's: `tests/conftest.py`)."""
     llm_server.reset()
-    yield llm_server
-    if request.node.get_closest_marker("raw_bodies") is None:
-        for received in llm_server.requests:
-            if isinstance(received.body, dict):
-                check_request(received.style, received.body)
+    return llm_server
 
 
 @pytest.fixture
