@@ -213,6 +213,18 @@ class Toolkit:
         view._search = None
         return view
 
+    def _with_tool(self, tool: Tool) -> Toolkit:
+        """This toolkit plus `tool` (a run's own tool, such as `search_tools`), sharing its
+        sources and clients; a tool of the same name stays and `tool` is left out. Like
+        `_without_tools`, the view follows no later change and is never closed on its own."""
+        view = copy.copy(self)
+        view._by_name = dict(self._by_name)
+        view._by_name.setdefault(tool.name, tool)
+        view._tools = list(view._by_name.values())
+        view._declarations = {}
+        view._search = None
+        return view
+
     def register(self, *tools: Tool) -> Toolkit:
         """Add tools at runtime (first wins on a name clash, with a warning). Chainable."""
         _check_tools(tools, "register()")
