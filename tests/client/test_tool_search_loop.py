@@ -140,6 +140,7 @@ RESPONSES_SEARCH = [
 ]
 
 
+@pytest.mark.parametrize("streaming", [False, True])
 @pytest.mark.parametrize(
     ("style", "search_tool", "blocks", "where"),
     [
@@ -152,11 +153,17 @@ async def test_native_search_keeps_the_provider_blocks_verbatim(
     search_tool: str,
     blocks: list[dict[str, Any]],
     where: str,
+    streaming: bool,
     llm: FakeLLM,
     make_client: Any,
 ) -> None:
     llm.push(tools(call("get_weather", {"city": "Oslo"}), **{where: blocks}), text("Sunny."))
-    result = await make_client(style).run("Weather in Oslo?", kit(add, get_weather))
+    client, toolkit = make_client(style), kit(add, get_weather)
+    if streaming:
+        events = [e async for e in client.stream("Weather in Oslo?", toolkit)]
+        result = events[-1]["result"]
+    else:
+        result = await client.run("Weather in Oslo?", toolkit)
     assert result.text == "Sunny."
     first, second = (r.body for r in llm.requests)
     declared = {d.get("name") or d["type"]: d for d in first["tools"]}
@@ -167,3 +174,18 @@ async def test_native_search_keeps_the_provider_blocks_verbatim(
     kept = [part for item in sent for part in [item, *_listed(item.get("content"))]]
     assert all(block in kept for block in blocks)  # as the provider sent them
     assert "sunny in Oslo" in str(sent)
+
+
+async def test_local_search_with_a_typed_result_keeps_the_output_tool(
+    llm: FakeLLM, make_client: Any
+) -> None:
+    llm.push(
+        tools(call("search_tools", {"query": "weather"})),
+        tools(call("final_result", {"response": 21})),
+    )
+    client = make_client("openai", output_type=int, output_mode="tool")
+    result = await client.run("Degrees in Oslo?", kit(add, get_weather))
+    assert result.output == 21
+    first, second = (r.body for r in llm.requests)
+    assert _names("openai", first) == ["add", "search_tools", "final_result"]
+    assert _names("openai", second) == ["add", "get_weather", "search_tools", "final_result"]
