@@ -12,7 +12,32 @@ from typing import Any
 
 from toolnexus.types import Tool
 
-__all__ = ["ToolIndex", "search_text"]
+__all__ = ["SEARCH_SCHEMA", "SEARCH_TOOL", "ToolIndex", "search_limit", "search_text"]
+
+SEARCH_TOOL = "search_tools"
+"""The name of the search tool a run (`tool_search="local"`) or a gateway declares."""
+SEARCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "Words describing the tool you need"},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 20,
+            "description": "How many tools to return (default 5)",
+        },
+    },
+    "required": ["query"],
+}
+
+
+def search_limit(args: dict[str, Any]) -> int:
+    """The `limit` of a search call, 5 when absent or out of range."""
+    limit = args.get("limit", 5)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 20:
+        return 5
+    return limit
+
 
 # `read_file`, `readFile`, `read-file` and `server.read` are all two words to a reader.
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")

@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from toolnexus._tool_search import SEARCH_SCHEMA, SEARCH_TOOL, search_limit
 from toolnexus.errors import ConfigError
 from toolnexus.types import Tool, ToolContext, ToolResult
 
@@ -21,27 +22,13 @@ if TYPE_CHECKING:
     from toolnexus.client._wire import Dialect
     from toolnexus.toolkit import Toolkit
 
-__all__ = ["SEARCH_TOOL", "LocalSearch", "ToolSearch", "check_tool_search", "search_mode"]
+__all__ = ["LocalSearch", "ToolSearch", "check_tool_search", "search_mode"]
 
 ToolSearch: TypeAlias = Literal["auto", "local", "native"]
 """How a run finds deferred tools (`None`: it does not; every tool is declared)."""
 _MODES = ("auto", "local", "native")
-SEARCH_TOOL = "search_tools"
 _LOADED = "Tools now callable: "
 _LOADED_LINE = re.compile(re.escape(_LOADED) + r"([A-Za-z0-9_, -]*)")
-_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": "Words describing the tool you need"},
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": 20,
-            "description": "How many tools to return (default 5)",
-        },
-    },
-    "required": ["query"],
-}
 _DESCRIPTION = (
     "Search the tools that are available but not yet declared. The matching tools can be "
     "called from your next turn on."
@@ -88,14 +75,11 @@ class LocalSearch:
         self.loaded = loaded_in(history)
         self._declared_for: frozenset[str] | None = None
         self.toolkit = toolkit._with_tool(
-            Tool(SEARCH_TOOL, _DESCRIPTION, _SCHEMA, "builtin", self._search)
+            Tool(SEARCH_TOOL, _DESCRIPTION, SEARCH_SCHEMA, "builtin", self._search)
         )
 
     def _search(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        limit = args.get("limit", 5)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 20:
-            limit = 5
-        found = self.base.search_tools(str(args.get("query", "")), limit)
+        found = self.base.search_tools(str(args.get("query", "")), search_limit(args))
         if not found:
             return ToolResult("No tool matches; try other words.")
         self.loaded.update(t.name for t in found)
