@@ -253,6 +253,7 @@ class Toolkit:
                 headers=base.headers if headers is None else headers,
                 timeout=base.timeout if timeout is None else timeout,
                 poll_every=base.poll_every if poll_every is None else poll_every,
+                defer_loading=base.defer_loading,
             )
         else:
             target = agent(card_or_agent, headers=headers, timeout=timeout, poll_every=poll_every)
