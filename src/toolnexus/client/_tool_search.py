@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from toolnexus._tool_search import SEARCH_SCHEMA, SEARCH_TOOL, search_limit
 from toolnexus.errors import ConfigError
+from toolnexus.toolkit import Toolkit
 from toolnexus.types import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
     from toolnexus.client._wire import Dialect
-    from toolnexus.toolkit import Toolkit
 
 __all__ = ["LocalSearch", "ToolSearch", "check_tool_search", "search_mode"]
 
@@ -43,7 +43,11 @@ def check_tool_search(value: Any) -> ToolSearch | None:
 
 def search_mode(setting: str | None, wire: Dialect, toolkit: Toolkit | None) -> str | None:
     """`local`, `native` or `None` (every tool declared as usual) for one run."""
-    if setting is None or toolkit is None or not any(t.defer_loading for t in toolkit.tools()):
+    if (
+        setting is None
+        or not isinstance(toolkit, Toolkit)  # an object that only works like one: declared whole
+        or not toolkit.deferred()
+    ):
         return None
     if setting == "native":
         if not wire.native_tool_search:
