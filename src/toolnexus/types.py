@@ -205,12 +205,15 @@ class Tool:
 
     `execute` may be an async or sync callable `(args, ctx)`; sync ones run in a worker thread.
     `Tool.execute` never raises for a tool failure: exceptions become `is_error` results.
+    `defer_loading=True` marks a tool the model finds by searching (docs/tools-search.md): it
+    is callable as ever, only not declared in a request up front.
     """
 
     __slots__ = (
         "_execute",
         "_is_async",
         "_validator",
+        "defer_loading",
         "description",
         "input_schema",
         "metadata",
@@ -231,6 +234,7 @@ class Tool:
         original_name: str | None = None,
         self_validating: bool = False,
         metadata: dict[str, Any] | None = None,
+        defer_loading: bool = False,
     ) -> None:
         if execute is None:
             raise ConfigTypeError(f"Tool {name!r} needs an execute callable")
@@ -249,6 +253,7 @@ class Tool:
         # True when the tool checks its own arguments (native tools, with pydantic's lax rules),
         # so the toolkit skips its generic jsonschema check.
         self.self_validating = self_validating
+        self.defer_loading = defer_loading
         self._validator: Any = None
 
     async def execute(
@@ -280,6 +285,7 @@ class Tool:
             original_name=self.original_name,
             self_validating=self.self_validating,
             metadata=self.metadata,
+            defer_loading=self.defer_loading,
         )
         clone._is_async = self._is_async
         return clone

@@ -808,6 +808,7 @@ class _Server:
                     self._executor(t.name),
                     original_name=f"{self.name}_{t.name}",
                     metadata=self._tool_metadata(t, info),
+                    defer_loading=self.spec.defer_loading,
                 )
             )
         return tools

@@ -113,6 +113,52 @@ def execute_through(toolkit: Served) -> Execute:
     return execute
 
 
+def _searchable(cfg: Mapping[str, Any]) -> bool:
+    value = cfg.get("toolSearch", False)
+    if not isinstance(value, bool):
+        raise ConfigTypeError(
+            f'the MCP profile\'s "toolSearch" must be true or false, not {value!r}'
+        )
+    return value
+
+
+def _search_tool(tools: Sequence[Tool]) -> Tool:
+    """`search_tools` over the served tools: the matches' names, descriptions and input
+    schemas, as JSON, for the caller to call them by name."""
+    from toolnexus._tool_search import SEARCH_SCHEMA, SEARCH_TOOL, ToolIndex, search_limit
+
+    index: list[ToolIndex] = []  # built on the first search
+
+    def search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        query = args.get("query")
+        if not isinstance(query, str):
+            return ToolResult('search_tools needs "query": the words describing a tool', True)
+        if not index:
+            index.append(ToolIndex(tools))
+        found = index[0].search(query, search_limit(args))
+        return ToolResult(
+            json.dumps(
+                [
+                    {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+                    for t in found
+                ]
+            )
+        )
+
+    description = (
+        "Search the tools this server offers beyond those listed; call a match by its name "
+        "with arguments per its inputSchema."
+    )
+    return Tool(SEARCH_TOOL, description, SEARCH_SCHEMA, "builtin", search)
+
+
+def _with_own(own: Tool, execute: Execute) -> Execute:
+    async def either(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        return await (own.execute(args, ctx) if tool is own else execute(tool, args, ctx))
+
+    return either
+
+
 def _listed(tool: Tool) -> types.Tool:
     """The `tools/list` entry: serve.md's three fields plus what the source knew."""
     meta = tool.metadata or {}
@@ -242,11 +288,21 @@ def make_mcp_server(
     tools, else of the servers whose tools it exposes."""
     cfg = cfg or {}
     by_name = {t.name: t for t in tools}
+    listed = list(tools)
+    if _searchable(cfg) and any(t.defer_loading for t in tools):
+        # The deferred tools are left out of the listing but stay callable by name; the
+        # search tool runs here, not through the toolkit, which has no such tool.
+        search = _search_tool(tools)
+        listed = [t for t in tools if not t.defer_loading]
+        if search.name not in by_name:
+            listed.append(search)
+            by_name[search.name] = search
+            execute = _with_own(search, execute)
     # The exposed set is fixed, so the listing is built once (once per set of scopes).
-    listing = types.ListToolsResult(tools=[_listed(t) for t in tools])
+    listing = types.ListToolsResult(tools=[_listed(t) for t in listed])
     output_schemas = {t.name: (t.metadata or {}).get("outputSchema") for t in tools}
     name = str(cfg.get("name") or DEFAULT_NAME)
-    scoped = _scoped_listings(tools, tool_scopes) if tool_scopes else None
+    scoped = _scoped_listings(listed, tool_scopes) if tool_scopes else None
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> Any:
         return listing if scoped is None else scoped()
