@@ -1,0 +1,88 @@
+"""`toolnexus serve --acp`: a real subprocess driven by the ACP SDK's client side, its model the
+scripted LLM endpoint."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.support.cli_runner import clean_env
+from tests.support.fake_llm import FakeLLM, call, text, tools
+
+import acp
+from acp import schema
+
+
+class Editor:
+    """The editor's side: records every session update."""
+
+    def __init__(self) -> None:
+        self.updates: list[Any] = []
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append(update)
+
+    async def request_permission(self, **kwargs: Any) -> Any:
+        return schema.RequestPermissionResponse(outcome=schema.DeniedOutcome(outcome="cancelled"))
+
+    def on_connect(self, conn: Any) -> None:
+        pass
+
+    def said(self, kind: str) -> str:
+        return "".join(u.content.text for u in self.updates if u.session_update == kind)
+
+
+def serve_args(llm: FakeLLM, store: Path) -> list[str]:
+    return [
+        "-m", "toolnexus", "serve", "--acp",
+        "--base-url", llm.url + "/v1", "--style", "openai", "--model", "m", "--api-key", "k",
+        "--store", f"sqlite:{store}",
+    ]  # fmt: skip
+
+
+async def test_an_editor_drives_the_served_toolkit_and_resumes_the_session(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "notes.txt").write_text("the answer is 42\n")
+    store = tmp_path / "conversations.db"
+    with FakeLLM() as llm:
+        llm.push(
+            tools(call("read", {"path": str(tmp_path / "notes.txt")}, id="c1")),
+            text("It says 42."),
+        )
+        editor = Editor()
+        async with acp.spawn_agent_process(
+            editor, sys.executable, *serve_args(llm, store), env=clean_env(), cwd=tmp_path
+        ) as (conn, _process):
+            hello = await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            assert hello.agent_capabilities.load_session is True
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            done = await conn.prompt(
+                session_id=session.session_id, prompt=[acp.text_block("What do my notes say?")]
+            )
+            assert done.stop_reason == "end_turn"
+            assert editor.said("agent_message_chunk") == "It says 42."
+            started = [u for u in editor.updates if u.session_update == "tool_call"]
+            finished = [u for u in editor.updates if u.session_update == "tool_call_update"]
+            assert [(u.tool_call_id, u.title, u.status) for u in started] == [
+                ("c1", "read", "in_progress")
+            ]
+            assert finished[0].tool_call_id == "c1" and finished[0].status == "completed"
+            assert "the answer is 42" in str(finished[0].raw_output)
+        session_id = session.session_id
+
+        # A new process finds the session in the store, replays it, and continues it.
+        llm.push(text("Still 42."))
+        editor = Editor()
+        async with acp.spawn_agent_process(
+            editor, sys.executable, *serve_args(llm, store), env=clean_env(), cwd=tmp_path
+        ) as (conn, _process):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            await conn.load_session(cwd=str(tmp_path), session_id=session_id, mcp_servers=[])
+            assert editor.said("user_message_chunk") == "What do my notes say?"
+            assert editor.said("agent_message_chunk") == "It says 42."
+            await conn.prompt(session_id=session_id, prompt=[acp.text_block("And now?")])
+            assert editor.said("agent_message_chunk") == "It says 42.Still 42."
+        sent = llm.requests[-1].body["messages"]
+        assert [m["role"] for m in sent if m["role"] in ("user",)] == ["user", "user"]
