@@ -16,6 +16,7 @@ from toolnexus.acp._client import (
     ACPPermissionTimeoutError,
     load_acp,
 )
+from toolnexus.acp._serve import ask_editor
 
 __all__ = [
     "ACPClient",
@@ -23,5 +24,6 @@ __all__ = [
     "ACPOptions",
     "ACPPermissionRequest",
     "ACPPermissionTimeoutError",
+    "ask_editor",
     "load_acp",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import uuid
 from typing import Any
 
@@ -18,7 +19,12 @@ from toolnexus._json import compact_json
 # The toolkit and the client are typed `Any`: this module sits below `toolkit.py`, which
 # imports it, so naming their classes here would be an import cycle.
 
-__all__ = ["serve_acp"]
+__all__ = ["ask_editor", "serve_acp"]
+
+# The editor connection and session of the prompt being served (tools run in its context).
+_serving: contextvars.ContextVar[tuple[Any, str] | None] = contextvars.ContextVar(
+    "toolnexus_acp_serving", default=None
+)
 
 
 class _ServedAgent:
@@ -87,6 +93,7 @@ class _ServedAgent:
         text = "".join(str(getattr(block, "text", "") or "") for block in prompt)
         cancel = self._cancels[session_id] = asyncio.Event()
         say = self._conn.session_update
+        token = _serving.set((self._conn, session_id))
         try:
             stream = self._client.stream(text, self._toolkit, id=session_id, cancel=cancel)
             async with contextlib.aclosing(stream):
@@ -95,6 +102,7 @@ class _ServedAgent:
                     if update is not None:
                         await say(session_id, update)
         finally:
+            _serving.reset(token)
             del self._cancels[session_id]
         return acp.PromptResponse(stop_reason="cancelled" if cancel.is_set() else "end_turn")
 
@@ -134,6 +142,28 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return ""
+
+
+async def ask_editor(request: Any) -> dict[str, Any] | None:
+    """A client's `wait_for` that asks the editor: a tool's suspension (`pending(...)`) in a
+    served prompt becomes a `session/request_permission` with allow and reject options; any
+    other outcome (rejected, cancelled, not serving) declines it."""
+    from acp.schema import PermissionOption, ToolCallUpdate
+
+    serving = _serving.get()
+    if serving is None:
+        return None
+    conn, session_id = serving
+    reply = await conn.request_permission(
+        session_id=session_id,
+        tool_call=ToolCallUpdate(tool_call_id=str(request.id), title=str(request.prompt)),
+        options=[
+            PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
+            PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
+        ],
+    )
+    chosen = getattr(reply.outcome, "option_id", None)
+    return {"id": request.id, "ok": chosen == "allow"}
 
 
 async def serve_acp(toolkit: Any, client: Any) -> None:

@@ -475,7 +475,10 @@ async def _serve_acp(args: argparse.Namespace, config: Mapping[str, Any]) -> int
     missing = [f for f, v in (("--base-url", args.base_url), ("--model", args.model)) if not v]
     if missing:
         raise CliError(f"the ACP agent answers prompts with a model: pass {', '.join(missing)}")
-    client = make_client(args, store=args.task_store) if args.task_store else make_client(args)
+    from toolnexus.acp import ask_editor
+
+    store = {"store": args.task_store} if args.task_store else {}
+    client = make_client(args, wait_for=ask_editor, **store)
     print("toolnexus: serving an ACP agent over stdio", file=sys.stderr, flush=True)
     try:
         async with flagged_toolkit(args, config=config) as toolkit:
