@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.support.cli_runner import clean_env
-from tests.support.fake_llm import FakeLLM, call, text, tools
+from tests.support.fake_llm import FakeLLM, call, error, text, tools
 
 import acp
 from acp import schema
@@ -120,3 +121,35 @@ async def test_a_tool_needing_approval_asks_the_editor() -> None:
             assert editor.asked == ["Deploy to prod?"]
             finished = [u for u in editor.updates if u.session_update == "tool_call_update"]
             assert result in str(finished[0].raw_output)
+
+
+async def test_session_cancel_ends_the_running_prompt_and_unknown_sessions_are_refused(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    from tests.support.polling import wait_until
+
+    with FakeLLM() as llm:
+        llm.push(text("never", hang=True))
+        editor = Editor()
+        async with acp.spawn_agent_process(
+            editor, sys.executable, *serve_args(llm, tmp_path / "c.db"), env=clean_env()
+        ) as (conn, _process):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            running = asyncio.ensure_future(
+                conn.prompt(session_id=session.session_id, prompt=[acp.text_block("wait")])
+            )
+            await wait_until(lambda: len(llm.requests) == 1)
+            await conn.cancel(session_id=session.session_id)
+            assert (await running).stop_reason == "cancelled"
+            llm.push(error(400, "bad request: unknown model"))
+            with pytest.raises(acp.RequestError) as failed:
+                await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("x")])
+            assert failed.value.code == -32603
+            assert "unknown model" in failed.value.data["message"]
+            with pytest.raises(acp.RequestError, match="Invalid params"):
+                await conn.load_session(cwd=str(tmp_path), session_id="nope", mcp_servers=[])
+            with pytest.raises(acp.RequestError, match="Invalid params"):
+                await conn.prompt(session_id="nope", prompt=[acp.text_block("hi")])

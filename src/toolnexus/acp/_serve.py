@@ -15,6 +15,7 @@ import uuid
 from typing import Any
 
 from toolnexus._json import compact_json
+from toolnexus.errors import RunCancelled, ToolnexusError
 
 # The toolkit and the client are typed `Any`: this module sits below `toolkit.py`, which
 # imports it, so naming their classes here would be an import cycle.
@@ -101,6 +102,14 @@ class _ServedAgent:
                     update = _update(event)
                     if update is not None:
                         await say(session_id, update)
+        except RunCancelled:
+            if not cancel.is_set():
+                raise
+        except ToolnexusError as exc:
+            # The editor shows why (messages of ToolnexusErrors never hold a secret).
+            raise acp.RequestError.internal_error(
+                {"error": type(exc).__name__, "message": str(exc)}
+            ) from None
         finally:
             _serving.reset(token)
             del self._cancels[session_id]
