@@ -178,6 +178,8 @@ async def test_close_ends_the_whole_process_tree() -> None:
     await no_process_left(marker)
     await wait_until(lambda: not _runs(grandchild), timeout=10)
     assert "ended" in repr(client)
+    with pytest.raises(ACPError, match=r"the ACP session has ended \(closed\)"):
+        await client.generate(ask("after close"))
 
 
 def _runs(pid: int) -> bool:

@@ -153,3 +153,14 @@ async def test_session_cancel_ends_the_running_prompt_and_unknown_sessions_are_r
                 await conn.load_session(cwd=str(tmp_path), session_id="nope", mcp_servers=[])
             with pytest.raises(acp.RequestError, match="Invalid params"):
                 await conn.prompt(session_id="nope", prompt=[acp.text_block("hi")])
+
+
+def test_serve_acp_refuses_other_profiles_and_needs_a_model() -> None:
+    from tests.support.cli_runner import one_line_error, toolnexus
+
+    mixed = toolnexus("serve", "--acp", "--stdio")
+    assert mixed.returncode != 0
+    assert "--acp serves one ACP agent over stdin/stdout" in one_line_error(mixed)
+    bare = toolnexus("serve", "--acp", "--no-builtins")
+    assert bare.returncode != 0
+    assert "pass --base-url, --model" in one_line_error(bare)

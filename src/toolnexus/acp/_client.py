@@ -167,6 +167,8 @@ class ACPClient:
     async def generate(self, request: dict[str, Any]) -> dict[str, Any]:
         """One `session/prompt` on the warm session: `{"content": reply}`, the reply being the
         agent's message chunks only. Cancelling the await sends `session/cancel`."""
+        if self._loop.is_closed():
+            raise ACPError("the ACP session has ended (closed)")
         ticket = object()
         turn = self._submit(self._prompt(request, ticket))
         try:

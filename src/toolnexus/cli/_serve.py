@@ -150,7 +150,9 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def _check_flags(args: argparse.Namespace) -> None:
-    if args.acp and (args.stdio or args.mcp or args.a2a or args.host or args.port):
+    if args.acp and (
+        args.stdio or args.mcp or args.a2a or args.host is not None or args.port is not None
+    ):
         raise CliError("--acp serves one ACP agent over stdin/stdout: drop the other profiles")
     if args.stdio:
         if args.a2a:
