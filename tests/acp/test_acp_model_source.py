@@ -92,23 +92,22 @@ async def test_permission_is_refused_by_default_and_the_reason_reaches_the_host(
 
 async def test_a_host_policy_answers_permission_requests() -> None:
     seen: list[ACPPermissionRequest] = []
+    choices = ["maybe", "allow_once"]  # the last one first: an option kind, then no option id
 
-    async def allow_once(request: ACPPermissionRequest) -> str | None:
+    async def policy(request: ACPPermissionRequest) -> str | None:
         seen.append(request)
-        return next(i for i, kind in request.options.items() if kind == "allow_once")
+        wanted = choices.pop()
+        return next((i for i, kind in request.options.items() if kind == wanted), wanted)
 
-    opts, _ = options("ask", permission=allow_once)
+    opts, _ = options("ask", permission=policy)
     with load_acp(opts) as client:
         assert await client.generate(ask("go")) == {"content": "permission:yes echo: go"}
-    assert seen[0].title == "Write notes.txt"
-    assert dict(seen[0].options) == {"yes": "allow_once", "no": "reject_once"}
-    assert client.refusals == []
-
-
-async def test_a_policy_choosing_no_option_refuses() -> None:
-    opts, _ = options("ask", permission=lambda request: "maybe")
-    with load_acp(opts) as client:
-        assert await client.generate(ask("go")) == {"content": "permission:no echo: go"}
+        assert seen[0].title == "Write notes.txt"
+        assert dict(seen[0].options) == {"yes": "allow_once", "no": "reject_once"}
+        assert client.refusals == []
+        # A policy choosing no option the agent offered refuses.
+        again = (await client.generate(ask("again")))["content"]
+        assert again.startswith("permission:no echo: ") and again.endswith("again")
     assert client.refusals == [
         "\"Write notes.txt\": the permission policy chose 'maybe', not one of the options"
     ]
