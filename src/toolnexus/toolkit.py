@@ -491,6 +491,13 @@ class Toolkit:
 
         await serve_toolkit_stdio(self, mcp=mcp, on_call=on_call)
 
+    async def serve_acp(self, client: Any) -> None:
+        """Serve this toolkit with `client` as an ACP agent (Agent Client Protocol) over
+        stdin/stdout until stdin closes: editors such as Zed launch it. Needs the `acp` extra."""
+        from toolnexus.acp._serve import serve_acp
+
+        await serve_acp(self, client)
+
     # -- life cycle -----------------------------------------------------------------------------
 
     async def close(self) -> None:

@@ -79,6 +79,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="speak MCP over stdin/stdout (implies --mcp; logs go to stderr)",
     )
+    where.add_argument(
+        "--acp",
+        action="store_true",
+        help="run as an ACP agent over stdin/stdout for editors (needs the model flags; "
+        "--store keeps its sessions)",
+    )
     where.add_argument("--host", metavar="H", help="the address to bind (default 127.0.0.1)")
     where.add_argument(
         "--port", type=int, metavar="P", help="the port (default 8080; 0 picks a free one)"
@@ -144,6 +150,10 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def _check_flags(args: argparse.Namespace) -> None:
+    if args.acp and (
+        args.stdio or args.mcp or args.a2a or args.host is not None or args.port is not None
+    ):
+        raise CliError("--acp serves one ACP agent over stdin/stdout: drop the other profiles")
     if args.stdio:
         if args.a2a:
             raise CliError("--a2a needs HTTP: it cannot be served over --stdio")
@@ -295,6 +305,8 @@ async def _serve(args: argparse.Namespace) -> int:
         config = await asyncio.to_thread(read_config, args.config) if args.config else {}
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    if args.acp:
+        return await _serve_acp(args, config)
     mcp, a2a = _profiles(args, config)
     client = _a2a_client(args, a2a) if a2a is not None else None
     token = args.auth_token if args.auth_token is not None else os.environ.get(AUTH_ENV) or None
@@ -458,3 +470,21 @@ def _os_error_text(exc: OSError) -> str:
     if exc.strerror is None:
         return str(exc)
     return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+
+
+async def _serve_acp(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
+    """The toolkit and a client as one ACP agent on stdio, its sessions in --store."""
+    missing = [f for f, v in (("--base-url", args.base_url), ("--model", args.model)) if not v]
+    if missing:
+        raise CliError(f"the ACP agent answers prompts with a model: pass {', '.join(missing)}")
+    from toolnexus.acp import ask_editor
+
+    store = {"store": args.task_store} if args.task_store else {}
+    client = make_client(args, wait_for=ask_editor, **store)
+    print("toolnexus: serving an ACP agent over stdio", file=sys.stderr, flush=True)
+    try:
+        async with flagged_toolkit(args, config=config) as toolkit:
+            await toolkit.serve_acp(client)
+    finally:
+        await client.aclose()
+    return 0
