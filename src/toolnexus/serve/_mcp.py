@@ -28,6 +28,7 @@ from toolnexus._env import expand_env
 from toolnexus._log import logger
 from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.serve._asking import answer_of, ask_client
+from toolnexus.serve._mcp_offers import offer_handlers, part_block
 from toolnexus.serve._mcp_relay import relay_handlers
 from toolnexus.types import (
     Answer,
@@ -41,6 +42,7 @@ from toolnexus.types import (
 
 if TYPE_CHECKING:
     from toolnexus.mcp_source import McpSource
+    from toolnexus.offers import Offers
     from toolnexus.serve._served import Served
 
 __all__ = [
@@ -121,7 +123,11 @@ def _listed(tool: Tool) -> types.Tool:
             "name": tool.name,
             "description": tool.description,
             "inputSchema": tool.input_schema,
-            **{k: meta[k] for k in ("title", "annotations", "outputSchema", "icons") if k in meta},
+            **{
+                k: meta[k]
+                for k in ("title", "annotations", "outputSchema", "icons", "_meta")
+                if k in meta
+            },
         }
     )
 
@@ -147,33 +153,6 @@ def _security(cfg: Mapping[str, Any], audience: str) -> RequestStateBoundary:
     return RequestStateBoundary(security, default_audience=audience)
 
 
-_PART_KINDS = {"image", "audio"}
-
-
-def _part_block(part: Mapping[str, Any]) -> dict[str, Any]:
-    """One content part as an MCP content block."""
-    kind = part.get("type")
-    mime = part.get("mimeType") or "application/octet-stream"
-    if kind == "text":
-        return {"type": "text", "text": part.get("text") or ""}
-    url = part.get("url")
-    if url:
-        return {
-            "type": "resource_link",
-            "uri": url,
-            "name": part.get("name") or url,
-            "mimeType": mime,
-        }
-    if kind in _PART_KINDS:
-        return {"type": kind, "data": part.get("data") or "", "mimeType": mime}
-    name = str(part.get("name") or "")
-    uri = name if "://" in name else (f"file:///{name}" if name else "file:///part")
-    return {
-        "type": "resource",
-        "resource": {"uri": uri, "mimeType": mime, "blob": part.get("data") or ""},
-    }
-
-
 # A complete result (a 2026-07-28 `resultType`; the SDK drops it for earlier versions).
 _COMPLETE = {"resultType": "complete"}
 
@@ -197,7 +176,7 @@ def _call_result(
     else:
         parts = result.parts or ()
         content = [{"type": "text", "text": result.output}] if result.output or not parts else []
-        content.extend(_part_block(p) for p in parts)
+        content.extend(part_block(p) for p in parts)
     wire: dict[str, Any] = {"content": content, "isError": result.is_error, **_COMPLETE}
     if structured is not None:
         wire["structuredContent"] = structured
@@ -233,13 +212,15 @@ def make_mcp_server(
     *,
     tool_scopes: Mapping[str, Sequence[str]] | None = None,
     upstream: McpSource | None = None,
+    offers: Offers | None = None,
 ) -> Server[Any]:
     """An SDK server exposing `tools` (already filtered); `execute` runs one validated call.
     With `tool_scopes`, a caller holding an OAuth access token sees only the tools its scopes
     allow (`serve/_auth.py` refuses the calls of the others). With `upstream`, the toolkit's
     MCP servers, their resources and prompts are served too (unless the profile says
     `resources: false` / `prompts: false`): those of every server when the profile exposes all
-    tools, else of the servers whose tools it exposes."""
+    tools, else of the servers whose tools it exposes. With `offers`, the toolkit's declared
+    resources, prompts and completions are served before the upstream ones."""
     cfg = cfg or {}
     by_name = {t.name: t for t in tools}
     # The exposed set is fixed, so the listing is built once (once per set of scopes).
@@ -324,7 +305,7 @@ def make_mcp_server(
         get_tool_input_schema=input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
-        **relay_handlers(upstream, cfg, _upstream_servers(tools, cfg)),
+        **offer_handlers(offers, relay_handlers(upstream, cfg, _upstream_servers(tools, cfg))),
     )
     server.middleware.append(_security(cfg, name))
     return server
