@@ -105,7 +105,8 @@ class Offers:
         self.prompts: dict[str, DeclaredPrompt] = {}
         # (("prompt", name) | ("template", uri template), argument) ⇒ completer
         self.completers: dict[tuple[tuple[str, str], str], Completer] = {}
-        # 2025-11-25 sessions that talked to a served toolkit, and the URIs each subscribed to
+        # the SDK connections of the 2025-11-25 clients that talked to a served toolkit, and
+        # the URIs each subscribed to
         self.sessions: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
         self._bus: InMemorySubscriptionBus | None = None
 
@@ -225,7 +226,7 @@ class Offers:
             "tools": ("send_tool_list_changed", ToolsListChanged),
         }
         if what not in events:
-            raise ValueError(f'what changed is "resources", "prompts" or "tools", not {what!r}')
+            raise ConfigError(f'what changed is "resources", "prompts" or "tools", not {what!r}')
         method, event = events[what]
         for session in list(self.sessions):
             await _quietly(getattr(session, method)())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -21,13 +22,14 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from toolnexus._aio import CancelSignal, call_maybe_async
 from toolnexus._env import expand_env
 from toolnexus._log import logger
 from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.serve._asking import answer_of, ask_client
+from toolnexus.serve._mcp_caller import LogLevels, McpCaller
 from toolnexus.serve._mcp_offers import offer_handlers, part_block
 from toolnexus.serve._mcp_relay import relay_handlers
 from toolnexus.types import (
@@ -228,6 +230,7 @@ def make_mcp_server(
     output_schemas = {t.name: (t.metadata or {}).get("outputSchema") for t in tools}
     name = str(cfg.get("name") or DEFAULT_NAME)
     scoped = _scoped_listings(tools, tool_scopes) if tool_scopes else None
+    log_levels = LogLevels()
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> Any:
         return listing if scoped is None else scoped()
@@ -248,7 +251,13 @@ def make_mcp_server(
         # here, with the call in a task of its own that is cancelled only after the signal.
         owned = _REQUEST_SIGNAL.get()
         signal = owned if owned is not None else CancelSignal()
-        context = ToolContext(signal=signal, answer=answer, request=request, on_progress=progress)
+        context = ToolContext(
+            signal=signal,
+            answer=answer,
+            request=request,
+            on_progress=progress,
+            caller=McpCaller(ctx, log_levels),
+        )
         call = None if owned is not None else asyncio.ensure_future(execute(tool, args, context))
         try:
             if call is None:
@@ -298,15 +307,19 @@ def make_mcp_server(
 
     version = cfg.get("version")
     instructions = cfg.get("instructions")
-    server: Server[Any] = Server(
-        name,
-        version=str(DEFAULT_VERSION if version is None else version),
-        instructions=instructions if isinstance(instructions, str) else None,
-        get_tool_input_schema=input_schema,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        **offer_handlers(offers, relay_handlers(upstream, cfg, _upstream_servers(tools, cfg))),
-    )
+    handlers = offer_handlers(offers, relay_handlers(upstream, cfg, _upstream_servers(tools, cfg)))
+    with warnings.catch_warnings():  # logging is deprecated at 2026-07-28, still 2025-11-25's
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        server: Server[Any] = Server(
+            name,
+            version=str(DEFAULT_VERSION if version is None else version),
+            instructions=instructions if isinstance(instructions, str) else None,
+            get_tool_input_schema=input_schema,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            on_set_logging_level=log_levels.set_level,
+            **handlers,
+        )
     server.middleware.append(_security(cfg, name))
     return server
 

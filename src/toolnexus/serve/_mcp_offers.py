@@ -18,6 +18,7 @@ from mcp.shared.exceptions import MCPError
 
 from toolnexus._aio import call_in_thread_maybe_async, call_maybe_async
 from toolnexus.offers import DeclaredResource, Offers
+from toolnexus.serve._mcp_caller import connection_of
 from toolnexus.types import error_message
 
 __all__ = ["offer_handlers", "part_block"]
@@ -96,10 +97,9 @@ def offer_handlers(offers: Offers | None, relayed: dict[str, Any]) -> dict[str, 
     upstream: Callable[[str], Callable[..., Awaitable[Any]] | None] = relayed.get
 
     def seen(ctx: Any) -> None:
-        session = getattr(ctx, "session", None)
-        if session is not None:
-            with contextlib.suppress(TypeError):  # not weakly referenceable: never notified
-                offers.sessions.setdefault(session, set())
+        connection = connection_of(ctx)
+        if connection is not None:
+            offers.sessions.setdefault(connection, set())
 
     if offers.resources:
         from mcp.shared.uri_template import UriTemplate
@@ -158,13 +158,14 @@ def offer_handlers(offers: Offers | None, relayed: dict[str, Any]) -> dict[str, 
 
         async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
             seen(ctx)
-            subscribed = offers.sessions.get(ctx.session)
-            if subscribed is not None:
-                subscribed.add(str(params.uri))
+            connection = connection_of(ctx)
+            if connection is not None:
+                offers.sessions.setdefault(connection, set()).add(str(params.uri))
             return types.EmptyResult()
 
         async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> Any:
-            subscribed = offers.sessions.get(ctx.session)
+            connection = connection_of(ctx)
+            subscribed = None if connection is None else offers.sessions.get(connection)
             if subscribed is not None:
                 subscribed.discard(str(params.uri))
             return types.EmptyResult()
