@@ -17,6 +17,7 @@ from toolnexus._http import HttpClients, call_owner
 from toolnexus._log import warn
 from toolnexus._naming import add_unique
 from toolnexus.errors import ConfigError, ConfigTypeError, EventLoopError
+from toolnexus.offers import Offers
 from toolnexus.types import Answer, Request, Tool, ToolContext, ToolResult, error_message
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["Toolkit", "as_toolkit", "create_toolkit", "create_toolkit_sync"]
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 WaitFor = Callable[[Request], "Answer | Awaitable[Answer | None] | None"]
 
 
@@ -93,6 +95,7 @@ class Toolkit:
         self._tools: list[Tool] = []
         self._declarations: dict[str, list[dict[str, Any]]] = {}
         self._naming_warnings: set[str] = set()
+        self._offers = Offers()
         self._closed = False
         self._defer_all = defer_loading
         self._search: Any = None  # the search index over `_tools`, built on first search
@@ -497,6 +500,75 @@ class Toolkit:
         from toolnexus.acp._serve import serve_acp
 
         await serve_acp(self, client)
+
+    # -- what the served MCP server offers besides tools -----------------------------------------
+
+    @property
+    def offers(self) -> Offers:
+        """The resources, prompts and completions this toolkit declares for its MCP server."""
+        return self._offers
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        size: int | None = None,
+    ) -> Callable[[F], F]:
+        """Decorator: the function reads the resource `uri` when `serve`/`serve_stdio` serve
+        this toolkit. A `uri` with `{variables}` (RFC 6570) is a resource template; the function
+        takes the variables as keyword arguments. It returns `str` (text, `text/plain` unless
+        `mime_type`), `bytes` (a blob), a contents dict, or a list of those. `meta` is `_meta`.
+        """
+        return self._offers.resource(
+            uri,
+            name=name,
+            title=title,
+            description=description,
+            mime_type=mime_type,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            size=size,
+        )
+
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Decorator: the function is the MCP prompt `name` (default: its own name); its
+        parameters are the prompt's arguments (required when without default). It returns a
+        `str` (one user message) or a list of messages: `str`s, content parts (images,
+        files: embedded resources) or `{"role", "content"}` dicts in MCP wire form."""
+        return self._offers.prompt(
+            name, title=title, description=description, icons=icons, meta=meta
+        )
+
+    def completion(
+        self, argument: str, *, prompt: str | None = None, template: str | None = None
+    ) -> Callable[[F], F]:
+        """Decorator: `fn(value, context) -> list[str]` completes `argument` of the prompt
+        `prompt` or of the resource template `template` (`context`: the arguments given)."""
+        return self._offers.completion(argument, prompt=prompt, template=template)
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell the clients subscribed to `uri` (2025-11-25 sessions, 2026-07-28 listeners)."""
+        await self._offers.notify_resource_updated(uri)
+
+    async def notify_list_changed(self, what: str) -> None:
+        """Tell connected clients that the `"resources"`, `"prompts"` or `"tools"` changed."""
+        await self._offers.notify_list_changed(what)
 
     # -- life cycle -----------------------------------------------------------------------------
 

@@ -63,6 +63,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="expose only these tools over MCP (repeatable; default: every tool)",
     )
     profiles.add_argument(
+        "--prefix",
+        metavar="SERVER=PREFIX",
+        action="append",
+        help="what goes before SERVER's tool and prompt names (repeatable; an empty PREFIX for "
+        'none; default: the config\'s "prefix", else "SERVER_")',
+    )
+    profiles.add_argument(
+        "--no-prefix",
+        action="store_true",
+        help="serve every MCP server's tools and prompts under their own names",
+    )
+    profiles.add_argument(
         "--a2a", action="store_true", help="the A2A agent profile (needs the model flags)"
     )
     profiles.add_argument(
@@ -305,6 +317,7 @@ async def _serve(args: argparse.Namespace) -> int:
         config = await asyncio.to_thread(read_config, args.config) if args.config else {}
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    config = _with_prefixes(config, args.prefix or [], no_prefix=args.no_prefix)
     if args.acp:
         return await _serve_acp(args, config)
     mcp, a2a = _profiles(args, config)
@@ -320,6 +333,33 @@ async def _serve(args: argparse.Namespace) -> int:
         if client is not None:
             await client.aclose()
     return 0
+
+
+def _with_prefixes(config: dict[str, Any], given: list[str], *, no_prefix: bool) -> dict[str, Any]:
+    """The config with the `--prefix`/`--no-prefix` flags set on its MCP servers."""
+    if not given and not no_prefix:
+        return config
+    from toolnexus._config import RESERVED_KEYS
+    from toolnexus.mcp_source import parse_mcp_config
+
+    try:
+        servers = parse_mcp_config(config)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    prefixes: dict[str, str | bool] = dict.fromkeys(servers, False) if no_prefix else {}
+    for item in given:
+        name, sep, prefix = item.partition("=")
+        if not sep or name not in servers:
+            raise CliError(f"--prefix {item!r}: give SERVER=PREFIX for a server in the config")
+        prefixes[name] = prefix
+    changed = {
+        name: {**entry, "prefix": prefixes[name]}
+        if name in prefixes and isinstance(entry, dict)
+        else entry
+        for name, entry in servers.items()
+    }
+    kept = {k: config[k] for k in RESERVED_KEYS if k in config}
+    return {**kept, "mcpServers": changed}
 
 
 def _log_call(info: dict[str, Any]) -> None:
