@@ -128,6 +128,7 @@ _EXPORTS: dict[str, str] = {
     "OutputError": "toolnexus.errors",
     "UsageLimitExceeded": "toolnexus.errors",
     "AgentError": "toolnexus.errors",
+    "CallerUnavailable": "toolnexus.errors",
     "ConfigFileNotFound": "toolnexus.errors",
     "EventLoopError": "toolnexus.errors",
     "NoSuchRequest": "toolnexus.errors",
@@ -271,6 +272,7 @@ __all__ = [
     "AtomicConversationStore",
     "Bands",
     "BuiltinsConfig",
+    "CallerUnavailable",
     "ChoiceAnswer",
     "ChoiceQuestion",
     "Classifier",
@@ -569,6 +571,7 @@ if TYPE_CHECKING:  # static view of the lazy exports, for type checkers and IDEs
     from toolnexus.errors import (
         A2AError,
         AgentError,
+        CallerUnavailable,
         ConfigError,
         ConfigFileNotFound,
         ConfigTypeError,

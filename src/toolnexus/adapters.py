@@ -22,6 +22,8 @@ from toolnexus.errors import WireFormatError
 from toolnexus.types import Tool, ToolResult
 
 __all__ = [
+    "ANTHROPIC_TOOL_SEARCH",
+    "OPENAI_RESPONSES_TOOL_SEARCH",
     "ToolCall",
     "anthropic_tool_result",
     "gemini_schema",
@@ -39,14 +41,32 @@ __all__ = [
 ]
 
 
-def to_openai(tools: Sequence[Tool], strict: bool = False) -> list[dict[str, Any]]:
+ANTHROPIC_TOOL_SEARCH: dict[str, Any] = {
+    "type": "tool_search_tool_bm25_20251119",
+    "name": "tool_search_tool_bm25",
+}
+"""Anthropic's own tool-search tool (the BM25 variant), declared beside deferred tools."""
+OPENAI_RESPONSES_TOOL_SEARCH: dict[str, Any] = {"type": "tool_search"}
+"""OpenAI Responses' hosted tool search, declared beside deferred functions."""
+
+
+def _eager(tools: Sequence[Tool], defer: bool) -> Sequence[Tool]:
+    """The tools a wire without deferred definitions declares when asked to defer."""
+    return [t for t in tools if not t.defer_loading] if defer else tools
+
+
+def to_openai(
+    tools: Sequence[Tool], strict: bool = False, *, defer: bool = False
+) -> list[dict[str, Any]]:
     """The `tools` array of an OpenAI chat completion, in order.
 
     `strict=True` rewrites each schema for OpenAI's strict mode and marks the tool
     `"strict": true` when that loses nothing; a tool whose schema cannot be made strict without
     loss (an open `dict[str, T]` map, a free-form object, ...) is sent as is, non-strict, with a
-    warning.
+    warning. `defer=True` leaves the deferred tools out (chat completions has no deferred
+    form: declare those `Toolkit.search_tools` finds yourself).
     """
+    tools = _eager(tools, defer)
     if strict:
         out = []
         for t in tools:
@@ -73,34 +93,45 @@ def to_openai(tools: Sequence[Tool], strict: bool = False) -> list[dict[str, Any
     ]
 
 
-def to_openai_responses(tools: Sequence[Tool], strict: bool = False) -> list[dict[str, Any]]:
+def to_openai_responses(
+    tools: Sequence[Tool], strict: bool = False, *, defer: bool = False
+) -> list[dict[str, Any]]:
     """The `tools` array of an OpenAI Responses API request (flat function entries).
 
     The Responses API treats a function as strict unless told otherwise, so every entry
     carries `"strict"`: `false`, or `true` for tools made strict as in `to_openai`.
+    `defer=True`: each deferred tool carries `"defer_loading": true` and, when there is one,
+    the hosted `{"type": "tool_search"}` tool follows.
     """
-    out = []
+    out: list[dict[str, Any]] = []
     for t in tools:
         parameters, ok = _strict_for(t) if strict else (t.input_schema, False)
-        out.append(
-            {
-                "type": "function",
-                "name": t.name,
-                "description": t.description,
-                "parameters": parameters,
-                "strict": ok,
-            }
-        )
+        declaration: dict[str, Any] = {
+            "type": "function",
+            "name": t.name,
+            "description": t.description,
+            "parameters": parameters,
+            "strict": ok,
+        }
+        if defer and t.defer_loading:
+            declaration["defer_loading"] = True
+        out.append(declaration)
+    if defer and any(t.defer_loading for t in tools):
+        out.append(dict(OPENAI_RESPONSES_TOOL_SEARCH))
     return out
 
 
-def to_anthropic(tools: Sequence[Tool], strict: bool = False) -> list[dict[str, Any]]:
+def to_anthropic(
+    tools: Sequence[Tool], strict: bool = False, *, defer: bool = False
+) -> list[dict[str, Any]]:
     """The `tools` array of an Anthropic messages request, in order.
 
     `strict=True`: each schema rewritten as in `to_openai` and the tool marked `"strict": true`
-    when that loses nothing (else sent as is, with a warning).
+    when that loses nothing (else sent as is, with a warning). `defer=True`: each deferred
+    tool carries `"defer_loading": true` and, when there is one, Anthropic's BM25 tool-search
+    tool (`ANTHROPIC_TOOL_SEARCH`) follows.
     """
-    out = []
+    out: list[dict[str, Any]] = []
     for t in tools:
         schema, ok = _strict_for(t) if strict else (t.input_schema, False)
         declaration: dict[str, Any] = {
@@ -110,15 +141,21 @@ def to_anthropic(tools: Sequence[Tool], strict: bool = False) -> list[dict[str, 
         }
         if ok:
             declaration["strict"] = True
+        if defer and t.defer_loading:
+            declaration["defer_loading"] = True
         out.append(declaration)
+    if defer and any(t.defer_loading for t in tools):
+        out.append(dict(ANTHROPIC_TOOL_SEARCH))
     return out
 
 
-def to_gemini(tools: Sequence[Tool]) -> list[dict[str, Any]]:
+def to_gemini(tools: Sequence[Tool], *, defer: bool = False) -> list[dict[str, Any]]:
     """One `{"functionDeclarations": [...]}` element wrapping every tool.
 
-    Each schema is rewritten into the subset Gemini accepts (`gemini_schema`).
+    Each schema is rewritten into the subset Gemini accepts (`gemini_schema`). `defer=True`
+    leaves the deferred tools out (Gemini has no deferred form).
     """
+    tools = _eager(tools, defer)
     return [
         {
             "functionDeclarations": [

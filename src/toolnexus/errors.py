@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "A2AError",
     "AgentError",
+    "CallerUnavailable",
     "ConfigError",
     "ConfigFileNotFound",
     "ConfigTypeError",
@@ -293,6 +294,12 @@ class OutputError(ToolnexusError):
 class UnsupportedOperation(ToolnexusError, NotImplementedError):
     """What was asked is not offered by the code behind it, e.g. an `http_transport` whose
     `post` raises `NotImplementedError`. Also a `NotImplementedError`."""
+
+
+class CallerUnavailable(UnsupportedOperation):
+    """A tool asked its caller for something the caller cannot give: `ToolContext.sample`
+    when the call was not served over MCP, or the MCP client did not declare sampling, or its
+    connection has no way back to it."""
 
 
 class StreamingUnsupported(UnsupportedOperation):

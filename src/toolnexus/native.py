@@ -53,6 +53,7 @@ def define_tool(
     description: str | None = None,
     input_schema: dict[str, Any] | None = None,
     source: str = "native",
+    defer_loading: bool = False,
 ) -> Tool: ...
 
 
@@ -64,6 +65,7 @@ def define_tool(
     description: str | None = None,
     input_schema: dict[str, Any] | None = None,
     source: str = "native",
+    defer_loading: bool = False,
     execute: AnyCallable,
 ) -> Tool: ...
 
@@ -76,6 +78,7 @@ def define_tool(
     description: str | None = None,
     input_schema: dict[str, Any] | None = None,
     source: str = "native",
+    defer_loading: bool = False,
 ) -> Callable[[AnyCallable], Tool]: ...
 
 
@@ -86,6 +89,7 @@ def define_tool(
     description: str | None = None,
     input_schema: dict[str, Any] | None = None,
     source: str = "native",
+    defer_loading: bool = False,
     execute: AnyCallable | None = None,
 ) -> Tool | Callable[[AnyCallable], Tool]:
     """Make a `Tool` (`source="native"`) from a Python callable.
@@ -100,26 +104,34 @@ def define_tool(
     `fn` may be sync (run in a worker thread) or async. It returns a `str` (the output), a
     `ToolResult` (passed through) or any other value (sent as compact JSON). An exception
     becomes an `is_error` result carrying its message. `source` is the tool's `source` label
-    (a host wrapping another kind of tool as a function may set it).
+    (a host wrapping another kind of tool as a function may set it). `defer_loading=True`
+    makes a deferred tool: found by tool search, not declared up front (docs/tools-search.md).
     """
     if not isinstance(source, str) or not source:
         raise ConfigTypeError(f"define_tool(source=...) must be a non-empty string, not {source!r}")
     if execute is not None:
         if fn is not None:
             raise ConfigTypeError("define_tool() takes either a function or execute=, not both")
-        return _labelled(_explicit_tool(execute, name, description, input_schema), source)
+        made = _explicit_tool(execute, name, description, input_schema)
+        return _labelled(made, source, defer_loading)
     if fn is None:
 
         def decorate(func: AnyCallable) -> Tool:
             made = _function_tool(func, name, description, input_schema, _caller_locals())
-            return _labelled(made, source)
+            return _labelled(made, source, defer_loading)
 
         return decorate
-    return _labelled(_function_tool(fn, name, description, input_schema, _caller_locals()), source)
+    made = _function_tool(fn, name, description, input_schema, _caller_locals())
+    return _labelled(made, source, defer_loading)
 
 
-def _labelled(made: Tool, source: str) -> Tool:
+def _labelled(made: Tool, source: str, defer_loading: bool) -> Tool:
+    if not isinstance(defer_loading, bool):
+        raise ConfigTypeError(
+            f"define_tool(defer_loading=...) must be a bool, not {defer_loading!r}"
+        )
     made.source = source
+    made.defer_loading = defer_loading
     return made
 
 

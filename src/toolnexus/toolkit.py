@@ -17,6 +17,7 @@ from toolnexus._http import HttpClients, call_owner
 from toolnexus._log import warn
 from toolnexus._naming import add_unique
 from toolnexus.errors import ConfigError, ConfigTypeError, EventLoopError
+from toolnexus.offers import Offers
 from toolnexus.types import Answer, Request, Tool, ToolContext, ToolResult, error_message
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
         McpResourceTemplate,
         McpServerState,
         McpSource,
+        ToolInfo,
     )
     from toolnexus.oauth import TokenStore
     from toolnexus.serve import ResourceAuth, ServeHandle, ServeLimits
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["Toolkit", "as_toolkit", "create_toolkit", "create_toolkit_sync"]
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 WaitFor = Callable[[Request], "Answer | Awaitable[Answer | None] | None"]
 
 
@@ -62,6 +65,7 @@ class Toolkit:
         skills: SkillSource | None = None,
         builtin_tools: Sequence[Tool] | None = None,
         agent_tools: Sequence[Tool] | None = None,
+        defer_loading: bool = False,
     ) -> None:
         """The parts of a toolkit, each source's tools already loaded (`create_toolkit` builds
         them). `builtins` takes what `create_toolkit(builtins=)` takes, with the same default
@@ -69,7 +73,8 @@ class Toolkit:
         built-in tools themselves. `a2a_config`/`mcp_server_config` are the serving profiles,
         as the config's `a2a`/`mcpServer` blocks; `config` is the whole config the toolkit came
         from. `skills`, `builtin_tools` and `agent_tools` are accepted for `skill`, `builtins`
-        and `agents` (this package's earlier names)."""
+        and `agents` (this package's earlier names). `defer_loading=True`: every tool is
+        deferred (found by tool search, not declared up front)."""
         self._mcp = mcp
         self._skills = skill if skills is None else skills
         if builtin_tools is not None:
@@ -90,7 +95,10 @@ class Toolkit:
         self._tools: list[Tool] = []
         self._declarations: dict[str, list[dict[str, Any]]] = {}
         self._naming_warnings: set[str] = set()
+        self._offers = Offers()
         self._closed = False
+        self._defer_all = defer_loading
+        self._search: Any = None  # the search index over `_tools`, built on first search
         # The HTTP clients of this toolkit's tools (HTTP, OpenAPI, A2A, webfetch): closed by
         # `close`, never shared with another toolkit.
         self._http = HttpClients()
@@ -118,6 +126,7 @@ class Toolkit:
         cancel: asyncio.Event | None = None,
         roots: Sequence[str | os.PathLike[str] | Mapping[str, str]] | None = None,
         mcp_token_storage: TokenStore | TokenStorage | str | None = None,
+        defer_loading: bool = False,
     ) -> Toolkit:
         """The same as `await create_toolkit(...)`."""
         return await create_toolkit(
@@ -136,6 +145,7 @@ class Toolkit:
             cancel,
             roots,
             mcp_token_storage,
+            defer_loading,
         )
 
     # -- assembly -------------------------------------------------------------------------------
@@ -157,9 +167,12 @@ class Toolkit:
         for renamed in self._disable.intersection(by_name):
             del by_name[renamed]  # a name the toolkit made (64-character cap, collision suffix)
         add_unique(self._registered, by_name, report=report)
+        if self._defer_all:
+            by_name = {name: t if t.defer_loading else _deferred(t) for name, t in by_name.items()}
         self._by_name = by_name
         self._tools = list(by_name.values())
         self._declarations = {}
+        self._search = None
 
     def _warn_once(self, message: str) -> None:
         if message not in self._naming_warnings:
@@ -174,6 +187,24 @@ class Toolkit:
         """The tool exposed under `name`, or `None`."""
         return self._by_name.get(name)
 
+    def deferred(self) -> list[Tool]:
+        """The deferred tools (`defer_loading`), in assembly order."""
+        return [t for t in self._tools if t.defer_loading]
+
+    def search_tools(self, query: str, limit: int = 5) -> list[ToolInfo]:
+        """The tools best matching `query`, best first (at most `limit`): BM25 over name,
+        title, description and parameter names and descriptions. Every tool is searched,
+        deferred or not; the index is built on the first search after the tool set changed."""
+        if not isinstance(query, str):
+            raise ConfigTypeError(f"search_tools query must be a str, not {type(query).__name__}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ConfigTypeError(f"search_tools limit must be a whole number >= 0, not {limit!r}")
+        if self._search is None:
+            from toolnexus._tool_search import ToolIndex
+
+            self._search = ToolIndex(self._tools)
+        return [_tool_info(t) for t in self._search.search(query, limit)]
+
     def _without_tools(self, names: Collection[str]) -> Toolkit:
         """This toolkit less the tools `names`, sharing its sources, prompts and clients (a
         served agent runs a caller's task without the tools its scopes do not allow). The view
@@ -182,6 +213,19 @@ class Toolkit:
         view._by_name = {n: t for n, t in self._by_name.items() if n not in names}
         view._tools = list(view._by_name.values())
         view._declarations = {}
+        view._search = None
+        return view
+
+    def _with_tool(self, tool: Tool) -> Toolkit:
+        """This toolkit plus `tool` (a run's own tool, such as `search_tools`), sharing its
+        sources and clients; a tool of the same name stays and `tool` is left out. Like
+        `_without_tools`, the view follows no later change and is never closed on its own."""
+        view = copy.copy(self)
+        view._by_name = dict(self._by_name)
+        view._by_name.setdefault(tool.name, tool)
+        view._tools = list(view._by_name.values())
+        view._declarations = {}
+        view._search = None
         return view
 
     def register(self, *tools: Tool) -> Toolkit:
@@ -212,6 +256,7 @@ class Toolkit:
                 headers=base.headers if headers is None else headers,
                 timeout=base.timeout if timeout is None else timeout,
                 poll_every=base.poll_every if poll_every is None else poll_every,
+                defer_loading=base.defer_loading,
             )
         else:
             target = agent(card_or_agent, headers=headers, timeout=timeout, poll_every=poll_every)
@@ -227,32 +272,42 @@ class Toolkit:
             cached = self._declarations[key] = build(self._tools)
         return cached
 
-    def to_openai(self, strict: bool = False) -> list[dict[str, Any]]:
+    def to_openai(self, strict: bool = False, *, defer: bool = False) -> list[dict[str, Any]]:
         """OpenAI chat-completions `tools` (the same list object until the tool set changes).
 
         `strict=True`: schemas rewritten for OpenAI strict mode where that is lossless.
+        `defer=True`: the deferred tools left out (the wire has no deferred form).
         """
-        if strict:
-            return self._declared(
-                "openai-strict", lambda tools: adapters.to_openai(tools, strict=True)
-            )
-        return self._declared("openai", adapters.to_openai)
-
-    def to_openai_responses(self, strict: bool = False) -> list[dict[str, Any]]:
-        """OpenAI Responses-API `tools` (flat function entries)."""
         return self._declared(
-            f"responses-{strict}", lambda tools: adapters.to_openai_responses(tools, strict)
+            f"openai-{strict}-{defer}",
+            lambda tools: adapters.to_openai(tools, strict=strict, defer=defer),
         )
 
-    def to_anthropic(self, strict: bool = False) -> list[dict[str, Any]]:
-        """Anthropic messages `tools` (`strict=True`: strict schemas where lossless)."""
+    def to_openai_responses(
+        self, strict: bool = False, *, defer: bool = False
+    ) -> list[dict[str, Any]]:
+        """OpenAI Responses-API `tools` (flat function entries); `defer=True`: deferred tools
+        marked `defer_loading` and the hosted `tool_search` tool added."""
         return self._declared(
-            f"anthropic-{strict}", lambda tools: adapters.to_anthropic(tools, strict)
+            f"responses-{strict}-{defer}",
+            lambda tools: adapters.to_openai_responses(tools, strict, defer=defer),
         )
 
-    def to_gemini(self) -> list[dict[str, Any]]:
-        """Gemini `tools` (one element wrapping every declaration)."""
-        return self._declared("gemini", adapters.to_gemini)
+    def to_anthropic(self, strict: bool = False, *, defer: bool = False) -> list[dict[str, Any]]:
+        """Anthropic messages `tools` (`strict=True`: strict schemas where lossless;
+        `defer=True`: deferred tools marked `defer_loading` and the BM25 tool-search tool
+        added)."""
+        return self._declared(
+            f"anthropic-{strict}-{defer}",
+            lambda tools: adapters.to_anthropic(tools, strict, defer=defer),
+        )
+
+    def to_gemini(self, *, defer: bool = False) -> list[dict[str, Any]]:
+        """Gemini `tools` (one element wrapping every declaration; `defer=True`: the deferred
+        tools left out, the wire has no deferred form)."""
+        return self._declared(
+            f"gemini-{defer}", lambda tools: adapters.to_gemini(tools, defer=defer)
+        )
 
     # -- skills and MCP state -------------------------------------------------------------------
 
@@ -439,6 +494,82 @@ class Toolkit:
 
         await serve_toolkit_stdio(self, mcp=mcp, on_call=on_call)
 
+    async def serve_acp(self, client: Any) -> None:
+        """Serve this toolkit with `client` as an ACP agent (Agent Client Protocol) over
+        stdin/stdout until stdin closes: editors such as Zed launch it. Needs the `acp` extra."""
+        from toolnexus.acp._serve import serve_acp
+
+        await serve_acp(self, client)
+
+    # -- what the served MCP server offers besides tools -----------------------------------------
+
+    @property
+    def offers(self) -> Offers:
+        """The resources, prompts and completions this toolkit declares for its MCP server."""
+        return self._offers
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        size: int | None = None,
+    ) -> Callable[[F], F]:
+        """Decorator: the function reads the resource `uri` when `serve`/`serve_stdio` serve
+        this toolkit. A `uri` with `{variables}` (RFC 6570) is a resource template; the function
+        takes the variables as keyword arguments. It returns `str` (text, `text/plain` unless
+        `mime_type`), `bytes` (a blob), a contents dict, or a list of those. `meta` is `_meta`.
+        """
+        return self._offers.resource(
+            uri,
+            name=name,
+            title=title,
+            description=description,
+            mime_type=mime_type,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            size=size,
+        )
+
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Decorator: the function is the MCP prompt `name` (default: its own name); its
+        parameters are the prompt's arguments (required when without default). It returns a
+        `str` (one user message) or a list of messages: `str`s, content parts (images,
+        files: embedded resources) or `{"role", "content"}` dicts in MCP wire form."""
+        return self._offers.prompt(
+            name, title=title, description=description, icons=icons, meta=meta
+        )
+
+    def completion(
+        self, argument: str, *, prompt: str | None = None, template: str | None = None
+    ) -> Callable[[F], F]:
+        """Decorator: `fn(value, context) -> list[str]` completes `argument` of the prompt
+        `prompt` or of the resource template `template` (`context`: the arguments given)."""
+        return self._offers.completion(argument, prompt=prompt, template=template)
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell the clients subscribed to `uri` (2025-11-25 sessions, 2026-07-28 listeners)."""
+        await self._offers.notify_resource_updated(uri)
+
+    async def notify_list_changed(self, what: str) -> None:
+        """Tell connected clients that the `"resources"`, `"prompts"` or `"tools"` changed."""
+        await self._offers.notify_list_changed(what)
+
     # -- life cycle -----------------------------------------------------------------------------
 
     async def close(self) -> None:
@@ -476,6 +607,28 @@ class Toolkit:
 
     def __repr__(self) -> str:
         return f"<Toolkit {len(self._tools)} tools>"
+
+
+def _tool_info(tool: Tool) -> ToolInfo:
+    from toolnexus.mcp_source import ToolInfo
+
+    metadata = tool.metadata or {}
+    title = metadata.get("title")
+    annotations = metadata.get("annotations")
+    return ToolInfo(
+        name=tool.name,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        title=title if isinstance(title, str) else None,
+        annotations=annotations if isinstance(annotations, dict) else None,
+    )
+
+
+def _deferred(tool: Tool) -> Tool:
+    """A deferred copy of `tool` (the source's own tool object is left as it is)."""
+    clone = tool.renamed(tool.name)
+    clone.defer_loading = True
+    return clone
 
 
 def _check_tools(tools: Sequence[Any], what: str) -> None:
@@ -572,6 +725,7 @@ async def create_toolkit(
     cancel: asyncio.Event | None = None,
     roots: Sequence[str | os.PathLike[str] | Mapping[str, str]] | None = None,
     mcp_token_storage: TokenStore | TokenStorage | str | None = None,
+    defer_loading: bool = False,
 ) -> Toolkit:
     """Connect and load every configured tool source concurrently, then assemble the toolkit.
 
@@ -582,7 +736,11 @@ async def create_toolkit(
     credentials of MCP servers configured with `auth` (a `toolnexus.TokenStore`, `"memory"`,
     `"file:<dir>"`, or an MCP SDK `TokenStorage` shared by them; default: one `0600` file per
     server under `$TOOLNEXUS_HOME/mcp-auth`); a server's own `auth.store` wins.
+    `defer_loading=True` makes every tool of the toolkit deferred: found by tool search, not
+    declared up front (docs/tools-search.md).
     """
+    if not isinstance(defer_loading, bool):
+        raise ConfigTypeError(f"defer_loading must be a bool, not {defer_loading!r}")
     if isinstance(extra_tools, Tool):
         raise ConfigTypeError("extra_tools takes a list of tools: extra_tools=[tool]")
     extra_tools = list(extra_tools or ())
@@ -660,6 +818,7 @@ async def create_toolkit(
         extra_tools=extra_tools,
         disable_tools=disable_tools,
         config=config,
+        defer_loading=defer_loading,
     )
     toolkit._http = http
     toolkit._loop = asyncio.get_running_loop()

@@ -14,14 +14,16 @@ from typing_extensions import TypeVar
 
 from toolnexus._aio import is_async_callable, run_in_thread
 from toolnexus._log import tool_raised
-from toolnexus.errors import ConfigError, ConfigTypeError, WireFormatError
+from toolnexus.errors import ConfigError, ConfigTypeError, ToolnexusError, WireFormatError
 
 if TYPE_CHECKING:
     from toolnexus.content import ContentPart
 
 __all__ = [
+    "LOG_LEVELS",
     "TOOL_SOURCES",
     "Answer",
+    "Caller",
     "Context",
     "JSONSchema",
     "McpStatus",
@@ -31,6 +33,7 @@ __all__ = [
     "ToolContext",
     "ToolResult",
     "ToolSource",
+    "ToolSuspended",
     "answer_declined",
     "answer_output",
     "auth_required",
@@ -175,6 +178,33 @@ def _required(data: Mapping[str, Any], key: str, what: str) -> Any:
 
 DepsT = TypeVar("DepsT", default=Any)
 
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+"""MCP's log levels (RFC 5424 severities), least severe first."""
+
+
+class Caller(Protocol):
+    """The client a served tool call came from, as the server that serves the call reaches it
+    (`ToolContext.log`, `sample` and `ask` go through it)."""
+
+    async def log(self, level: str, data: Any, logger: str | None) -> None: ...
+
+    async def sample(
+        self, messages: list[dict[str, Any]], options: dict[str, Any]
+    ) -> dict[str, Any]: ...
+
+    async def ask(self, request: Request) -> Answer | None:
+        """The caller's answer, or `None` when it cannot answer now (the call suspends)."""
+        ...
+
+
+class ToolSuspended(ToolnexusError):
+    """Raised by `ToolContext.ask` when the question must be answered out of band: the tool's
+    call ends with the suspension `result` (`pending`), and is run again with the answer."""
+
+    def __init__(self, result: ToolResult) -> None:
+        super().__init__(result.output)
+        self.result = result
+
 
 @dataclass(slots=True)
 class ToolContext(Generic[DepsT]):
@@ -189,10 +219,109 @@ class ToolContext(Generic[DepsT]):
     request: Request | None = None
     on_progress: Callable[[dict[str, Any]], Any] | None = None
     deps: DepsT = None  # type: ignore[assignment]  # `None` when the run was given none
+    caller: Caller | None = None
 
     @property
     def cancelled(self) -> bool:
         return self.signal is not None and self.signal.is_set()
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send `data` (any JSON value) to the caller as an MCP log message at `level` (one of
+        `LOG_LEVELS`; dropped below the level the caller set). Not served over MCP, it goes to
+        the `toolnexus.tools` Python logger."""
+        if level not in LOG_LEVELS:
+            raise ConfigError(f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+        if self.caller is not None:
+            await self.caller.log(level, data, logger)
+            return
+        import logging
+
+        severity = min(logging.CRITICAL, 10 + 10 * (LOG_LEVELS.index(level) + 1) // 2)
+        logging.getLogger("toolnexus.tools").log(
+            severity, "%s%s", f"{logger}: " if logger else "", data
+        )
+
+    async def sample(
+        self,
+        messages: str | Sequence[str | Mapping[str, Any]],
+        *,
+        max_tokens: int = 1024,
+        system: str | None = None,
+        temperature: float | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> str:
+        """Ask the caller's model (MCP sampling) and return the text of its reply. `messages`
+        is a user text, or a list of texts and `{"role", "content"}` dicts in MCP wire form.
+        Raises `CallerUnavailable` when the caller cannot be asked (not served over MCP, no
+        sampling capability declared, or no way back on its connection)."""
+        from toolnexus.errors import CallerUnavailable
+
+        if self.caller is None:
+            raise CallerUnavailable("cannot sample: this call has no MCP caller to ask")
+        listed = [messages] if isinstance(messages, str) else list(messages)
+        wire = [
+            {"role": "user", "content": {"type": "text", "text": m}}
+            if isinstance(m, str)
+            else dict(m)
+            for m in listed
+        ]
+        options: dict[str, Any] = {"maxTokens": max_tokens}
+        options.update(
+            {
+                k: v
+                for k, v in (
+                    ("systemPrompt", system),
+                    ("temperature", temperature),
+                    ("stopSequences", list(stop) if stop is not None else None),
+                )
+                if v is not None
+            }
+        )
+        reply = await self.caller.sample(wire, options)
+        content = reply.get("content")
+        blocks = content if isinstance(content, list) else [content]
+        return "\n".join(
+            str(b.get("text", ""))
+            for b in blocks
+            if isinstance(b, Mapping) and b.get("type") == "text"
+        )
+
+    async def ask(
+        self, message: str, schema: Mapping[str, Any] | None = None, *, url: str | None = None
+    ) -> Answer:
+        """Ask the person behind the caller (MCP elicitation): a form (`schema`, a flat JSON
+        Schema object; default one string field `answer`), or with `url` a page to visit.
+        Returns the `Answer` (`ok`, `data`). When the caller cannot answer during the call
+        (a 2026-07-28 client, or a host's `wait_for`), the call suspends and runs again with
+        the answer, and this same `ask` then returns it: code before an `ask` may run twice."""
+        import hashlib
+        import json
+
+        key = json.dumps([message, schema, url], sort_keys=True, default=str)
+        asked_id = "ask-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+        earlier: dict[str, Any] = (
+            dict((self.request.data or {}).get("answers") or {})
+            if (self.request is not None)
+            else {}
+        )
+        if self.answer is not None and self.request is not None:
+            earlier[self.request.id] = self.answer.to_dict()
+        if asked_id in earlier:
+            return Answer.from_dict(earlier[asked_id])
+        data: dict[str, Any] = {}
+        if schema is not None:
+            data["schema"] = dict(schema)
+        kind = "authorization" if url else "input"
+        request = Request(asked_id, kind, message, url=url, data=data or None)
+        if self.caller is not None:
+            answer = await self.caller.ask(request)
+            if answer is not None:
+                return answer
+        if earlier:
+            data["answers"] = earlier
+        raise ToolSuspended(
+            pending(kind=kind, prompt=message, id=asked_id, url=url, data=data or None)
+        )
 
 
 Context = ToolContext
@@ -205,12 +334,15 @@ class Tool:
 
     `execute` may be an async or sync callable `(args, ctx)`; sync ones run in a worker thread.
     `Tool.execute` never raises for a tool failure: exceptions become `is_error` results.
+    `defer_loading=True` marks a tool the model finds by searching (docs/tools-search.md): it
+    is callable as ever, only not declared in a request up front.
     """
 
     __slots__ = (
         "_execute",
         "_is_async",
         "_validator",
+        "defer_loading",
         "description",
         "input_schema",
         "metadata",
@@ -231,6 +363,7 @@ class Tool:
         original_name: str | None = None,
         self_validating: bool = False,
         metadata: dict[str, Any] | None = None,
+        defer_loading: bool = False,
     ) -> None:
         if execute is None:
             raise ConfigTypeError(f"Tool {name!r} needs an execute callable")
@@ -249,6 +382,7 @@ class Tool:
         # True when the tool checks its own arguments (native tools, with pydantic's lax rules),
         # so the toolkit skips its generic jsonschema check.
         self.self_validating = self_validating
+        self.defer_loading = defer_loading
         self._validator: Any = None
 
     async def execute(
@@ -264,6 +398,8 @@ class Tool:
                 result = await run_in_thread(self._execute, call_args, call_ctx)
         except asyncio.CancelledError:
             raise
+        except ToolSuspended as exc:  # `ctx.ask` needs an answer out of band
+            return exc.result
         except Exception as exc:  # a tool failure is data for the model (and logged once)
             tool_raised(self.name, exc)
             return ToolResult(output=error_message(exc), is_error=True)
@@ -280,6 +416,7 @@ class Tool:
             original_name=self.original_name,
             self_validating=self.self_validating,
             metadata=self.metadata,
+            defer_loading=self.defer_loading,
         )
         clone._is_async = self._is_async
         return clone

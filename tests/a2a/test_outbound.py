@@ -82,6 +82,16 @@ def test_parse_agents_config():
     assert parse_agents_config({}) == []
 
 
+async def test_a_deferred_agent_makes_deferred_tools(peer, tools):
+    block = {"lazy": {"card": peer.base_url + CARD, "deferLoading": True}}
+    [lazy] = parse_agents_config(block)
+    assert lazy.defer_loading is True
+    found = await agent_tools(lazy)
+    assert [t.defer_loading for t in found] == [True] * len(tools)
+    assert not any(t.defer_loading for t in tools.values())
+    assert parse_agents_config({"bad": {"card": "http://b/card", "deferLoading": "yes"}}) == []
+
+
 async def test_card_resolution_makes_one_tool_per_skill(tools):
     assert list(tools) == ["Peer_Agent__do_it", "Peer_Agent__plain", "Peer_Agent__named_only"]
     assert [t.description for t in tools.values()] == ["Does it", "Plain", "named only"]

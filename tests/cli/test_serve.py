@@ -227,3 +227,26 @@ def test_failed_mcp_server_is_one_line(cli, tmp_path: Path) -> None:
     config = write_config(tmp_path, {"broken": broken_server()})
     line = one_line_error(cli("serve", "--mcp", "--port", "0", "--config", str(config)))
     assert line.startswith('toolnexus: error: MCP server "broken" failed: ')
+
+
+async def test_stdio_gateway_without_prefixes(quick_config: Path) -> None:
+    env, tag = tagged_env()
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolnexus", "serve", "--stdio", "--no-builtins", "--no-prefix",
+              "--config", str(quick_config)],
+        env=env,
+        cwd=str(REPO),
+    )  # fmt: skip
+    async with Client(params) as client:
+        listed = await client.list_tools()
+        assert [t.name for t in listed.tools] == list(QUICK_TOOLS)
+        echoed = await client.call_tool("echo", {"text": "unprefixed"})
+        assert echoed.content[0].text == "unprefixed"
+    assert processes_tagged(tag) == set()
+
+
+def test_a_prefix_for_an_unknown_server_is_one_line(cli, quick_config: Path) -> None:
+    outcome = cli("serve", "--mcp", "--config", str(quick_config), "--prefix", "nope=x")
+    assert outcome.returncode != 0
+    assert "--prefix 'nope=x': give SERVER=PREFIX for a server in the config" in outcome.stderr

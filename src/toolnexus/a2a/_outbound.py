@@ -72,8 +72,9 @@ class Agent:
     """A remote A2A agent (not `toolnexus.agents.Agent`, a sub-agent).
 
     Its card URL, request headers (`${ENV}` expanded per request), its time budget and polling
-    interval in milliseconds, whether to stream when offered, and the credentials its card's
-    security schemes ask for (`auth`, as in the config)."""
+    interval in milliseconds, whether to stream when offered, the credentials its card's
+    security schemes ask for (`auth`, as in the config), and whether its tools are deferred
+    (found by tool search, not declared up front)."""
 
     card: str
     headers: dict[str, str] | None = None
@@ -81,6 +82,7 @@ class Agent:
     poll_every: float = DEFAULT_POLL_EVERY_MS
     streaming: bool = True
     auth: Mapping[str, Any] | None = field(default=None, repr=False)
+    defer_loading: bool = False
 
     def __repr__(self) -> str:
         # Header values can be credentials: those of credential-like names never show.
@@ -105,6 +107,7 @@ def agent(
     poll_every: float | None = None,
     streaming: bool = True,
     auth: Mapping[str, Any] | None = None,
+    defer_loading: bool = False,
 ) -> Agent:
     """Declare a remote A2A agent by its Agent Card URL (not `toolnexus.agents.agent`, which
     defines a sub-agent).
@@ -115,11 +118,14 @@ def agent(
     `auth` holds the credentials the card's `securitySchemes` ask for, placed where the card
     says: `{"type": "bearer", "token"}`, `{"type": "apiKey", "key", "name"?, "in"?}` or
     `{"type": "client_credentials", "clientId", "clientSecret", "scopes"?, "tokenUrl"?}`
-    (secrets may be `${VAR}`; `"scheme"` picks one of the card's schemes by name)."""
+    (secrets may be `${VAR}`; `"scheme"` picks one of the card's schemes by name).
+    `defer_loading=True`: its tools are deferred (docs/tools-search.md)."""
     if not isinstance(card, str) or not card:
         raise ConfigError(f"agent() needs the Agent Card URL as a string, not {card!r}")
     if not isinstance(streaming, bool):
         raise ConfigError(f"streaming must be True or False, not {streaming!r}")
+    if not isinstance(defer_loading, bool):
+        raise ConfigError(f"deferLoading must be true or false, not {defer_loading!r}")
     _check_auth(auth, headers, card)
     return Agent(
         card=card,
@@ -130,6 +136,7 @@ def agent(
         ),
         streaming=streaming,
         auth=dict(auth) if auth is not None else None,
+        defer_loading=defer_loading,
     )
 
 
@@ -146,8 +153,8 @@ def _check_auth(auth: Any, headers: Mapping[str, str] | None, card: str) -> Agen
 
 def parse_agents_config(block: Any) -> list[Agent]:
     """Agents from a config's `agents` block: `{"<id>": {"card", "headers"?, "timeout"?,
-    "pollEvery"?, "streaming"?, "enabled"?, "disabled"?}}`. Entries without a string `card`
-    are ignored."""
+    "pollEvery"?, "streaming"?, "enabled"?, "disabled"?, "deferLoading"?}}`. Entries without a
+    string `card` are ignored."""
     if block is None:
         return []
     if not isinstance(block, Mapping):
@@ -169,6 +176,7 @@ def parse_agents_config(block: Any) -> list[Agent]:
                     poll_every=entry.get("pollEvery"),
                     streaming=entry.get("streaming", True),
                     auth=entry.get("auth"),
+                    defer_loading=entry.get("deferLoading", False),
                 )
             )
         except ValueError as exc:
@@ -345,6 +353,7 @@ async def agent_tools(agent: Agent) -> list[Tool]:
                 "a2a",
                 remote.execute,
                 original_name=label,
+                defer_loading=agent.defer_loading,
             )
         )
     return tools

@@ -63,6 +63,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="expose only these tools over MCP (repeatable; default: every tool)",
     )
     profiles.add_argument(
+        "--prefix",
+        metavar="SERVER=PREFIX",
+        action="append",
+        help="what goes before SERVER's tool and prompt names (repeatable; an empty PREFIX for "
+        'none; default: the config\'s "prefix", else "SERVER_")',
+    )
+    profiles.add_argument(
+        "--no-prefix",
+        action="store_true",
+        help="serve every MCP server's tools and prompts under their own names",
+    )
+    profiles.add_argument(
         "--a2a", action="store_true", help="the A2A agent profile (needs the model flags)"
     )
     profiles.add_argument(
@@ -78,6 +90,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--stdio",
         action="store_true",
         help="speak MCP over stdin/stdout (implies --mcp; logs go to stderr)",
+    )
+    where.add_argument(
+        "--acp",
+        action="store_true",
+        help="run as an ACP agent over stdin/stdout for editors (needs the model flags; "
+        "--store keeps its sessions)",
     )
     where.add_argument("--host", metavar="H", help="the address to bind (default 127.0.0.1)")
     where.add_argument(
@@ -144,6 +162,10 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def _check_flags(args: argparse.Namespace) -> None:
+    if args.acp and (
+        args.stdio or args.mcp or args.a2a or args.host is not None or args.port is not None
+    ):
+        raise CliError("--acp serves one ACP agent over stdin/stdout: drop the other profiles")
     if args.stdio:
         if args.a2a:
             raise CliError("--a2a needs HTTP: it cannot be served over --stdio")
@@ -295,6 +317,9 @@ async def _serve(args: argparse.Namespace) -> int:
         config = await asyncio.to_thread(read_config, args.config) if args.config else {}
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    config = _with_prefixes(config, args.prefix or [], no_prefix=args.no_prefix)
+    if args.acp:
+        return await _serve_acp(args, config)
     mcp, a2a = _profiles(args, config)
     client = _a2a_client(args, a2a) if a2a is not None else None
     token = args.auth_token if args.auth_token is not None else os.environ.get(AUTH_ENV) or None
@@ -308,6 +333,33 @@ async def _serve(args: argparse.Namespace) -> int:
         if client is not None:
             await client.aclose()
     return 0
+
+
+def _with_prefixes(config: dict[str, Any], given: list[str], *, no_prefix: bool) -> dict[str, Any]:
+    """The config with the `--prefix`/`--no-prefix` flags set on its MCP servers."""
+    if not given and not no_prefix:
+        return config
+    from toolnexus._config import RESERVED_KEYS
+    from toolnexus.mcp_source import parse_mcp_config
+
+    try:
+        servers = parse_mcp_config(config)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    prefixes: dict[str, str | bool] = dict.fromkeys(servers, False) if no_prefix else {}
+    for item in given:
+        name, sep, prefix = item.partition("=")
+        if not sep or name not in servers:
+            raise CliError(f"--prefix {item!r}: give SERVER=PREFIX for a server in the config")
+        prefixes[name] = prefix
+    changed = {
+        name: {**entry, "prefix": prefixes[name]}
+        if name in prefixes and isinstance(entry, dict)
+        else entry
+        for name, entry in servers.items()
+    }
+    kept = {k: config[k] for k in RESERVED_KEYS if k in config}
+    return {**kept, "mcpServers": changed}
 
 
 def _log_call(info: dict[str, Any]) -> None:
@@ -458,3 +510,21 @@ def _os_error_text(exc: OSError) -> str:
     if exc.strerror is None:
         return str(exc)
     return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+
+
+async def _serve_acp(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
+    """The toolkit and a client as one ACP agent on stdio, its sessions in --store."""
+    missing = [f for f, v in (("--base-url", args.base_url), ("--model", args.model)) if not v]
+    if missing:
+        raise CliError(f"the ACP agent answers prompts with a model: pass {', '.join(missing)}")
+    from toolnexus.acp import ask_editor
+
+    store = {"store": args.task_store} if args.task_store else {}
+    client = make_client(args, wait_for=ask_editor, **store)
+    print("toolnexus: serving an ACP agent over stdio", file=sys.stderr, flush=True)
+    try:
+        async with flagged_toolkit(args, config=config) as toolkit:
+            await toolkit.serve_acp(client)
+    finally:
+        await client.aclose()
+    return 0

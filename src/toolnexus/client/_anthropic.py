@@ -86,6 +86,7 @@ class AnthropicWire(Wire):
 
     style = "anthropic"
     provider = "anthropic"
+    native_tool_search = True
     credential_header = "x-api-key"
     credential_prefix = ""
     base_headers = MappingProxyType(
@@ -101,8 +102,10 @@ class AnthropicWire(Wire):
         path = "/messages" if url_path(base_url).endswith("/v1") else "/v1/messages"
         return append_path(base_url, path)
 
-    def declarations(self, toolkit: Toolkit, strict: bool = False) -> list[dict[str, Any]]:
-        return toolkit.to_anthropic(strict)
+    def declarations(
+        self, toolkit: Toolkit, strict: bool = False, defer: bool = False
+    ) -> list[dict[str, Any]]:
+        return toolkit.to_anthropic(strict, defer=defer)
 
     def check_settings(self, settings: ModelSettings) -> None:
         if settings.reasoning_effort is not None:

@@ -24,6 +24,7 @@ from toolnexus.client._parts import PartPolicy, Prompt
 from toolnexus.client._results import RunResult, TranslateResult, UsageLimits
 from toolnexus.client._settings import RunSettings
 from toolnexus.client._sync import SyncRunner
+from toolnexus.client._tool_search import ToolSearch, check_tool_search
 from toolnexus.client._transport import HttpTransport, Transport
 from toolnexus.client.memory import (
     ConversationStore,
@@ -124,6 +125,7 @@ class Client:
         output_type: Any = None,
         output_mode: OutputMode | None = None,
         output_retries: int = 1,
+        tool_search: ToolSearch | None = "auto",
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool = False,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
@@ -172,6 +174,7 @@ class Client:
             output_type=output_type,
             output_mode=output_mode,
             output_retries=output_retries,
+            tool_search=tool_search,
             usage_limits=usage_limits,
             raise_on_limit=raise_on_limit,
             model_settings=model_settings,
@@ -220,6 +223,7 @@ class Client:
         output_type: Any = None,
         output_mode: OutputMode | None = None,
         output_retries: int = 1,
+        tool_search: ToolSearch | None = "auto",
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool = False,
         model_settings: ModelSettings | None = None,
@@ -257,6 +261,7 @@ class Client:
         self.output_type = output_type
         self.output_mode = output_mode
         self.output_retries = _require_int("output_retries", output_retries, 0)
+        self.tool_search = check_tool_search(tool_search)
         self._sync = SyncRunner()
         if usage_limits is not None and not isinstance(usage_limits, UsageLimits):
             raise ConfigTypeError(
@@ -332,6 +337,7 @@ class Client:
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
         model_settings: ModelSettings | None = None,
+        tool_search: ToolSearch | None = UNSET,
     ) -> RunSettings:
         knobs = merge_settings(self.model_settings, model_settings)
         if knobs is not None:
@@ -359,6 +365,9 @@ class Client:
             usage_limits=usage_limits if usage_limits is not None else self.usage_limits,
             raise_on_limit=self.raise_on_limit if raise_on_limit is None else raise_on_limit,
             model_settings=knobs,
+            tool_search=(
+                self.tool_search if tool_search is UNSET else check_tool_search(tool_search)
+            ),
         )
 
     def _output(self, output_type: Any, output_mode: OutputMode | None) -> OutputSpec | None:
@@ -404,6 +413,7 @@ class Client:
         output_type: type[T],
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -421,6 +431,7 @@ class Client:
         output_type: Any = UNSET,
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -437,6 +448,7 @@ class Client:
         output_type: Any = UNSET,
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -455,6 +467,7 @@ class Client:
             usage_limits,
             raise_on_limit,
             model_settings,
+            tool_search,
         )
         return await RunLoop(settings, prompt, toolkit, history, cancel, streaming=False).result()
 
@@ -470,6 +483,7 @@ class Client:
         output_type: type[T],
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -488,6 +502,7 @@ class Client:
         output_type: Any = UNSET,
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -505,6 +520,7 @@ class Client:
         output_type: Any = UNSET,
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -518,6 +534,7 @@ class Client:
             "output_type": output_type,
             "output_mode": output_mode,
             "output_retries": output_retries,
+            "tool_search": tool_search,
             "deps": deps,
             "usage_limits": usage_limits,
             "raise_on_limit": raise_on_limit,
@@ -556,6 +573,7 @@ class Client:
         output_type: type[T],
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -573,6 +591,7 @@ class Client:
         output_type: Any = UNSET,
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -589,6 +608,7 @@ class Client:
         output_type: Any = UNSET,
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -611,6 +631,7 @@ class Client:
             usage_limits,
             raise_on_limit,
             model_settings,
+            tool_search,
         )
         return RunLoop(
             settings, prompt, toolkit, None, cancel, streaming=True, conversation_id=id
@@ -654,6 +675,7 @@ class Client:
         output_type: type[T],
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -670,6 +692,7 @@ class Client:
         output_type: Any = UNSET,
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -685,6 +708,7 @@ class Client:
         output_type: Any = UNSET,
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -703,6 +727,7 @@ class Client:
             output_type=output_type,
             output_mode=output_mode,
             output_retries=output_retries,
+            tool_search=tool_search,
             deps=deps,
             usage_limits=usage_limits,
             raise_on_limit=raise_on_limit,
@@ -720,6 +745,7 @@ class Client:
         output_type: type[T],
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -736,6 +762,7 @@ class Client:
         output_type: Any = UNSET,
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -751,6 +778,7 @@ class Client:
         output_type: Any = UNSET,
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -765,6 +793,7 @@ class Client:
             output_type=output_type,
             output_mode=output_mode,
             output_retries=output_retries,
+            tool_search=tool_search,
             deps=deps,
             usage_limits=usage_limits,
             raise_on_limit=raise_on_limit,
@@ -782,6 +811,7 @@ class Client:
         output_type: type[T],
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -798,6 +828,7 @@ class Client:
         output_type: Any = UNSET,
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -813,6 +844,7 @@ class Client:
         output_type: Any = UNSET,
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
+        tool_search: ToolSearch | None = UNSET,
         deps: Any = None,
         usage_limits: UsageLimits | None = None,
         raise_on_limit: bool | None = None,
@@ -830,6 +862,7 @@ class Client:
             output_type=output_type,
             output_mode=output_mode,
             output_retries=output_retries,
+            tool_search=tool_search,
             deps=deps,
             usage_limits=usage_limits,
             raise_on_limit=raise_on_limit,

@@ -41,6 +41,7 @@ from toolnexus.client._parts import Prompt, prompt_content
 from toolnexus.client._results import ModelTurn, RunResult, add_usage, empty_usage
 from toolnexus.client._scope import RunScope
 from toolnexus.client._steps import ToolStep, current_steps
+from toolnexus.client._tool_search import LocalSearch, search_mode
 from toolnexus.client._wire import ReasoningDelta, Turn
 from toolnexus.client.memory import ConversationLease, claim_conversation
 from toolnexus.errors import ConfigTypeError, UsageLimitExceeded
@@ -164,7 +165,17 @@ class RunLoop:
                 messages = wire.start_messages(system, history, self.prompt)
                 knobs = c.model_settings
                 strict = bool(knobs is not None and knobs.strict_tools)
-                tools = wire.declarations(self.toolkit, strict) if self.toolkit is not None else []
+                searching = search_mode(c.tool_search, wire, self.toolkit)
+                local = None
+                if searching == "local" and self.toolkit is not None:
+                    local = LocalSearch(self.toolkit, history)
+                    self.toolkit = local.toolkit  # `search_tools` runs as the toolkit's tools do
+                    tools = wire.declarations(local.declared(), strict)
+                elif self.toolkit is not None:
+                    tools = wire.declarations(self.toolkit, strict, defer=searching == "native")
+                else:
+                    tools = []
+                own_tools = len(tools)
                 if out is not None and out.mode == "tool":
                     tools = tools + wire.declarations(
                         Toolkit(builtins=False, extra_tools=[out.tool()]), strict
@@ -179,6 +190,9 @@ class RunLoop:
                 hooks = c.hooks
                 model = c.model
                 for turn_index in range(c.max_turns):
+                    if local is not None and local.changed():  # a search named deferred tools
+                        declared = wire.declarations(local.declared(), strict)
+                        tools, own_tools = declared + tools[own_tools:], len(declared)
                     if hooks is not None and hooks.before_llm is not None:
                         messages, tools, model = await before_llm(
                             hooks.before_llm, messages, tools, c.model, turn_index, c.deps

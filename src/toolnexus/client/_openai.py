@@ -120,8 +120,10 @@ class OpenAIWire(Wire):
             return append_path(base_url, "")
         return append_path(base_url, "/chat/completions")
 
-    def declarations(self, toolkit: Toolkit, strict: bool = False) -> list[dict[str, Any]]:
-        return toolkit.to_openai(strict=strict)
+    def declarations(
+        self, toolkit: Toolkit, strict: bool = False, defer: bool = False
+    ) -> list[dict[str, Any]]:
+        return toolkit.to_openai(strict=strict, defer=defer)
 
     def tool_name(self, declaration: dict[str, Any]) -> Any:
         function = declaration.get("function")

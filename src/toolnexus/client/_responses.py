@@ -160,6 +160,7 @@ class ResponsesWire(Wire):
 
     style = STYLE
     provider = "openai"
+    native_tool_search = True
     credential_header = "Authorization"
     credential_prefix = "Bearer "
     base_headers = MappingProxyType({"Content-Type": "application/json"})
@@ -173,8 +174,10 @@ class ResponsesWire(Wire):
             return append_path(base_url, "")
         return append_path(base_url, "/responses")
 
-    def declarations(self, toolkit: Toolkit, strict: bool = False) -> list[dict[str, Any]]:
-        return toolkit.to_openai_responses(strict)
+    def declarations(
+        self, toolkit: Toolkit, strict: bool = False, defer: bool = False
+    ) -> list[dict[str, Any]]:
+        return toolkit.to_openai_responses(strict, defer=defer)
 
     def check_settings(self, settings: ModelSettings) -> None:
         refuse_thinking_budget(settings, self.style)

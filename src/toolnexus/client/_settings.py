@@ -45,3 +45,4 @@ class RunSettings:
     raise_on_limit: bool = False  # a limit raises `UsageLimitExceeded` instead of ending the run
     deps: Any = None  # handed to every tool call as `ctx.deps` and to hooks as `deps`
     model_settings: ModelSettings | None = None  # the client's, overridden by the run's
+    tool_search: str | None = "auto"  # how deferred tools are found (docs/tools-search.md)

@@ -150,6 +150,11 @@ class Dialect(Protocol):
         ...
 
     @property
+    def native_tool_search(self) -> bool:
+        """Whether the provider searches deferred tools itself (docs/tools-search.md)."""
+        ...
+
+    @property
     def base_headers(self) -> Mapping[str, str]:
         """Headers sent on every request, after the credential."""
         ...
@@ -181,8 +186,11 @@ class Dialect(Protocol):
         """The first request's transcript: `history` (or the system message) and the prompt."""
         ...
 
-    def declarations(self, toolkit: Toolkit, strict: bool = False) -> list[dict[str, Any]]:
-        """The toolkit's tools in this dialect's declaration shape (`strict`: strict schemas)."""
+    def declarations(
+        self, toolkit: Toolkit, strict: bool = False, defer: bool = False
+    ) -> list[dict[str, Any]]:
+        """The toolkit's tools in this dialect's declaration shape (`strict`: strict schemas;
+        `defer`: the deferred form with the provider's search tool, where `native_tool_search`)."""
         ...
 
     def check_settings(self, settings: ModelSettings) -> None:
@@ -234,6 +242,7 @@ class Wire:
     transcript_key: str = "messages"  # the body key holding the transcript
     tool_keys: Mapping[str, Any]  # body keys that accompany a non-empty `tools`
     stream_keys: Mapping[str, Any]  # body keys that ask for a stream
+    native_tool_search: bool = False  # the provider searches deferred tools itself
 
     def auth_headers(self, key: str) -> dict[str, str]:
         """The library's headers for a request authenticated with `key`."""

@@ -64,6 +64,8 @@ class ServerSpec:
     resources: bool = True
     listen_retry: float = DEFAULT_LISTEN_RETRY  # seconds
     listen_retry_max: float = DEFAULT_LISTEN_RETRY_MAX  # seconds
+    defer_loading: bool = False  # its tools are found by tool search, not declared up front
+    prefix: str | None = None  # before its tools' and prompts' names; None: "<server>_"
 
     def __repr__(self) -> str:
         # Headers and the environment can hold credentials: those of credential-like names
@@ -119,7 +121,7 @@ def check_server(name: str, cfg: Any) -> ServerSpec:
     kind = cfg.get("type")
     if kind is not None and kind not in _LOCAL_TYPES and kind not in _REMOTE_TYPES:
         raise ServerConfigError(f'"type" must be "local" or "remote", not {_show(kind)}')
-    for key in ("enabled", "disabled", "reconnect", "instructions", "resources"):
+    for key in ("enabled", "disabled", "reconnect", "instructions", "resources", "deferLoading"):
         if key in cfg and not isinstance(cfg[key], bool):
             raise ServerConfigError(f'"{key}" must be true or false, not {_show(cfg[key])}')
     # One message (a stdio line; an HTTP reply or one event of a stream) at most this long.
@@ -147,7 +149,9 @@ def check_server(name: str, cfg: Any) -> ServerSpec:
         "instructions": cfg.get("instructions", False),
         "roots": _roots(cfg),
         "resources": cfg.get("resources", True),
+        "defer_loading": cfg.get("deferLoading", False),
         "max_message_bytes": max_message,
+        "prefix": _prefix(cfg),
         **_listen_retry(cfg),
     }
     if is_remote(cfg):
@@ -178,6 +182,18 @@ def check_server(name: str, cfg: Any) -> ServerSpec:
         cwd=cwd,
         **common,
     )
+
+
+def _prefix(cfg: Mapping[str, Any]) -> str | None:
+    """`"prefix"`: a string, `false` (or `""`) for none, `true` (or absent) for `<server>_`."""
+    value = cfg.get("prefix", True)
+    if value is True:
+        return None
+    if value is False:
+        return ""
+    if not isinstance(value, str):
+        raise ServerConfigError(f'"prefix" must be a string or true/false, not {_show(value)}')
+    return value
 
 
 def _auth(cfg: Mapping[str, Any], headers: Mapping[str, str] | None) -> OAuthSettings | None:

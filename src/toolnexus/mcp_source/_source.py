@@ -165,6 +165,11 @@ class McpSource:
         self._tools: list[Tool] | None = None
         self._closed = False
 
+    def prefix_of(self, server: str) -> str:
+        """What goes before the names of `server`'s tools and prompts."""
+        found = self._servers.get(server)
+        return found.prefix if found is not None else sanitize(server) + "_"
+
     @property
     def tools(self) -> list[Tool]:
         """Every server's (filtered) tools, servers in config order, tools in listing order."""
@@ -780,9 +785,15 @@ class _Server:
             self._warned.add(message)
             warn(message)
 
+    @property
+    def prefix(self) -> str:
+        """What goes before this server's tool and prompt names (`"prefix"`, else `<server>_`)."""
+        configured = self.spec.prefix if self.spec is not None else None
+        return sanitize(self.name) + "_" if configured is None else configured
+
     def _build_tools(self, listed: Sequence[Any]) -> list[Tool]:
         assert self.spec is not None
-        prefix = sanitize(self.name) + "_"
+        prefix = self.prefix
         tools: list[Tool] = []
         for t in apply_tools_filter(self.name, listed, self.spec.tools_filter, self._warn_once):
             info = tool_info(t)
@@ -808,13 +819,14 @@ class _Server:
                     self._executor(t.name),
                     original_name=f"{self.name}_{t.name}",
                     metadata=self._tool_metadata(t, info),
+                    defer_loading=self.spec.defer_loading,
                 )
             )
         return tools
 
     def _tool_metadata(self, listed: Any, info: ToolInfo) -> dict[str, Any]:
-        """`server` and, when the server sent them, `title`, `annotations`, `outputSchema` and
-        `icons` (wire keys)."""
+        """`server` and, when the server sent them, `title`, `annotations`, `outputSchema`,
+        `icons` and `_meta` (wire keys)."""
         metadata: dict[str, Any] = {"server": self.name}
         if info.title is not None:
             metadata["title"] = info.title
@@ -827,6 +839,9 @@ class _Server:
             metadata["icons"] = [
                 i.model_dump(by_alias=True, mode="json", exclude_none=True) for i in icons
             ]
+        meta = getattr(listed, "meta", None)
+        if meta:
+            metadata["_meta"] = dict(meta)
         return metadata
 
     def _executor(self, tool_name: str) -> Callable[..., Coroutine[Any, Any, ToolResult]]:
@@ -1285,7 +1300,30 @@ async def load_mcp_with_context(
     source = McpSource(servers)
     connecting = [server.connect() for server in servers if server.wants_connection]
     await _run_load(connecting, cancel, source.close)
+    try:
+        _check_prefix_collisions(servers)
+    except ConfigError:
+        await source.close()
+        raise
     return source
+
+
+def _check_prefix_collisions(servers: Sequence[_Server]) -> None:
+    """Two servers whose names clash because of a configured `"prefix"` are a config error
+    (without one, the `<server>_` prefixes keep servers apart)."""
+    owners: dict[str, _Server] = {}
+    for server in servers:
+        for tool in server.tools:
+            first = owners.setdefault(tool.name, server)
+            if first is not server and (
+                first.spec is not None
+                and server.spec is not None
+                and (first.spec.prefix is not None or server.spec.prefix is not None)
+            ):
+                raise ConfigError(
+                    f'MCP servers "{first.name}" and "{server.name}" both serve a tool named '
+                    f'"{tool.name}": give one of them another "prefix"'
+                )
 
 
 async def list_mcp_tools(

@@ -222,6 +222,7 @@ async def serve_toolkit(
                 execute_through(toolkit),
                 tool_scopes=auth.tool_scopes if auth is not None else None,
                 upstream=toolkit.mcp_source,
+                offers=getattr(toolkit, "offers", None),
             )
             if mcp_cfg is not None
             else None
@@ -279,6 +280,7 @@ async def serve_toolkit_stdio(
         on_call,
         execute_through(toolkit),
         upstream=toolkit.mcp_source,
+        offers=getattr(toolkit, "offers", None),
     )
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

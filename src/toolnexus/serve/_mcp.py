@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -21,13 +22,15 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from toolnexus._aio import CancelSignal, call_maybe_async
 from toolnexus._env import expand_env
 from toolnexus._log import logger
 from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.serve._asking import answer_of, ask_client
+from toolnexus.serve._mcp_caller import LogLevels, McpCaller
+from toolnexus.serve._mcp_offers import offer_handlers, part_block
 from toolnexus.serve._mcp_relay import relay_handlers
 from toolnexus.types import (
     Answer,
@@ -41,6 +44,7 @@ from toolnexus.types import (
 
 if TYPE_CHECKING:
     from toolnexus.mcp_source import McpSource
+    from toolnexus.offers import Offers
     from toolnexus.serve._served import Served
 
 __all__ = [
@@ -113,6 +117,52 @@ def execute_through(toolkit: Served) -> Execute:
     return execute
 
 
+def _searchable(cfg: Mapping[str, Any]) -> bool:
+    value = cfg.get("toolSearch", False)
+    if not isinstance(value, bool):
+        raise ConfigTypeError(
+            f'the MCP profile\'s "toolSearch" must be true or false, not {value!r}'
+        )
+    return value
+
+
+def _search_tool(tools: Sequence[Tool]) -> Tool:
+    """`search_tools` over the served tools: the matches' names, descriptions and input
+    schemas, as JSON, for the caller to call them by name."""
+    from toolnexus._tool_search import SEARCH_SCHEMA, SEARCH_TOOL, ToolIndex, search_limit
+
+    index: list[ToolIndex] = []  # built on the first search
+
+    def search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        query = args.get("query")
+        if not isinstance(query, str):
+            return ToolResult('search_tools needs "query": the words describing a tool', True)
+        if not index:
+            index.append(ToolIndex(tools))
+        found = index[0].search(query, search_limit(args))
+        return ToolResult(
+            json.dumps(
+                [
+                    {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+                    for t in found
+                ]
+            )
+        )
+
+    description = (
+        "Search the tools this server offers beyond those listed; call a match by its name "
+        "with arguments per its inputSchema."
+    )
+    return Tool(SEARCH_TOOL, description, SEARCH_SCHEMA, "builtin", search)
+
+
+def _with_own(own: Tool, execute: Execute) -> Execute:
+    async def either(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        return await (own.execute(args, ctx) if tool is own else execute(tool, args, ctx))
+
+    return either
+
+
 def _listed(tool: Tool) -> types.Tool:
     """The `tools/list` entry: serve.md's three fields plus what the source knew."""
     meta = tool.metadata or {}
@@ -121,7 +171,11 @@ def _listed(tool: Tool) -> types.Tool:
             "name": tool.name,
             "description": tool.description,
             "inputSchema": tool.input_schema,
-            **{k: meta[k] for k in ("title", "annotations", "outputSchema", "icons") if k in meta},
+            **{
+                k: meta[k]
+                for k in ("title", "annotations", "outputSchema", "icons", "_meta")
+                if k in meta
+            },
         }
     )
 
@@ -147,33 +201,6 @@ def _security(cfg: Mapping[str, Any], audience: str) -> RequestStateBoundary:
     return RequestStateBoundary(security, default_audience=audience)
 
 
-_PART_KINDS = {"image", "audio"}
-
-
-def _part_block(part: Mapping[str, Any]) -> dict[str, Any]:
-    """One content part as an MCP content block."""
-    kind = part.get("type")
-    mime = part.get("mimeType") or "application/octet-stream"
-    if kind == "text":
-        return {"type": "text", "text": part.get("text") or ""}
-    url = part.get("url")
-    if url:
-        return {
-            "type": "resource_link",
-            "uri": url,
-            "name": part.get("name") or url,
-            "mimeType": mime,
-        }
-    if kind in _PART_KINDS:
-        return {"type": kind, "data": part.get("data") or "", "mimeType": mime}
-    name = str(part.get("name") or "")
-    uri = name if "://" in name else (f"file:///{name}" if name else "file:///part")
-    return {
-        "type": "resource",
-        "resource": {"uri": uri, "mimeType": mime, "blob": part.get("data") or ""},
-    }
-
-
 # A complete result (a 2026-07-28 `resultType`; the SDK drops it for earlier versions).
 _COMPLETE = {"resultType": "complete"}
 
@@ -197,7 +224,7 @@ def _call_result(
     else:
         parts = result.parts or ()
         content = [{"type": "text", "text": result.output}] if result.output or not parts else []
-        content.extend(_part_block(p) for p in parts)
+        content.extend(part_block(p) for p in parts)
     wire: dict[str, Any] = {"content": content, "isError": result.is_error, **_COMPLETE}
     if structured is not None:
         wire["structuredContent"] = structured
@@ -233,20 +260,33 @@ def make_mcp_server(
     *,
     tool_scopes: Mapping[str, Sequence[str]] | None = None,
     upstream: McpSource | None = None,
+    offers: Offers | None = None,
 ) -> Server[Any]:
     """An SDK server exposing `tools` (already filtered); `execute` runs one validated call.
     With `tool_scopes`, a caller holding an OAuth access token sees only the tools its scopes
     allow (`serve/_auth.py` refuses the calls of the others). With `upstream`, the toolkit's
     MCP servers, their resources and prompts are served too (unless the profile says
     `resources: false` / `prompts: false`): those of every server when the profile exposes all
-    tools, else of the servers whose tools it exposes."""
+    tools, else of the servers whose tools it exposes. With `offers`, the toolkit's declared
+    resources, prompts and completions are served before the upstream ones."""
     cfg = cfg or {}
     by_name = {t.name: t for t in tools}
+    listed = list(tools)
+    if _searchable(cfg) and any(t.defer_loading for t in tools):
+        # The deferred tools are left out of the listing but stay callable by name; the
+        # search tool runs here, not through the toolkit, which has no such tool.
+        search = _search_tool(tools)
+        listed = [t for t in tools if not t.defer_loading]
+        if search.name not in by_name:
+            listed.append(search)
+            by_name[search.name] = search
+            execute = _with_own(search, execute)
     # The exposed set is fixed, so the listing is built once (once per set of scopes).
-    listing = types.ListToolsResult(tools=[_listed(t) for t in tools])
+    listing = types.ListToolsResult(tools=[_listed(t) for t in listed])
     output_schemas = {t.name: (t.metadata or {}).get("outputSchema") for t in tools}
     name = str(cfg.get("name") or DEFAULT_NAME)
-    scoped = _scoped_listings(tools, tool_scopes) if tool_scopes else None
+    scoped = _scoped_listings(listed, tool_scopes) if tool_scopes else None
+    log_levels = LogLevels()
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> Any:
         return listing if scoped is None else scoped()
@@ -267,7 +307,13 @@ def make_mcp_server(
         # here, with the call in a task of its own that is cancelled only after the signal.
         owned = _REQUEST_SIGNAL.get()
         signal = owned if owned is not None else CancelSignal()
-        context = ToolContext(signal=signal, answer=answer, request=request, on_progress=progress)
+        context = ToolContext(
+            signal=signal,
+            answer=answer,
+            request=request,
+            on_progress=progress,
+            caller=McpCaller(ctx, log_levels),
+        )
         call = None if owned is not None else asyncio.ensure_future(execute(tool, args, context))
         try:
             if call is None:
@@ -317,15 +363,19 @@ def make_mcp_server(
 
     version = cfg.get("version")
     instructions = cfg.get("instructions")
-    server: Server[Any] = Server(
-        name,
-        version=str(DEFAULT_VERSION if version is None else version),
-        instructions=instructions if isinstance(instructions, str) else None,
-        get_tool_input_schema=input_schema,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        **relay_handlers(upstream, cfg, _upstream_servers(tools, cfg)),
-    )
+    handlers = offer_handlers(offers, relay_handlers(upstream, cfg, _upstream_servers(tools, cfg)))
+    with warnings.catch_warnings():  # logging is deprecated at 2026-07-28, still 2025-11-25's
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        server: Server[Any] = Server(
+            name,
+            version=str(DEFAULT_VERSION if version is None else version),
+            instructions=instructions if isinstance(instructions, str) else None,
+            get_tool_input_schema=input_schema,
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            on_set_logging_level=log_levels.set_level,
+            **handlers,
+        )
     server.middleware.append(_security(cfg, name))
     return server
 

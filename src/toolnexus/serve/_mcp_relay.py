@@ -3,7 +3,8 @@
 Without this a gateway client could never follow a `resource_link` an upstream tool returned.
 Resource and template lists merge the servers' lists in config order with URIs unchanged (a URI
 two servers list is the first one's); `resources/read` goes to the URI's owner. Prompts are
-renamed like tools (`sanitize(server) + "_" + sanitize(prompt)`) and `prompts/get` goes to their
+renamed like tools (the server's `"prefix"`, default `sanitize(server) + "_"`, before
+`sanitize(prompt)`) and `prompts/get` goes to their
 server; completions follow the prompt or the template they complete. Everything is asked of the
 servers when the gateway's client asks: nothing is cached, so upstream changes show at once.
 
@@ -172,7 +173,7 @@ class _Relay:
         served: list[types.Prompt] = []
         names: dict[str, tuple[str, str]] = {}
         for server, prompt in await _upstream(self.source.wire_prompts(self.among)):
-            name = f"{sanitize(server)}_{sanitize(prompt.name)}"
+            name = self.source.prefix_of(server) + sanitize(prompt.name)
             if name in names:
                 continue
             names[name] = (server, prompt.name)

@@ -1,0 +1,101 @@
+"""The lexical index behind `Toolkit.search_tools`: BM25 (the `bm25s` library) over each tool's
+name, title, description and parameter names and descriptions.
+
+`bm25s` (and numpy under it) is imported when the first index is built, never with toolnexus.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from toolnexus.types import Tool
+
+__all__ = ["SEARCH_SCHEMA", "SEARCH_TOOL", "ToolIndex", "search_limit", "search_text"]
+
+SEARCH_TOOL = "search_tools"
+"""The name of the search tool a run (`tool_search="local"`) or a gateway declares."""
+SEARCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "Words describing the tool you need"},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 20,
+            "description": "How many tools to return (default 5)",
+        },
+    },
+    "required": ["query"],
+}
+
+
+def search_limit(args: dict[str, Any]) -> int:
+    """The `limit` of a search call, 5 when absent or out of range."""
+    limit = args.get("limit", 5)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 20:
+        return 5
+    return limit
+
+
+# `read_file`, `readFile`, `read-file` and `server.read` are all two words to a reader.
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SEPARATORS = re.compile(r"[_\-./:]+")
+
+
+def _words(text: str) -> str:
+    return _SEPARATORS.sub(" ", _CAMEL.sub(" ", text))
+
+
+def search_text(tool: Tool) -> str:
+    """What a query is matched against: the name (split into words), title, description and
+    every top-level parameter's name and description."""
+    parts = [_words(tool.name), tool.description]
+    title = (tool.metadata or {}).get("title")
+    if isinstance(title, str):
+        parts.append(title)
+    properties = tool.input_schema.get("properties")
+    if isinstance(properties, dict):
+        for name, spec in properties.items():
+            parts.append(_words(str(name)))
+            if isinstance(spec, dict) and isinstance(spec.get("description"), str):
+                parts.append(spec["description"])
+    return "\n".join(parts)
+
+
+class ToolIndex:
+    """A BM25 index over a fixed list of tools; build a new one when the list changes."""
+
+    __slots__ = ("_retriever", "_tokenizer", "_tools")
+
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        import bm25s  # type: ignore[import-untyped]  # no type information shipped
+        from bm25s.tokenization import Tokenizer  # type: ignore[import-untyped]
+
+        self._tools = list(tools)
+        self._tokenizer: Any = Tokenizer(stopwords="en")
+        self._retriever: Any = None
+        if not self._tools:
+            return
+        corpus = [search_text(t) for t in self._tools]
+        ids = self._tokenizer.tokenize(corpus, return_as="ids", show_progress=False)
+        self._retriever = bm25s.BM25()
+        self._retriever.index(ids, show_progress=False)
+
+    def search(self, query: str, limit: int) -> list[Tool]:
+        """The best `limit` tools for `query`, best first; only tools sharing a word with it."""
+        if self._retriever is None or limit < 1:
+            return []
+        ids = self._tokenizer.tokenize(
+            [_words(query)], update_vocab=False, return_as="ids", show_progress=False
+        )
+        if not any(ids[0]):
+            return []  # no word of the query is in any tool's text
+        k = min(limit, len(self._tools))
+        found, scores = self._retriever.retrieve(ids, k=k, show_progress=False, n_threads=1)
+        return [
+            self._tools[int(doc)]
+            for doc, score in zip(found[0], scores[0], strict=True)
+            if score > 0
+        ]

@@ -1,0 +1,46 @@
+"""A searchable gateway (`toolSearch: true` in the MCP profile): the deferred tools are not
+listed, a `search_tools` tool finds them, and the caller then calls them by name."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcp import Client
+from toolnexus import define_tool
+from toolnexus.serve import build_mcp_server
+
+
+@define_tool(defer_loading=True)
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return f"sunny in {city}"
+
+
+@define_tool
+def add(a: int, b: int) -> int:
+    """Add two whole numbers."""
+    return a + b
+
+
+async def test_a_searchable_gateway_lists_the_eager_tools_and_finds_the_rest() -> None:
+    server = build_mcp_server([add, get_weather], {"toolSearch": True})
+    async with Client(server) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["add", "search_tools"]
+        found = await client.call_tool("search_tools", {"query": "weather in a city"})
+        assert not found.is_error
+        matches = json.loads(found.content[0].text)
+        assert [m["name"] for m in matches] == ["get_weather"]
+        assert matches[0]["inputSchema"]["required"] == ["city"]
+        called = await client.call_tool("get_weather", {"city": "Oslo"})
+        assert called.content[0].text == "sunny in Oslo"
+        bad = await client.call_tool("search_tools", {})
+        assert bad.is_error  # `query` is required
+
+
+async def test_without_the_option_every_tool_is_listed() -> None:
+    async with Client(build_mcp_server([add, get_weather])) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["add", "get_weather"]
+    with pytest.raises(TypeError, match="toolSearch"):
+        build_mcp_server([add], {"toolSearch": "yes"})
