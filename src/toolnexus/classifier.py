@@ -305,20 +305,28 @@ class Decision:
 
 
 def near_uniform(probabilities: Mapping[str, float]) -> bool:
-    """Whether every probability is within `NEAR_UNIFORM_TOLERANCE` of uniform."""
-    if not probabilities:
-        return True
+    """Whether every value is within `NEAR_UNIFORM_TOLERANCE` of 1/n (n: the entries, values as
+    given, not renormalised); one entry is trivially flat, none is not."""
+    if len(probabilities) < 2:  # one option is trivially flat; none is no distribution
+        return len(probabilities) == 1
     even = 1.0 / len(probabilities)
     return all(abs(p - even) <= NEAR_UNIFORM_TOLERANCE for p in probabilities.values())
 
 
 def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    """A finite number; as published, a numeric string or a boolean is read as one."""
+    try:
+        number = float(value) if isinstance(value, (int, float, str)) else math.nan
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
         raise ClassifierError(f"classifier: {where} is not a number")
-    return float(value)
+    return number
 
 
 def _probabilities(value: Any, where: str) -> dict[str, float]:
+    if value is None:  # left out: none given, as published
+        return {}
     if not isinstance(value, Mapping):
         raise ClassifierError(f"classifier: {where} probabilities must be an object")
     return {str(k): _number(v, f"{where} probability {k!r}") for k, v in value.items()}
@@ -331,12 +339,13 @@ def _answer_from_wire(key: str, wire: Any) -> DecisionAnswer:
         raise ClassifierError(f"classifier: {where}: unknown type {kind!r}")
     if kind == "noul":
         return NoulAnswer(_number(wire.get("noul"), where))
-    probabilities = _probabilities(wire.get("probabilities", {}), where)
-    confidence = _number(wire.get("confidence"), f"{where} confidence")
+    probabilities = _probabilities(wire.get("probabilities"), where)
+    confidence = _number(wire.get("confidence", 0.0), f"{where} confidence")
     if kind == "choice":
         choice = wire.get("choice")
-        if not isinstance(choice, str):
+        if choice is None or isinstance(choice, (Mapping, list)):
             raise ClassifierError(f"classifier: {where}: choice is not a string")
+        choice = str(choice)
         flat = wire.get("near_uniform")
         return ChoiceAnswer(
             choice,
@@ -344,7 +353,7 @@ def _answer_from_wire(key: str, wire: Any) -> DecisionAnswer:
             confidence,
             bool(flat) if isinstance(flat, bool) else near_uniform(probabilities),
         )
-    legend = wire.get("legend", {})
+    legend = wire.get("legend") or {}
     if not isinstance(legend, Mapping):
         raise ClassifierError(f"classifier: {where}: legend must be an object")
     score = _number(wire.get("score"), where)

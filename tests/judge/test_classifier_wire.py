@@ -14,6 +14,7 @@ from toolnexus.classifier import (
     NoulAnswer,
     RecordedDecision,
     create_classifier,
+    near_uniform,
 )
 from toolnexus.errors import ToolnexusError
 from toolnexus.judge import choice, noul, questions, score, state
@@ -292,3 +293,24 @@ async def test_every_option_is_an_attribute_read_at_each_call(vendor, monkeypatc
     assert sent.headers["x-b"] == "2" and "x-a" not in sent.headers
     custom = create_classifier(style="custom", evaluate=lambda s, q: {"answers": {}})
     assert custom.evaluate_fn is not None and custom.style == "custom"
+
+
+async def test_answers_are_read_as_leniently_as_published(vendor):
+    lenient = {
+        "answers": {
+            "a": {"type": "noul", "noul": "0.25"},
+            "c": {"type": "choice", "choice": "x"},  # no probabilities, no confidence
+            "d": {"type": "score", "score": 1, "probabilities": None, "confidence": "0.5"},
+        }
+    }
+    vendor.push(raw(200, lenient), raw(200, {"answers": {"a": {"type": "noul", "noul": "NaN"}}}))
+    c = make(vendor)
+    d = await c.evaluate({"role": "r"}, QUESTIONS)
+    assert d.noul("a").noul == 0.25
+    assert (d.choice("c").probabilities, d.choice("c").confidence) == ({}, 0.0)
+    assert not d.choice("c").near_uniform
+    assert (d.score("d").legend, d.score("d").confidence) == ({}, 0.5)
+    with pytest.raises(ClassifierError, match="answer 'a' is not a number"):
+        await c.evaluate({"role": "r"}, QUESTIONS)
+    await c.aclose()
+    assert near_uniform({"x": 0.5}) and not near_uniform({})
