@@ -30,11 +30,15 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from toolnexus._aio import call_maybe_async
 from toolnexus._secrets import redact, remember
 from toolnexus.errors import ProviderConnectionError, ProviderError, ToolnexusError, public_url
+
+if TYPE_CHECKING:
+    from toolnexus.client._retry import RetryPolicy
+    from toolnexus.client._transport import HttpTransport
 
 __all__ = [
     "CLASSIFIER_BACKENDS",
@@ -198,8 +202,8 @@ def _check_questions(questions: Mapping[str, Question]) -> None:
     if not questions:
         raise ClassifierError("classifier: no questions to evaluate")
     for key, q in questions.items():
-        if not isinstance(key, str) or not key:
-            raise ClassifierError("classifier: a question key must be a non-empty string")
+        if not isinstance(key, str):
+            raise ClassifierError("classifier: a question key must be a string")
         if isinstance(q, ChoiceQuestion):
             if not 1 <= len(q.criteria) <= MAX_CHOICE_OPTIONS:
                 raise ClassifierError(
@@ -301,20 +305,28 @@ class Decision:
 
 
 def near_uniform(probabilities: Mapping[str, float]) -> bool:
-    """Whether every probability is within `NEAR_UNIFORM_TOLERANCE` of uniform."""
-    if not probabilities:
-        return True
+    """Whether every value is within `NEAR_UNIFORM_TOLERANCE` of 1/n (n: the entries, values as
+    given, not renormalised); one entry is trivially flat, none is not."""
+    if len(probabilities) < 2:  # one option is trivially flat; none is no distribution
+        return len(probabilities) == 1
     even = 1.0 / len(probabilities)
     return all(abs(p - even) <= NEAR_UNIFORM_TOLERANCE for p in probabilities.values())
 
 
 def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    """A finite number; as published, a numeric string or a boolean is read as one."""
+    try:
+        number = float(value) if isinstance(value, (int, float, str)) else math.nan
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
         raise ClassifierError(f"classifier: {where} is not a number")
-    return float(value)
+    return number
 
 
 def _probabilities(value: Any, where: str) -> dict[str, float]:
+    if value is None:  # left out: none given, as published
+        return {}
     if not isinstance(value, Mapping):
         raise ClassifierError(f"classifier: {where} probabilities must be an object")
     return {str(k): _number(v, f"{where} probability {k!r}") for k, v in value.items()}
@@ -327,12 +339,13 @@ def _answer_from_wire(key: str, wire: Any) -> DecisionAnswer:
         raise ClassifierError(f"classifier: {where}: unknown type {kind!r}")
     if kind == "noul":
         return NoulAnswer(_number(wire.get("noul"), where))
-    probabilities = _probabilities(wire.get("probabilities", {}), where)
-    confidence = _number(wire.get("confidence"), f"{where} confidence")
+    probabilities = _probabilities(wire.get("probabilities"), where)
+    confidence = _number(wire.get("confidence", 0.0), f"{where} confidence")
     if kind == "choice":
         choice = wire.get("choice")
-        if not isinstance(choice, str):
+        if choice is None or isinstance(choice, (Mapping, list)):
             raise ClassifierError(f"classifier: {where}: choice is not a string")
+        choice = str(choice)
         flat = wire.get("near_uniform")
         return ChoiceAnswer(
             choice,
@@ -340,7 +353,7 @@ def _answer_from_wire(key: str, wire: Any) -> DecisionAnswer:
             confidence,
             bool(flat) if isinstance(flat, bool) else near_uniform(probabilities),
         )
-    legend = wire.get("legend", {})
+    legend = wire.get("legend") or {}
     if not isinstance(legend, Mapping):
         raise ClassifierError(f"classifier: {where}: legend must be an object")
     score = _number(wire.get("score"), where)
@@ -463,76 +476,78 @@ OnMetric = Callable[[dict[str, Any]], Any]
 
 
 class _SystemOne:
-    """The vendor wire: POST `<base_url>/systemone` with the canonical body."""
+    """The vendor wire: POST `<base_url>/systemone` with the canonical body.
 
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        api_key_env: str,
-        headers: Mapping[str, str] | None,
-        timeout: float,
-        http_transport: ClassifierTransport | None,
-        retries: int,
-        retry_base_ms: float,
-        retryable_statuses: Iterable[int] | None,
-        on_error: Callable[[dict[str, Any]], Any] | None,
-        request_params: Mapping[str, Any] | None,
-        body_transform: Callable[[dict[str, Any]], dict[str, Any] | None] | None,
-    ) -> None:
-        from toolnexus.client._retry import RetryPolicy
+    Every option is read from the owning `Classifier` at each call, so changing one of its
+    attributes (as the published package allows) changes the next request.
+    """
+
+    def __init__(self, owner: Classifier) -> None:
+        self._owner = owner
+        self._http: HttpTransport | None = None
+        self._http_timeout = owner.timeout
+        self._retired: list[HttpTransport] = []  # closed by `aclose` (a `timeout` was changed)
+
+    def _url(self) -> str:
+        return self._owner.base_url.rstrip("/") + "/systemone"
+
+    def _request_headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self._owner.api_key_env, "").strip()
+        if key:  # unset: sent without one, as the published package does (a gateway may need none)
+            remember(key)
+            headers["Authorization"] = f"Bearer {key}"
+        for value in self._owner.headers.values():
+            remember(value)
+        headers.update(self._owner.headers)
+        return headers
+
+    def _transport(self) -> HttpTransport:
         from toolnexus.client._transport import HttpTransport
 
-        self.url = base_url.rstrip("/") + "/systemone"
-        self.model = model
-        self._api_key_env = api_key_env
-        self._headers = dict(headers or {})
-        for value in self._headers.values():
-            remember(value)
-        self._timeout = timeout
-        self._given = http_transport
-        self._http = HttpTransport(None, timeout) if http_transport is None else None
-        self._params = dict(request_params or {})
-        self._transform = body_transform
-        self._retry = RetryPolicy(
-            retries=retries,
-            base_ms=retry_base_ms,
-            extra_statuses=retryable_statuses,
-            on_error=on_error,
+        timeout = self._owner.timeout
+        if self._http is None or self._http_timeout != timeout:
+            if self._http is not None:
+                self._retired.append(self._http)
+            self._http, self._http_timeout = HttpTransport(None, timeout), timeout
+        return self._http
+
+    def _retry_policy(self) -> RetryPolicy:
+        from toolnexus.client._retry import RetryPolicy
+
+        o = self._owner
+        return RetryPolicy(
+            retries=o.retries,
+            base_ms=o.retry_base_ms,
+            extra_statuses=o.retryable_statuses,
+            on_error=o.on_error,
             transport_errors=(ProviderConnectionError,),
             inline=True,
         )
 
-    def _request_headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self._api_key_env, "").strip()
-        if key:  # unset: sent without one, as the published package does (a gateway may need none)
-            remember(key)
-            headers["Authorization"] = f"Bearer {key}"
-        headers.update(self._headers)
-        return headers
-
     async def _body(self, state: Any, questions: Mapping[str, Question]) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "model": self.model,
+            "model": self._owner.model,
             "questions": questions_wire(questions),
             "state": _state_wire(state),
         }
-        body.update(self._params)
-        if self._transform is not None:
-            changed = await call_maybe_async(self._transform, body)
+        body.update(self._owner.request_params)
+        transform = self._owner.body_transform
+        if transform is not None:
+            changed = await call_maybe_async(transform, body)
             if changed is not None:
                 body = changed
         return body
 
-    async def _post_given(self, headers: dict[str, str], content: bytes) -> Any:
-        assert self._given is not None
-        post = self._given.post
+    async def _post_given(
+        self, given: ClassifierTransport, url: str, headers: dict[str, str], content: bytes
+    ) -> Any:
+        post = given.post
+        timeout = self._owner.timeout
         if inspect.iscoroutinefunction(post):
-            response = await post(self.url, headers, content, self._timeout)
+            response = await post(url, headers, content, timeout)
         else:  # a blocking sender (the published kind) runs off the event loop
-            response = await asyncio.to_thread(post, self.url, headers, content, self._timeout)
+            response = await asyncio.to_thread(post, url, headers, content, timeout)
             if inspect.isawaitable(response):
                 response = await response
         if not isinstance(response, ClassifierResponse):
@@ -550,48 +565,57 @@ class _SystemOne:
     async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision:
         from toolnexus.client._scope import RunScope
 
+        url = self._url()
         headers = self._request_headers()
         body = await self._body(state, questions)
         content = canonical_json(body)
         # Key order is the canonical one, so the client's compact encoder sends the same bytes.
         ordered = json.loads(content)
+        given = self._owner.http_transport
+        http = self._transport() if given is None else None
 
         async def attempt() -> Any:
-            if self._http is None:
-                return await self._post_given(headers, content)
-            _status, data, _raw = await self._http.post(self.url, headers, ordered)
+            if http is None:
+                assert given is not None
+                return await self._post_given(given, url, headers, content)
+            _status, data, _raw = await http.post(url, headers, ordered)
             return data
 
         try:
-            data = await self._retry.call(attempt, RunScope(None, None))
+            data = await self._retry_policy().call(attempt, RunScope(None, None))
         except ProviderError as exc:
             if 200 <= exc.status < 300:
                 raise ClassifierError(
                     f"classifier: unparseable response: {exc.provider_message}"
                 ) from None
-            where = f"classifier: POST {public_url(self.url)}: HTTP {exc.status}"
+            where = f"classifier: POST {public_url(url)}: HTTP {exc.status}"
             if exc.status in (401, 403) or not exc.body:
                 raise ClassifierError(where) from None
             raise ClassifierError(f"{where}: {redact(exc.body)[:2000]}") from None
         except ProviderConnectionError as exc:
             raise ClassifierError(f"classifier: POST {exc.url}: {exc.reason}") from None
-        return decision_from_wire(data, model=self.model)
+        return decision_from_wire(data, model=self._owner.model)
 
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
+        transports, self._retired = [*self._retired, self._http], []
+        self._http = None
+        for http in transports:
+            if http is not None:
+                await http.aclose()
 
 
 class _Custom:
-    def __init__(self, evaluate: Callable[..., Any], model: str) -> None:
-        self._evaluate = evaluate
-        self.model = model
+    def __init__(self, owner: Classifier) -> None:
+        self._owner = owner
 
     async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision:
-        result = await call_maybe_async(self._evaluate, state, questions)
+        evaluate = self._owner.evaluate_fn
+        if evaluate is None:
+            raise ClassifierError("classifier: style 'custom' requires evaluate")
+        result = await call_maybe_async(evaluate, state, questions)
         if isinstance(result, Decision):
             return result
-        return decision_from_wire(result, model=self.model)
+        return decision_from_wire(result, model=self._owner.model)
 
 
 def _static_key(state: Any, questions: Mapping[str, Question]) -> bytes:
@@ -793,7 +817,8 @@ class Classifier:
     """The whole seam: `evaluate(state, questions)` → `Decision`.
 
     Build it with `create_classifier` (which also resolves a named `backend`); the constructor
-    takes the same options and rejects a style whose required option is missing.
+    takes the same options and rejects a style whose required option is missing. Every option
+    is an attribute of the same name (`evaluate` is `evaluate_fn`), read at each call.
     """
 
     def __init__(
@@ -817,42 +842,45 @@ class Classifier:
         evaluate: Callable[..., Any] | None = None,
         decisions: list[RecordedDecision] | None = None,
     ) -> None:
-        self.style = style
+        if retries < 0:
+            raise ClassifierError("classifier: retries must be >= 0")
+        self.style: ClassifierStyle = style
+        self.base_url = base_url
         self.model = model
-        self._on_metric = on_metric
+        self.api_key_env = api_key_env
+        self.headers: dict[str, str] = dict(headers or {})
+        self.timeout = timeout
+        self.http_transport = http_transport
+        self.retries = retries
+        self.retry_base_ms = retry_base_ms
+        self.retryable_statuses: frozenset[int] | None = (
+            None if retryable_statuses is None else frozenset(int(s) for s in retryable_statuses)
+        )
+        self.on_error = on_error
+        self.request_params: dict[str, Any] = dict(request_params or {})
+        self.body_transform = body_transform
+        self.on_metric = on_metric
+        self.client = client
+        self.evaluate_fn = evaluate
+        self.decisions: list[RecordedDecision] = list(decisions or [])
+        self._warned: set[str] = set()  # question keys already warned about (once each)
         self._backend: _Backend
-        backend: _Backend
         if style == "systemone":
-            if retries < 0:
-                raise ClassifierError("classifier: retries must be >= 0")
-            backend = _SystemOne(
-                base_url=base_url,
-                model=model,
-                api_key_env=api_key_env,
-                headers=headers,
-                timeout=timeout,
-                http_transport=http_transport,
-                retries=retries,
-                retry_base_ms=retry_base_ms,
-                retryable_statuses=retryable_statuses,
-                on_error=on_error,
-                request_params=request_params,
-                body_transform=body_transform,
-            )
+            self._backend = _SystemOne(self)
         elif style == "llm":
             if client is None:
                 raise ClassifierError("classifier: style 'llm' requires client")
-            backend = LlmBackend(client)
-            self.model = backend.model or model
+            llm = LlmBackend(client)
+            self.model = llm.model or model
+            self._backend = llm
         elif style == "custom":
             if evaluate is None:
                 raise ClassifierError("classifier: style 'custom' requires evaluate")
-            backend = _Custom(evaluate, model)
+            self._backend = _Custom(self)
         elif style == "static":
-            backend = _Static(decisions or [], model)
+            self._backend = _Static(self.decisions, model)
         else:
             raise ClassifierError(f"classifier: unknown style {style!r}")
-        self._backend = backend
 
     @classmethod
     def _over(
@@ -862,12 +890,12 @@ class Classifier:
         model: str,
         on_metric: OnMetric | None,
         style: ClassifierStyle = "llm",
+        client: Any = None,
     ) -> Classifier:
         """A classifier answering through `backend` (e.g. `classifier_llm`'s)."""
-        classifier = cls.__new__(cls)
+        classifier = cls(style="static", model=model, on_metric=on_metric)
         classifier.style = style
-        classifier.model = model
-        classifier._on_metric = on_metric
+        classifier.client = client
         classifier._backend = backend
         return classifier
 
@@ -875,15 +903,40 @@ class Classifier:
         return f"Classifier(model={self.model!r}, backend={type(self._backend).__name__})"
 
     async def _emit(self, event: dict[str, Any]) -> None:
-        if self._on_metric is None:
+        if self.on_metric is None:
             return
         with contextlib.suppress(Exception):  # a failing metrics sink never fails a judgment
-            await call_maybe_async(self._on_metric, event)
+            await call_maybe_async(self.on_metric, event)
+
+    async def _warn(self, key: str, warning: str) -> None:
+        await self._emit({"event": METRIC_CLASSIFIER_WARNING, "question": key, "warning": warning})
+
+    async def _warn_degenerate(self, questions: Mapping[str, Question]) -> None:
+        """Once per question key: a choice whose options all read the same (every description
+        empty, or every one identical) is answered at chance."""
+        for key, q in questions.items():
+            if key in self._warned or not isinstance(q, ChoiceQuestion):
+                continue
+            descriptions = set(q.criteria.values())
+            if len(q.criteria) < 2 or len(descriptions) != 1:
+                continue
+            self._warned.add(key)
+            how = "empty" if descriptions == {""} else "the same text"
+            await self._warn(
+                key,
+                f"classifier: choice {key!r}: every option's description is {how}, so the "
+                "model cannot tell the options apart; say what choosing each one means",
+            )
 
     async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision:
         """A state plus typed questions in, one `Decision` out (questions are independent)."""
-        _check_questions(questions)
         started = time.perf_counter()
+        try:
+            _check_questions(questions)
+        except ClassifierError as exc:
+            await self._metric_error(started, str(exc))
+            raise
+        await self._warn_degenerate(questions)
         try:
             decision = await self._backend.evaluate(state, questions)
         except ClassifierError as exc:
@@ -903,15 +956,9 @@ class Classifier:
                 "completion_tokens": decision.usage.output_tokens,
             }
         )
-        missing = [key for key in questions if key not in decision.answers]
-        if missing:
-            await self._emit(
-                {
-                    "event": METRIC_CLASSIFIER_WARNING,
-                    "model": decision.model or self.model,
-                    "warning": f"no answer for {', '.join(sorted(missing))}",
-                }
-            )
+        for key in questions:
+            if key not in decision.answers:
+                await self._warn(key, f"classifier: the decision has no answer for {key!r}")
         return decision
 
     async def _metric_error(self, started: float, message: str) -> None:

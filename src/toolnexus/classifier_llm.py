@@ -64,4 +64,4 @@ def llm_classifier(
         **client_options,
     )
     backend = LlmBackend(client, reads_logprobs=reads)
-    return Classifier._over(backend, model=model, on_metric=on_metric)
+    return Classifier._over(backend, model=model, on_metric=on_metric, client=client)

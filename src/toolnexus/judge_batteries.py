@@ -6,6 +6,14 @@ agent router and is-complete. Where the client has a seam (`before_tool`, `befor
 security control. The default role and question texts are contract (byte for byte as the
 published package sends them).
 
+Chaining, as the published package does: a `before_tool` / `before_llm` hook that leaves the
+call alone (allow, nothing dropped, not routed, no user text) returns `next`'s reply as is.
+One that changes the call calls `next` with the change applied and merges: the change stands
+unless `next` returns that key itself (`messages`, `tools`, `model`; its other keys are
+dropped). The `after_tool` filter always calls `next` (with the filtered result, if any): a
+reply with a `result` wins whole, else the filtered result (or `None`). Deny, ask and block
+never call `next`.
+
 A classifier error never propagates from a standalone method: the verdict carries `error` (the
 message) and `calibrated=False`, and `on_error` ("open" or "closed") says which way it fails.
 """
@@ -16,8 +24,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolnexus._aio import call_maybe_async
 from toolnexus.classifier import ChoiceAnswer, Classifier, ClassifierError
+from toolnexus.client._hooks import call_hook
 from toolnexus.errors import ConfigError
 from toolnexus.judge import (
     DEFAULT_BANDS,
@@ -119,7 +127,8 @@ class ContentGuardBlocked(ClassifierError):
 
     def __init__(self, verdict: ContentVerdict) -> None:
         self.verdict = verdict
-        super().__init__(f"content guard blocked: {', '.join(verdict.flagged)}")
+        why = "classifier error" if verdict.error is not None else ", ".join(verdict.flagged)
+        super().__init__(f"content guard blocked: {why}")
 
 
 # -- verdicts ----------------------------------------------------------------------------------
@@ -227,8 +236,33 @@ def latest_user_text(messages: Sequence[Any] | None) -> str:
     return ""
 
 
-async def _delegate(next: Hook | None, info: Any) -> Any:
-    return None if next is None else await call_maybe_async(next, info)
+# The keys of a `before_llm` reply the client applies (`toolnexus.client._hooks.before_llm`).
+_LLM_REPLY_KEYS = ("messages", "tools", "model")
+
+
+async def _delegate(next: Hook | None, info: Any) -> dict[str, Any] | None:
+    """`next`'s reply as is (a reply that is not a dict is a `ConfigTypeError`)."""
+    return None if next is None else await call_hook(next, info)
+
+
+async def _merge_llm(own: dict[str, Any], info: Any, next: Hook | None) -> dict[str, Any]:
+    """A `before_llm` change `own`: `next` sees it applied, and the `messages` / `tools` /
+    `model` it returns (not `None`) win over it; other keys of its reply are dropped."""
+    reply = await _delegate(next, {**info, **own})
+    merged = dict(own)
+    for key in _LLM_REPLY_KEYS:
+        if reply is not None and reply.get(key) is not None:
+            merged[key] = reply[key]
+    return merged
+
+
+async def _merge_result(own: ToolResult | None, info: Any, next: Hook | None) -> Any:
+    """An `after_tool` change `own` (`None`: none): `next` sees it applied; a reply of `next`
+    with a `result` wins whole, else the change stands."""
+    reply = await _delegate(next, info if own is None else {**info, "result": own})
+    if reply is not None and reply.get("result") is not None:
+        return reply
+    return None if own is None else {"result": own}
 
 
 def _tool_name(declaration: Any) -> str:
@@ -361,7 +395,10 @@ class ContentGuardClassifier(_Battery):
         """A `before_llm` hook: block raises `ContentGuardBlocked`; allow and review delegate."""
 
         async def hook(info: Any) -> Any:
-            verdict = await self.check(latest_user_text(info.get("messages")))
+            text = latest_user_text(info.get("messages"))
+            if not text:  # nothing to screen
+                return await _delegate(next, info)
+            verdict = await self.check(text)
             if verdict.action == "block":
                 raise ContentGuardBlocked(verdict)
             return await _delegate(next, info)
@@ -407,20 +444,22 @@ class ToolResultFilterClassifier(_Battery):
 
     def as_hook(self, next: Hook | None = None) -> Hook:
         """An `after_tool` hook: a text result of two or more blank-line-separated chunks keeps
-        only the relevant ones; `next` sees the filtered result."""
+        only the relevant ones (the query is `{tool, arguments}`); `next` sees the filtered
+        result, and a reply of its own with a `result` wins."""
 
         async def hook(info: Any) -> Any:
-            result: ToolResult = info["result"]
-            chunks = result.output.split("\n\n") if isinstance(result.output, str) else []
+            result = info.get("result")
+            if not isinstance(result, ToolResult) or not isinstance(result.output, str):
+                return await _merge_result(None, info, next)
+            chunks = result.output.split("\n\n")
             if result.is_error or result.parts or len(chunks) < 2:
-                return await _delegate(next, info)
-            verdict = await self.filter(info.get("args", {}), chunks)
+                return await _merge_result(None, info, next)
+            query = {"tool": info.get("name"), "arguments": info.get("args", {})}
+            verdict = await self.filter(query, chunks)
             if not verdict.dropped:
-                return await _delegate(next, info)
+                return await _merge_result(None, info, next)
             kept = "\n\n".join(chunks[i] for i in verdict.kept)
-            filtered = ToolResult(kept, False, result.metadata)
-            reply = await _delegate(next, {**info, "result": filtered})
-            return reply if reply is not None else {"result": filtered}
+            return await _merge_result(ToolResult(kept, False, result.metadata), info, next)
 
         return hook
 
@@ -478,17 +517,19 @@ class ToolRelevanceClassifier(_Relevance):
 
     def as_hook(self, next: Hook | None = None) -> Hook:
         """A `before_llm` hook dropping the tools the latest user text confidently does not
-        need."""
+        need (`next` sees the kept ones)."""
 
         async def hook(info: Any) -> Any:
             declared = list(info.get("tools") or [])
-            if not declared:
+            text = latest_user_text(info.get("messages"))
+            if not declared or not text:
                 return await _delegate(next, info)
             items = [{"name": _tool_name(t), "description": _tool_description(t)} for t in declared]
-            verdict = await self.select(latest_user_text(info.get("messages")), items)
+            verdict = await self.select(text, items)
             if not verdict.dropped:
                 return await _delegate(next, info)
-            return {"tools": [t for t in declared if _tool_name(t) not in verdict.dropped]}
+            kept = [t for t in declared if _tool_name(t) not in verdict.dropped]
+            return await _merge_llm({"tools": kept}, info, next)
 
         return hook
 
@@ -542,9 +583,12 @@ class ModelRouterClassifier(_Battery):
 
         async def hook(info: Any) -> Any:
             current = str(info.get("model", ""))
-            verdict = await self.pick(latest_user_text(info.get("messages")), current)
+            text = latest_user_text(info.get("messages"))
+            if not text:
+                return await _delegate(next, info)
+            verdict = await self.pick(text, current)
             if verdict.routed and verdict.model != current:
-                return {"model": verdict.model}
+                return await _merge_llm({"model": verdict.model}, info, next)
             return await _delegate(next, info)
 
         return hook

@@ -30,6 +30,7 @@ from toolnexus.judge_batteries import (
     latest_user_text,
 )
 from toolnexus.native import tool
+from toolnexus.types import ToolResult
 
 # Request bodies captured from toolnexus==0.21.0 for the same calls (canonical JSON).
 PUBLISHED = json.loads((Path(__file__).parent / "published_battery_requests.json").read_text())
@@ -208,3 +209,89 @@ async def test_filter_and_relevance_hooks_in_a_real_run(llm, make_client):
     result = await client.run("tell me about cats", lookup)
     assert result.tool_calls[0]["output"] == "cats purr"
     assert [t["name"] for t in llm.requests[0].body["tools"]] == ["lookup"]  # needed: kept
+
+
+@tool
+def send(to: str) -> str:
+    """Send a message."""
+    return f"sent to {to}"
+
+
+async def test_chained_before_llm_hooks_merge_their_changes(llm, make_client):
+    def evaluate(state, questions):  # `send` is confidently not needed; the router picks `big`
+        if "model" in questions:
+            return Decision(
+                answers={"model": ChoiceAnswer("big", {"big": 0.95, "small": 0.05}, 0.95)}
+            )
+        return Decision(answers={k: NoulAnswer(0.05 if k == "send" else 0.9) for k in questions})
+
+    judge = create_classifier(style="custom", evaluate=evaluate)
+    seen: list[tuple[str, list[str]]] = []
+
+    def last(info):  # sees both changes; a key the client does not read is dropped
+        seen.append((info["model"], [t["function"]["name"] for t in info["tools"]]))
+        return {"note": "dropped"}
+
+    router = ModelRouterClassifier(judge, MODELS).as_hook(last)
+    relevance = ToolRelevanceClassifier(judge, on_error="open")
+    llm.push(text("hi"))
+    client = make_client("openai", model="small", hooks={"before_llm": relevance.as_hook(router)})
+    await client.run("look cats up", [lookup, send])
+    body = llm.requests[0].body
+    assert body["model"] == "big"
+    assert [t["function"]["name"] for t in body["tools"]] == ["lookup"]
+    assert seen == [("big", ["lookup"])]
+    reply = await relevance.as_hook(lambda info: {"tools": [], "x": 1})(
+        {"messages": [{"role": "user", "content": "cats"}], "tools": TOOLS, "model": "m"}
+    )
+    assert reply == {"tools": []}  # next's own `tools` wins over the change
+
+
+async def test_the_filter_hook_asks_about_the_call_and_a_next_result_wins(llm, make_client):
+    states: list[dict] = []
+
+    def evaluate(state, questions):  # chunk 1 (dogs) is confidently irrelevant
+        states.append(state)
+        return Decision(answers={k: NoulAnswer(0.1 if k == "1" else 0.9) for k in questions})
+
+    judge = create_classifier(style="custom", evaluate=evaluate)
+    filtered: list[str] = []
+
+    def replace(info):
+        filtered.append(info["result"].output)
+        return {"result": ToolResult("replaced", False)}
+
+    llm.push(tools(call("lookup", {"topic": "cats"}, id="c1")), text("ok"))
+    hook = ToolResultFilterClassifier(judge, on_error="open").as_hook(replace)
+    result = await make_client("openai", hooks={"after_tool": hook}).run("cats?", lookup)
+    assert result.tool_calls[0]["output"] == "replaced"
+    assert filtered == ["cats purr"]
+    assert states[0]["query"] == {"tool": "lookup", "arguments": {"topic": "cats"}}
+    plain = ToolResult("cats purr\n\ndogs bark", False)
+    info = {"name": "lookup", "args": {}, "result": plain}
+    assert await hook({**info, "result": ToolResult("one chunk", False)}) == {
+        "result": ToolResult("replaced", False)
+    }
+    kept = ToolResultFilterClassifier(judge, on_error="open").as_hook(lambda info: {"x": 1})
+    assert await kept(info) == {"result": ToolResult("cats purr", False)}
+
+
+async def test_hooks_without_user_text_do_not_ask():
+    def evaluate(state, questions):
+        raise AssertionError("asked")
+
+    judge = create_classifier(style="custom", evaluate=evaluate)
+    info = {"messages": [{"role": "system", "content": "s"}], "tools": TOOLS, "model": "small"}
+    for battery in (
+        ContentGuardClassifier(judge, on_error="closed"),
+        ToolRelevanceClassifier(judge, on_error="closed"),
+        ModelRouterClassifier(judge, MODELS),
+    ):
+        assert await battery.as_hook(lambda info: {"model": "next"})(info) == {"model": "next"}
+
+
+async def test_a_content_guard_error_blocks_naming_a_classifier_error():
+    judge = create_classifier(style="static", decisions=[])
+    hook = ContentGuardClassifier(judge, on_error="closed").as_hook()
+    with pytest.raises(ContentGuardBlocked, match=r"^content guard blocked: classifier error$"):
+        await hook({"messages": [{"role": "user", "content": "hi"}]})

@@ -14,6 +14,7 @@ from toolnexus.classifier import (
     NoulAnswer,
     RecordedDecision,
     create_classifier,
+    near_uniform,
 )
 from toolnexus.errors import ToolnexusError
 from toolnexus.judge import choice, noul, questions, score, state
@@ -220,3 +221,96 @@ async def test_an_async_sender_and_its_retry_after(vendor):
     c = create_classifier(base_url="https://judge.invalid/v1", http_transport=Sender())
     decision = await c.evaluate(state("You are a judge.", {"msg": "hi"}), QUESTIONS)
     assert decision.model == "jev-1" and statuses == []
+
+
+async def test_a_choice_whose_options_read_the_same_warns_once_per_question(vendor):
+    vendor.push(*[raw(200, ANSWERS) for _ in range(3)])
+    events: list[dict] = []
+    c = make(vendor, on_metric=events.append)
+    same = questions([choice("c", "Pick", {"x": "alike", "y": "alike"}), noul("a", "Bad?")])
+    await c.evaluate({"role": "r"}, same)
+    await c.evaluate({"role": "r"}, same)  # warned already: once per question key
+    empty = questions([choice("e", "Pick", {"x": "", "y": ""})])
+    distinct = questions(
+        [choice("d", "Pick", {"x": " ", "y": "  "}), choice("o", "Pick", {"x": ""})]
+    )
+    await c.evaluate({"role": "r"}, {**empty, **distinct, **QUESTIONS})
+    await c.aclose()
+    warnings = [
+        e for e in events if e["event"] == "classifier.warning" and "choice" in e["warning"]
+    ]
+    assert [w["question"] for w in warnings] == ["c", "e"]
+    assert "the same text" in warnings[0]["warning"] and "empty" in warnings[1]["warning"]
+    assert events.index(warnings[0]) < [e["event"] for e in events].index("classifier.evaluate")
+    # a question the decision leaves unanswered is named too
+    assert {"event": "classifier.warning", "question": "e"} | {
+        "warning": "classifier: the decision has no answer for 'e'"
+    } in events
+
+
+async def test_invalid_questions_send_nothing_and_report_an_error_metric(vendor):
+    events: list[dict] = []
+    c = make(vendor, on_metric=events.append)
+    bad = questions([choice("c", "Pick", {"x": "a", "y": "a"}), score("s", "Rate", ["one"])])
+    with pytest.raises(ClassifierError, match="score 's' needs 2 to 10 levels"):
+        await c.evaluate({"role": "r"}, bad)
+    await c.aclose()
+    assert vendor.requests == []
+    (event,) = events  # no warning: the questions never went out
+    assert (event["event"], event["status"]) == ("classifier.evaluate", "error")
+
+
+async def test_every_option_is_an_attribute_read_at_each_call(vendor, monkeypatch):
+    monkeypatch.setenv("OTHER_KEY", "sk-other-987654")
+    c = create_classifier(backend="openrouter", retryable_statuses=[599], headers={"X-A": "1"})
+    assert (c.style, c.base_url, c.model) == (
+        "systemone",
+        CLASSIFIER_BACKENDS["openrouter"]["base_url"],
+        "typesafe/jev-1.13",
+    )
+    assert (c.api_key_env, c.headers, c.timeout, c.retries, c.retry_base_ms) == (
+        "OPENROUTER_API_KEY",
+        {"X-A": "1"},
+        10.0,
+        2,
+        500,
+    )
+    assert c.retryable_statuses == frozenset({599})
+    assert (c.http_transport, c.on_error, c.body_transform, c.on_metric) == (None,) * 4
+    assert (c.request_params, c.client, c.evaluate_fn, c.decisions) == ({}, None, None, [])
+    vendor.push(raw(200, ANSWERS))
+    c.base_url, c.model, c.api_key_env = vendor.url + "/v2", "jev-2", "OTHER_KEY"
+    c.headers, c.request_params, c.retries = {"X-B": "2"}, {"temperature": 0}, 0
+    await c.evaluate({"role": "r"}, questions([noul("a", "x")]))
+    await c.aclose()
+    sent = vendor.requests[0]
+    assert sent.path == "/v2/systemone"
+    assert sent.raw == (
+        b'{"model":"jev-2","questions":{"a":{"instructions":"x","type":"noul"}},'
+        b'"state":{"role":"r"},"temperature":0}'
+    )
+    assert sent.headers["authorization"] == "Bearer sk-other-987654"
+    assert sent.headers["x-b"] == "2" and "x-a" not in sent.headers
+    custom = create_classifier(style="custom", evaluate=lambda s, q: {"answers": {}})
+    assert custom.evaluate_fn is not None and custom.style == "custom"
+
+
+async def test_answers_are_read_as_leniently_as_published(vendor):
+    lenient = {
+        "answers": {
+            "a": {"type": "noul", "noul": "0.25"},
+            "c": {"type": "choice", "choice": "x"},  # no probabilities, no confidence
+            "d": {"type": "score", "score": 1, "probabilities": None, "confidence": "0.5"},
+        }
+    }
+    vendor.push(raw(200, lenient), raw(200, {"answers": {"a": {"type": "noul", "noul": "NaN"}}}))
+    c = make(vendor)
+    d = await c.evaluate({"role": "r"}, QUESTIONS)
+    assert d.noul("a").noul == 0.25
+    assert (d.choice("c").probabilities, d.choice("c").confidence) == ({}, 0.0)
+    assert not d.choice("c").near_uniform
+    assert (d.score("d").legend, d.score("d").confidence) == ({}, 0.5)
+    with pytest.raises(ClassifierError, match="answer 'a' is not a number"):
+        await c.evaluate({"role": "r"}, QUESTIONS)
+    await c.aclose()
+    assert near_uniform({"x": 0.5}) and not near_uniform({})
