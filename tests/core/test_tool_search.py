@@ -3,14 +3,26 @@ deferred declarations each wire's adapter emits."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from toolnexus import Toolkit, create_toolkit, define_tool, tool
+from toolnexus import (
+    SkillDef,
+    Toolkit,
+    create_toolkit,
+    define_tool,
+    http_tool,
+    http_tools_from_openapi,
+    tool,
+)
 from toolnexus.adapters import ANTHROPIC_TOOL_SEARCH, to_anthropic
 from toolnexus.errors import ConfigTypeError
-from toolnexus.types import Tool
+from toolnexus.types import Tool, sanitize
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "tool_search"
 
 
 @tool(defer_loading=True)
@@ -64,6 +76,30 @@ async def test_create_toolkit_defers_every_tool_without_touching_the_originals()
     assert add.defer_loading is False
     with pytest.raises(ConfigTypeError, match="defer_loading"):
         await create_toolkit(defer_loading=1)  # type: ignore[arg-type]
+
+
+async def test_each_source_can_be_deferred_on_its_own() -> None:
+    spec = {
+        "openapi": "3.0.0",
+        "servers": [{"url": "http://127.0.0.1:9"}],
+        "paths": {"/pets": {"get": {"operationId": "listPets", "summary": "List pets"}}},
+    }
+    listed = await http_tools_from_openapi(spec, defer_loading=True)
+    assert [(t.name, t.defer_loading) for t in listed] == [("listPets", True)]
+    assert [t.defer_loading for t in await http_tools_from_openapi(spec)] == [False]
+    ping = http_tool(name="ping", description="Ping", method="GET", url="http://127.0.0.1:9")
+    pong = http_tool(
+        name="pong", description="Pong", method="GET", url="http://127.0.0.1:9", defer_loading=True
+    )
+    notes = [SkillDef("notes", "Take notes.", description="Taking notes")]
+    async with await create_toolkit(
+        skills=notes, extra_tools=[*listed, ping, pong], builtins=False, skills_defer_loading=True
+    ) as toolkit:
+        assert [t.name for t in toolkit.deferred()] == ["skill", "listPets", "pong"]
+    with pytest.raises(ConfigTypeError, match="skills_defer_loading"):
+        await create_toolkit(skills_defer_loading="yes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigTypeError, match="defer_loading"):
+        await http_tools_from_openapi(spec, defer_loading=1)  # type: ignore[arg-type]
 
 
 def test_search_ranks_over_name_description_and_parameters() -> None:
@@ -132,3 +168,33 @@ def test_deferred_declarations_per_wire() -> None:
     eager = Toolkit(builtins=False, extra_tools=[add])
     assert eager.to_anthropic(defer=True) == eager.to_anthropic()
     assert to_anthropic([get_weather], defer=True)[-1] == ANTHROPIC_TOOL_SEARCH
+
+
+def _real_mcp_tools() -> list[Tool]:
+    """The real MCP servers' tools of the fixture, named as a toolkit names them."""
+    captured = json.loads((FIXTURES / "mcp_tools.json").read_text(encoding="utf-8"))
+    return [
+        Tool(
+            f"{server['server']}_{sanitize(listed['name'])}",
+            listed.get("description", ""),
+            listed["inputSchema"],
+            "mcp",
+            lambda args, ctx: "done",
+            metadata={"title": listed["title"]} if "title" in listed else None,
+            defer_loading=True,
+        )
+        for server in captured["servers"]
+        for listed in server["tools"]
+    ]
+
+
+def test_recall_at_5_over_real_mcp_servers_tools() -> None:
+    toolkit = Toolkit(builtins=False, extra_tools=_real_mcp_tools())
+    labelled = json.loads((FIXTURES / "requests.json").read_text(encoding="utf-8"))
+    assert len(toolkit.tools()) >= 300 and len(labelled) >= 100
+    found = 0.0
+    for case in labelled:
+        top = {t.name for t in toolkit.search_tools(case["request"], 5)}
+        assert set(case["tools"]) <= {t.name for t in toolkit.tools()}  # labels name real tools
+        found += len(top & set(case["tools"])) / len(case["tools"])
+    assert found / len(labelled) >= 0.9
