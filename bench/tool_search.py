@@ -24,15 +24,17 @@ import argparse
 import asyncio
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from toolnexus import Toolkit, define_tool
 from toolnexus.testing import FunctionModel, ScriptedTurn, SeenRequest, text, tool_call, tools
-from toolnexus.types import Tool, ToolContext, ToolResult, sanitize
+from toolnexus.types import Tool, ToolContext, ToolResult
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tool_search"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support.tool_search_fixture import labelled_requests, real_mcp_tools, recall_at_5
 
 VERBS = [
     "get",
@@ -182,38 +184,20 @@ def main() -> None:
     print_wires()
 
 
-def real_tools() -> list[Tool]:
-    """The fixture's real MCP servers' tools, deferred, named as a toolkit names them."""
-    captured = json.loads((FIXTURES / "mcp_tools.json").read_text(encoding="utf-8"))
-    return [
-        Tool(
-            f"{server['server']}_{sanitize(listed['name'])}",
-            listed.get("description", ""),
-            listed["inputSchema"],
-            "mcp",
-            _answer,
-            metadata={"title": listed["title"]} if "title" in listed else None,
-            defer_loading=True,
-        )
-        for server in captured["servers"]
-        for listed in server["tools"]
-    ]
-
-
 async def _answer(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(f"done: {json.dumps(args)}")
 
 
+def real_tools() -> list[Tool]:
+    return real_mcp_tools(_answer)
+
+
 def print_recall() -> None:
     toolkit = Toolkit(builtins=False, extra_tools=real_tools())
-    labelled = json.loads((FIXTURES / "requests.json").read_text(encoding="utf-8"))
-    found = 0.0
-    for case in labelled:
-        top = {t.name for t in toolkit.search_tools(case["request"], 5)}
-        found += len(top & set(case["tools"])) / len(case["tools"])
+    labelled = labelled_requests()
     print(
         f"recall@5 over {len(labelled)} labelled requests, {len(toolkit.tools())} real MCP "
-        f"tools: {found / len(labelled):.3f}"
+        f"tools: {recall_at_5(toolkit, labelled):.3f}"
     )
 
 

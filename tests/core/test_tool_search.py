@@ -3,12 +3,11 @@ deferred declarations each wire's adapter emits."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from support.tool_search_fixture import labelled_requests, real_mcp_tools, recall_at_5
 from toolnexus import (
     SkillDef,
     Toolkit,
@@ -20,9 +19,7 @@ from toolnexus import (
 )
 from toolnexus.adapters import ANTHROPIC_TOOL_SEARCH, to_anthropic
 from toolnexus.errors import ConfigTypeError
-from toolnexus.types import Tool, sanitize
-
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "tool_search"
+from toolnexus.types import Tool
 
 
 @tool(defer_loading=True)
@@ -170,31 +167,10 @@ def test_deferred_declarations_per_wire() -> None:
     assert to_anthropic([get_weather], defer=True)[-1] == ANTHROPIC_TOOL_SEARCH
 
 
-def _real_mcp_tools() -> list[Tool]:
-    """The real MCP servers' tools of the fixture, named as a toolkit names them."""
-    captured = json.loads((FIXTURES / "mcp_tools.json").read_text(encoding="utf-8"))
-    return [
-        Tool(
-            f"{server['server']}_{sanitize(listed['name'])}",
-            listed.get("description", ""),
-            listed["inputSchema"],
-            "mcp",
-            lambda args, ctx: "done",
-            metadata={"title": listed["title"]} if "title" in listed else None,
-            defer_loading=True,
-        )
-        for server in captured["servers"]
-        for listed in server["tools"]
-    ]
-
-
 def test_recall_at_5_over_real_mcp_servers_tools() -> None:
-    toolkit = Toolkit(builtins=False, extra_tools=_real_mcp_tools())
-    labelled = json.loads((FIXTURES / "requests.json").read_text(encoding="utf-8"))
+    toolkit = Toolkit(builtins=False, extra_tools=real_mcp_tools(lambda args, ctx: "done"))
+    labelled = labelled_requests()
     assert len(toolkit.tools()) >= 300 and len(labelled) >= 100
-    found = 0.0
-    for case in labelled:
-        top = {t.name for t in toolkit.search_tools(case["request"], 5)}
-        assert set(case["tools"]) <= {t.name for t in toolkit.tools()}  # labels name real tools
-        found += len(top & set(case["tools"])) / len(case["tools"])
-    assert found / len(labelled) >= 0.9
+    names = {t.name for t in toolkit.tools()}
+    assert all(set(case["tools"]) <= names for case in labelled)  # the labels name real tools
+    assert recall_at_5(toolkit, labelled) >= 0.9
