@@ -93,6 +93,7 @@ async def test_each_source_can_be_deferred_on_its_own() -> None:
         skills=notes, extra_tools=[*listed, ping, pong], builtins=False, skills_defer_loading=True
     ) as toolkit:
         assert [t.name for t in toolkit.deferred()] == ["skill", "listPets", "pong"]
+        assert [t.name for t in toolkit.search_tools("load the notes skill")] == ["skill"]
     with pytest.raises(ConfigTypeError, match="skills_defer_loading"):
         await create_toolkit(skills_defer_loading="yes")  # type: ignore[arg-type]
     with pytest.raises(ConfigTypeError, match="defer_loading"):
