@@ -12,7 +12,14 @@ from typing import Any
 
 from toolnexus.types import Tool
 
-__all__ = ["SEARCH_SCHEMA", "SEARCH_TOOL", "ToolIndex", "search_limit", "search_text"]
+__all__ = [
+    "SEARCH_SCHEMA",
+    "SEARCH_TOOL",
+    "ToolIndex",
+    "search_limit",
+    "search_text",
+    "shadowed_message",
+]
 
 SEARCH_TOOL = "search_tools"
 """The name of the search tool a run (`tool_search="local"`) or a gateway declares."""
@@ -39,6 +46,15 @@ def search_limit(args: dict[str, Any]) -> int:
     return limit
 
 
+def shadowed_message(taken: Tool, where: str) -> str:
+    """Why `where` cannot add its `search_tools` tool: the toolkit already has `taken`."""
+    return (
+        f'{where} adds a tool named "{SEARCH_TOOL}" to find the deferred tools, and the '
+        f"toolkit already has one (source {taken.source!r}): rename or disable that tool "
+        f'(disable_tools=["{SEARCH_TOOL}"]), or do without tool search'
+    )
+
+
 # `read_file`, `readFile`, `read-file` and `server.read` are all two words to a reader.
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[_\-./:]+")
@@ -51,16 +67,18 @@ def _words(text: str) -> str:
 def search_text(tool: Tool) -> str:
     """What a query is matched against: the name (split into words), title, description and
     every top-level parameter's name and description."""
-    parts = [_words(tool.name), tool.description]
+    names = [tool.name]  # split into words together: one pass of the patterns per tool
+    parts = [tool.description]
     title = (tool.metadata or {}).get("title")
     if isinstance(title, str):
         parts.append(title)
     properties = tool.input_schema.get("properties")
     if isinstance(properties, dict):
         for name, spec in properties.items():
-            parts.append(_words(str(name)))
+            names.append(str(name))
             if isinstance(spec, dict) and isinstance(spec.get("description"), str):
                 parts.append(spec["description"])
+    parts.append(_words(" ".join(names)))
     return "\n".join(parts)
 
 

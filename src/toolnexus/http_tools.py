@@ -329,6 +329,7 @@ def http_tool(
     input_schema: dict[str, Any] | None = None,
     timeout: float | None = None,
     result_mode: ResultMode = "text",
+    defer_loading: bool = False,
 ) -> Tool:
     """A tool that calls an HTTP endpoint.
 
@@ -336,7 +337,10 @@ def http_tool(
     never logged). GET/HEAD/DELETE send the other arguments as query; other methods send them
     as a `json`, `form` or `raw` body, except names listed in `query`. `timeout` is in seconds
     (default 30; `ctx.timeout` overrides). A non-2xx status is an error `HTTP <status>: <body>`.
+    `defer_loading=True`: the tool is deferred, found by tool search (docs/tools-search.md).
     """
+    if not isinstance(defer_loading, bool):
+        raise ConfigTypeError(f"http_tool {name!r}: defer_loading must be a bool")
     if not isinstance(name, str) or not name:
         raise ConfigError("http_tool needs a non-empty name")
     if not isinstance(url, str):
@@ -354,4 +358,4 @@ def http_tool(
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"http_tool {name!r}: {exc}") from None
     schema = input_schema if input_schema is not None else default_input_schema(endpoint.url.names)
-    return Tool(name, description, schema, "http", endpoint)
+    return Tool(name, description, schema, "http", endpoint, defer_loading=defer_loading)

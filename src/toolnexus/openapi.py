@@ -44,14 +44,18 @@ async def http_tools_from_openapi(
     base_url: str | None = None,
     headers: Mapping[str, str] | None = None,
     include: Iterable[str] | None = None,
+    defer_loading: bool = False,
 ) -> list[Tool]:
     """One HTTP tool per operation of an OpenAPI document.
 
     `spec` is the parsed document, a JSON or YAML file path, or an http(s) URL (fetched
     asynchronously). Tools are named by `operationId` (sanitised), else `<method>_<path>`.
     `base_url` overrides the document's first server; `headers` (values may use `${ENV}`) go
-    with every request; `include` keeps only the named operations.
+    with every request; `include` keeps only the named operations. `defer_loading=True`: every
+    tool is deferred, found by tool search (docs/tools-search.md).
     """
+    if not isinstance(defer_loading, bool):
+        raise ConfigTypeError(f"defer_loading must be a bool, not {defer_loading!r}")
     if isinstance(include, str):
         raise ConfigTypeError("include must be a list of operation names, not a string")
     wanted = None if include is None else [str(w) for w in include]
@@ -89,6 +93,7 @@ async def http_tools_from_openapi(
                 )
             except SchemaTooLarge as exc:
                 raise ConfigError(f'OpenAPI operation "{name}": {exc}') from None
+            tool.defer_loading = defer_loading
             tools.append(tool)
     for missing in [w for w in wanted or () if w not in matched]:
         warn(f'OpenAPI include "{missing}" matches no operation — ignored')

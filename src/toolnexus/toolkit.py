@@ -127,6 +127,7 @@ class Toolkit:
         roots: Sequence[str | os.PathLike[str] | Mapping[str, str]] | None = None,
         mcp_token_storage: TokenStore | TokenStorage | str | None = None,
         defer_loading: bool = False,
+        skills_defer_loading: bool = False,
     ) -> Toolkit:
         """The same as `await create_toolkit(...)`."""
         return await create_toolkit(
@@ -146,6 +147,7 @@ class Toolkit:
             roots,
             mcp_token_storage,
             defer_loading,
+            skills_defer_loading,
         )
 
     # -- assembly -------------------------------------------------------------------------------
@@ -726,6 +728,7 @@ async def create_toolkit(
     roots: Sequence[str | os.PathLike[str] | Mapping[str, str]] | None = None,
     mcp_token_storage: TokenStore | TokenStorage | str | None = None,
     defer_loading: bool = False,
+    skills_defer_loading: bool = False,
 ) -> Toolkit:
     """Connect and load every configured tool source concurrently, then assemble the toolkit.
 
@@ -737,10 +740,14 @@ async def create_toolkit(
     `"file:<dir>"`, or an MCP SDK `TokenStorage` shared by them; default: one `0600` file per
     server under `$TOOLNEXUS_HOME/mcp-auth`); a server's own `auth.store` wins.
     `defer_loading=True` makes every tool of the toolkit deferred: found by tool search, not
-    declared up front (docs/tools-search.md).
+    declared up front (docs/tools-search.md); `skills_defer_loading=True` only the `skill` tool.
     """
-    if not isinstance(defer_loading, bool):
-        raise ConfigTypeError(f"defer_loading must be a bool, not {defer_loading!r}")
+    for option, flag in (
+        ("defer_loading", defer_loading),
+        ("skills_defer_loading", skills_defer_loading),
+    ):
+        if not isinstance(flag, bool):
+            raise ConfigTypeError(f"{option} must be a bool, not {flag!r}")
     if isinstance(extra_tools, Tool):
         raise ConfigTypeError("extra_tools takes a list of tools: extra_tools=[tool]")
     extra_tools = list(extra_tools or ())
@@ -810,9 +817,12 @@ async def create_toolkit(
     finally:
         call_owner.reset(owner)
 
+    skill_source = skills_task.result() if skills_task is not None else None
+    if skill_source is not None and skills_defer_loading:
+        skill_source.tool.defer_loading = True
     toolkit = Toolkit(
         mcp=mcp_task.result() if mcp_task is not None else None,
-        skill=skills_task.result() if skills_task is not None else None,
+        skill=skill_source,
         builtins=builtin_tools,
         agents=agents_task.result(),
         extra_tools=extra_tools,

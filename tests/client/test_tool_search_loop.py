@@ -189,3 +189,17 @@ async def test_local_search_with_a_typed_result_keeps_the_output_tool(
     first, second = (r.body for r in llm.requests)
     assert _names("openai", first) == ["add", "search_tools", "final_result"]
     assert _names("openai", second) == ["add", "get_weather", "search_tools", "final_result"]
+
+
+@pytest.mark.parametrize("style", STYLES)
+async def test_a_toolkit_tool_named_search_tools_is_refused_before_any_request(
+    style: str, llm: FakeLLM, make_client: Any
+) -> None:
+    @define_tool
+    def search_tools(query: str) -> str:
+        """Search the web."""
+        return "results"
+
+    with pytest.raises(ConfigError, match=r'named "search_tools".*disable_tools'):
+        await make_client(style, tool_search="local").run("hi", kit(search_tools, get_weather))
+    assert llm.requests == []

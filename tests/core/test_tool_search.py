@@ -7,7 +7,16 @@ from typing import Any
 
 import pytest
 
-from toolnexus import Toolkit, create_toolkit, define_tool, tool
+from support.tool_search_fixture import labelled_requests, real_mcp_tools, recall_at_5
+from toolnexus import (
+    SkillDef,
+    Toolkit,
+    create_toolkit,
+    define_tool,
+    http_tool,
+    http_tools_from_openapi,
+    tool,
+)
 from toolnexus.adapters import ANTHROPIC_TOOL_SEARCH, to_anthropic
 from toolnexus.errors import ConfigTypeError
 from toolnexus.types import Tool
@@ -64,6 +73,31 @@ async def test_create_toolkit_defers_every_tool_without_touching_the_originals()
     assert add.defer_loading is False
     with pytest.raises(ConfigTypeError, match="defer_loading"):
         await create_toolkit(defer_loading=1)  # type: ignore[arg-type]
+
+
+async def test_each_source_can_be_deferred_on_its_own() -> None:
+    spec = {
+        "openapi": "3.0.0",
+        "servers": [{"url": "http://127.0.0.1:9"}],
+        "paths": {"/pets": {"get": {"operationId": "listPets", "summary": "List pets"}}},
+    }
+    listed = await http_tools_from_openapi(spec, defer_loading=True)
+    assert [(t.name, t.defer_loading) for t in listed] == [("listPets", True)]
+    assert [t.defer_loading for t in await http_tools_from_openapi(spec)] == [False]
+    ping = http_tool(name="ping", description="Ping", method="GET", url="http://127.0.0.1:9")
+    pong = http_tool(
+        name="pong", description="Pong", method="GET", url="http://127.0.0.1:9", defer_loading=True
+    )
+    notes = [SkillDef("notes", "Take notes.", description="Taking notes")]
+    async with await create_toolkit(
+        skills=notes, extra_tools=[*listed, ping, pong], builtins=False, skills_defer_loading=True
+    ) as toolkit:
+        assert [t.name for t in toolkit.deferred()] == ["skill", "listPets", "pong"]
+        assert [t.name for t in toolkit.search_tools("load the notes skill")] == ["skill"]
+    with pytest.raises(ConfigTypeError, match="skills_defer_loading"):
+        await create_toolkit(skills_defer_loading="yes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigTypeError, match="defer_loading"):
+        await http_tools_from_openapi(spec, defer_loading=1)  # type: ignore[arg-type]
 
 
 def test_search_ranks_over_name_description_and_parameters() -> None:
@@ -132,3 +166,12 @@ def test_deferred_declarations_per_wire() -> None:
     eager = Toolkit(builtins=False, extra_tools=[add])
     assert eager.to_anthropic(defer=True) == eager.to_anthropic()
     assert to_anthropic([get_weather], defer=True)[-1] == ANTHROPIC_TOOL_SEARCH
+
+
+def test_recall_at_5_over_real_mcp_servers_tools() -> None:
+    toolkit = Toolkit(builtins=False, extra_tools=real_mcp_tools(lambda args, ctx: "done"))
+    labelled = labelled_requests()
+    assert len(toolkit.tools()) >= 300 and len(labelled) >= 100
+    names = {t.name for t in toolkit.tools()}
+    assert all(set(case["tools"]) <= names for case in labelled)  # the labels name real tools
+    assert recall_at_5(toolkit, labelled) >= 0.9

@@ -9,6 +9,7 @@ import pytest
 
 from mcp import Client
 from toolnexus import define_tool
+from toolnexus.errors import ConfigError
 from toolnexus.serve import build_mcp_server
 
 
@@ -44,3 +45,14 @@ async def test_without_the_option_every_tool_is_listed() -> None:
         assert [t.name for t in (await client.list_tools()).tools] == ["add", "get_weather"]
     with pytest.raises(TypeError, match="toolSearch"):
         build_mcp_server([add], {"toolSearch": "yes"})
+
+
+def test_a_served_tool_named_search_tools_is_refused() -> None:
+    @define_tool
+    def search_tools(query: str) -> str:
+        """Search the web."""
+        return "results"
+
+    with pytest.raises(ConfigError, match='"toolSearch": true adds a tool named "search_tools"'):
+        build_mcp_server([search_tools, get_weather], {"toolSearch": True})
+    build_mcp_server([search_tools, get_weather])  # without the option nothing is added

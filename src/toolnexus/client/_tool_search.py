@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from toolnexus._tool_search import SEARCH_SCHEMA, SEARCH_TOOL, search_limit
+from toolnexus._tool_search import SEARCH_SCHEMA, SEARCH_TOOL, search_limit, shadowed_message
 from toolnexus.errors import ConfigError
 from toolnexus.toolkit import Toolkit
 from toolnexus.types import Tool, ToolContext, ToolResult
@@ -75,6 +75,11 @@ class LocalSearch:
     """One run's local search: the toolkit with `search_tools` added, and what it loaded."""
 
     def __init__(self, toolkit: Toolkit, history: Sequence[Any] | None) -> None:
+        taken = toolkit.get(SEARCH_TOOL)
+        if taken is not None:
+            # Either tool hidden behind the other loses something without a word (the deferred
+            # tools, or the toolkit's own tool): refused before the first request instead.
+            raise ConfigError(shadowed_message(taken, 'tool_search="local"'))
         self.base = toolkit
         self.loaded = loaded_in(history)
         self._declared_for: frozenset[str] | None = None

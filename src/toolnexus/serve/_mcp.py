@@ -27,6 +27,13 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from toolnexus._aio import CancelSignal, call_maybe_async
 from toolnexus._env import expand_env
 from toolnexus._log import logger
+from toolnexus._tool_search import (
+    SEARCH_SCHEMA,
+    SEARCH_TOOL,
+    ToolIndex,
+    search_limit,
+    shadowed_message,
+)
 from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.serve._asking import answer_of, ask_client
 from toolnexus.serve._mcp_caller import LogLevels, McpCaller
@@ -129,8 +136,6 @@ def _searchable(cfg: Mapping[str, Any]) -> bool:
 def _search_tool(tools: Sequence[Tool]) -> Tool:
     """`search_tools` over the served tools: the matches' names, descriptions and input
     schemas, as JSON, for the caller to call them by name."""
-    from toolnexus._tool_search import SEARCH_SCHEMA, SEARCH_TOOL, ToolIndex, search_limit
-
     index: list[ToolIndex] = []  # built on the first search
 
     def search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -276,11 +281,12 @@ def make_mcp_server(
         # The deferred tools are left out of the listing but stay callable by name; the
         # search tool runs here, not through the toolkit, which has no such tool.
         search = _search_tool(tools)
+        if search.name in by_name:  # refused: either tool would hide the other
+            raise ConfigError(shadowed_message(by_name[search.name], '"toolSearch": true'))
         listed = [t for t in tools if not t.defer_loading]
-        if search.name not in by_name:
-            listed.append(search)
-            by_name[search.name] = search
-            execute = _with_own(search, execute)
+        listed.append(search)
+        by_name[search.name] = search
+        execute = _with_own(search, execute)
     # The exposed set is fixed, so the listing is built once (once per set of scopes).
     listing = types.ListToolsResult(tools=[_listed(t) for t in listed])
     output_schemas = {t.name: (t.metadata or {}).get("outputSchema") for t in tools}
