@@ -89,40 +89,6 @@ async def test_an_editor_drives_the_served_toolkit_and_resumes_the_session(
         assert [m["role"] for m in sent if m["role"] in ("user",)] == ["user", "user"]
 
 
-class Approver(Editor):
-    """An editor whose user answers every permission request with `option_id`."""
-
-    def __init__(self, option_id: str) -> None:
-        super().__init__()
-        self.option_id = option_id
-        self.asked: list[str] = []
-
-    async def request_permission(self, **kwargs: Any) -> Any:
-        self.asked.append(kwargs["tool_call"].title)
-        return schema.RequestPermissionResponse(
-            outcome=schema.AllowedOutcome(outcome="selected", option_id=self.option_id)
-        )
-
-
-SERVED = str(Path(__file__).parents[1] / "support" / "acp_served.py")
-
-
-async def test_a_tool_needing_approval_asks_the_editor() -> None:
-    with FakeLLM() as llm:
-        for choice, result in (("allow", "deployed to prod"), ("reject", "declined/expired")):
-            llm.push(tools(call("deploy", {"target": "prod"}, id="d1")), text("ok"))
-            editor = Approver(choice)
-            async with acp.spawn_agent_process(
-                editor, sys.executable, SERVED, llm.url + "/v1", env=clean_env()
-            ) as (conn, _process):
-                await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-                session = await conn.new_session(cwd=str(Path.cwd()), mcp_servers=[])
-                await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("ship")])
-            assert editor.asked == ["Deploy to prod?"]
-            finished = [u for u in editor.updates if u.session_update == "tool_call_update"]
-            assert result in str(finished[0].raw_output)
-
-
 async def test_session_cancel_ends_the_running_prompt_and_unknown_sessions_are_refused(
     tmp_path: Path,
 ) -> None:
