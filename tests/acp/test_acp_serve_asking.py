@@ -50,7 +50,10 @@ class Editor:
 
     async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
         self.elicitations.append((message, mode))
-        return self.forms.pop(0)
+        reply = self.forms.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
 
     def statuses(self, call_id: str) -> list[str]:
         return [
@@ -217,6 +220,10 @@ async def test_an_editor_with_forms_gets_forms_and_opens_sign_in_urls() -> None:
             }
             refused = await run_call(conn, sid, llm, editor, call("profile", {}, id="p2"))
             assert refused == "declined/expired: Who are you?"
+            # An editor answering with an error declines too: the run goes on.
+            editor.forms = [acp.RequestError.internal_error({"why": "no form view"})]
+            failed = await run_call(conn, sid, llm, editor, call("profile", {}, id="p3"))
+            assert failed == "declined/expired: Who are you?"
 
             # A sign-in URL is given to the editor to open.
             editor.forms = [schema.AcceptElicitationResponse(action="accept")]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -91,13 +91,30 @@ async def _permission(
     """The option id the user picked, or `None` (the prompt was cancelled)."""
     from acp.schema import PermissionOption, ToolCallUpdate
 
-    reply = await turn.conn.request_permission(
-        session_id=turn.session_id,
-        tool_call=ToolCallUpdate(tool_call_id=tool_call_id, title=title, content=content),
-        options=[PermissionOption(option_id=i, name=n, kind=k) for i, n, k in options],
+    reply = await _reply(
+        "session/request_permission",
+        turn.conn.request_permission(
+            session_id=turn.session_id,
+            tool_call=ToolCallUpdate(tool_call_id=tool_call_id, title=title, content=content),
+            options=[PermissionOption(option_id=i, name=n, kind=k) for i, n, k in options],
+        ),
     )
     chosen = getattr(reply.outcome, "option_id", None)
     return chosen if isinstance(chosen, str) else None
+
+
+async def _reply(method: str, asked: Awaitable[Any]) -> Any:
+    """The editor's reply, or `None` (declined, with a warning) when it answered with an error
+    or is gone: a run goes on without the answer rather than failing."""
+    import acp
+
+    try:
+        return await asked
+    except acp.RequestError as exc:
+        warn(f"ACP: the editor answered {method} with error {exc.code}: {exc}")
+    except ConnectionError:
+        warn(f"ACP: the editor went away before answering {method}")
+    return None
 
 
 def _declined(request: Request, why: str) -> Answer:
@@ -189,10 +206,13 @@ async def _form(
     except ValidationError:
         _declined(request, "its form is no ACP elicitation schema")
         return None
-    reply = await turn.conn.create_elicitation(
-        message=request.prompt,
-        mode=ElicitationFormSessionMode(
-            session_id=turn.session_id, tool_call_id=tool_call_id, requested_schema=requested
+    reply = await _reply(
+        "elicitation/create",
+        turn.conn.create_elicitation(
+            message=request.prompt,
+            mode=ElicitationFormSessionMode(
+                session_id=turn.session_id, tool_call_id=tool_call_id, requested_schema=requested
+            ),
         ),
     )
     if getattr(reply, "action", None) != "accept":
@@ -221,7 +241,9 @@ async def _sign_in(turn: EditorTurn, tool_call_id: str, request: Request) -> Ans
                 url=AnyUrl(url),
             )
     if mode is not None:
-        reply = await turn.conn.create_elicitation(message=prompt, mode=mode)
+        reply = await _reply(
+            "elicitation/create", turn.conn.create_elicitation(message=prompt, mode=mode)
+        )
         accepted = getattr(reply, "action", None) == "accept"
         return Answer(request.id, accepted, reason=None if accepted else "declined")
     shown = [
