@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from tests.support.acp_served import LOGIN_URL, PROFILE_FORM
+from tests.support.acp_served import LOGIN_URL, PROFILE_FORM, REDIRECT_URI
 from tests.support.cli_runner import clean_env
 from tests.support.fake_llm import Call, FakeLLM, call, text, tools
 
@@ -161,6 +161,13 @@ async def test_without_forms_choices_and_sign_ins_are_permission_requests() -> N
             assert [b.type for b in shown] == ["text", "resource_link"]
             assert LOGIN_URL in shown[0].text and shown[1].uri == LOGIN_URL
             assert [o.kind for o in sign_in.options] == ["allow_once", "reject_once"]
+
+            # An OAuth sign-in's code comes back to a redirect URI: without a form to paste
+            # where the browser landed, it is declined (the log says to sign in ahead).
+            asked_before = len(editor.permissions)
+            oauth = await run_call(conn, sid, llm, editor, call("oauth", {}, id="o1"))
+            assert oauth == 'declined/expired: Sign in to MCP server "db"'
+            assert len(editor.permissions) == asked_before
     assert editor.elicitations == []
 
 
@@ -234,4 +241,15 @@ async def test_an_editor_with_forms_gets_forms_and_opens_sign_in_urls() -> None:
             assert message == "Sign in to Example"
             assert str(mode.url) == LOGIN_URL and mode.tool_call_id == "s1"
             assert mode.elicitation_id
+
+            # An OAuth sign-in: the form asks for the address the browser landed on.
+            landed = REDIRECT_URI + "?code=c0de&state=s1"
+            editor.forms = [
+                schema.AcceptElicitationResponse(action="accept", content={"callbackUrl": landed})
+            ]
+            back = await run_call(conn, sid, llm, editor, call("oauth", {}, id="o1"))
+            assert back == "came back to " + landed
+            message, mode = editor.elicitations[-1]
+            assert LOGIN_URL in message and mode.tool_call_id == "o1"
+            assert mode.requested_schema.required == ["callbackUrl"]
     assert editor.permissions == []

@@ -231,6 +231,9 @@ async def _sign_in(turn: EditorTurn, tool_call_id: str, request: Request) -> Ans
 
     url = str(request.url)
     prompt = request.prompt or "Sign in to continue"
+    redirect = (request.data or {}).get("redirectUri")
+    if redirect is not None:
+        return await _oauth_sign_in(turn, tool_call_id, request, prompt, url, str(redirect))
     mode = None
     if _can_elicit(turn, "url"):
         with contextlib.suppress(ValueError):  # no URL the schema takes: shown as text below
@@ -256,3 +259,42 @@ async def _sign_in(turn: EditorTurn, tool_call_id: str, request: Request) -> Ans
     ]
     chosen = await _permission(turn, tool_call_id, prompt, options, shown)
     return Answer(request.id, chosen == "done", reason=None if chosen == "done" else "declined")
+
+
+_CALLBACK_FORM = {
+    "type": "object",
+    "properties": {
+        "callbackUrl": {
+            "type": "string",
+            "title": "The address your browser ended on",
+            "format": "uri",
+        }
+    },
+    "required": ["callbackUrl"],
+}
+
+
+async def _oauth_sign_in(
+    turn: EditorTurn, tool_call_id: str, request: Request, prompt: str, url: str, redirect: str
+) -> Answer:
+    """An MCP server's OAuth sign-in: the browser comes back to `redirect` with the code, and
+    nobody here listens there; the address it ends on (an error page, for a loopback one) is
+    asked for in a form."""
+    if not _can_elicit(turn, "form"):
+        server = (request.data or {}).get("server") or "<server>"
+        return _declined(
+            request,
+            f"an OAuth sign-in returns to {redirect}, which needs a form to be pasted "
+            f"(the editor declares none): sign in ahead with `toolnexus auth {server}`",
+        )
+    asked = Request(
+        request.id,
+        request.kind,
+        f"{prompt}: open {url} and sign in, then paste the address your browser ends on "
+        "(it may show an error page)",
+    )
+    content = await _form(turn, tool_call_id, asked, _CALLBACK_FORM)
+    landed = (content or {}).get("callbackUrl")
+    if not isinstance(landed, str) or not landed:
+        return Answer(request.id, False, reason="declined")
+    return Answer(request.id, True, {"callbackUrl": landed})
