@@ -120,6 +120,27 @@ async def test_session_cancel_ends_the_running_prompt_and_unknown_sessions_are_r
             with pytest.raises(acp.RequestError, match="Invalid params"):
                 await conn.prompt(session_id="nope", prompt=[acp.text_block("hi")])
 
+            # @-mentions: a resource link and an embedded resource reach the model as text;
+            # an image (not declared in promptCapabilities) is refused.
+            llm.push(text("seen"))
+            mentioned = [
+                acp.text_block("Compare "),
+                acp.resource_link_block(name="a.py", uri="file:///w/a.py"),
+                acp.text_block(" with"),
+                acp.resource_block(acp.embedded_text_resource("file:///w/notes.md", "# Notes\nhi")),
+            ]
+            await conn.prompt(session_id=session.session_id, prompt=mentioned)
+            asked = llm.requests[-1].body["messages"][-1]["content"]
+            assert asked == (
+                'Compare [a.py](file:///w/a.py) with\n<resource uri="file:///w/notes.md">\n'
+                "# Notes\nhi\n</resource>\n"
+            )
+            with pytest.raises(acp.RequestError) as refused:
+                picture = acp.image_block("iVBORw0KGgo=", "image/png")
+                await conn.prompt(session_id=session.session_id, prompt=[picture])
+            assert refused.value.code == -32602
+            assert "not 'image' content" in refused.value.data["prompt"]
+
 
 def test_serve_acp_refuses_other_profiles_and_needs_a_model() -> None:
     from tests.support.cli_runner import one_line_error, toolnexus

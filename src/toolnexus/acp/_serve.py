@@ -246,7 +246,7 @@ def _prompt_text(blocks: list[Any]) -> str:
             body = getattr(resource, "text", None)
             if body is None:
                 body = f"(binary content, {resource.mime_type or 'no type'}, not shown)"
-            parts.append(f"\n<resource uri={resource.uri!r}>\n{body}\n</resource>\n")
+            parts.append(f'\n<resource uri="{resource.uri}">\n{body}\n</resource>\n')
         else:
             raise acp.RequestError.invalid_params(
                 {"prompt": f"this agent takes text and resources, not {kind!r} content"}
