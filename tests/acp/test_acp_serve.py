@@ -69,6 +69,9 @@ async def test_an_editor_drives_the_served_toolkit_and_resumes_the_session(
             assert [(u.tool_call_id, u.title, u.status) for u in started] == [
                 ("c1", "read", "in_progress")
             ]
+            # A built-in's ACP kind, and the file it works on, for the editor to follow.
+            assert started[0].kind == "read"
+            assert [loc.path for loc in started[0].locations] == [str(tmp_path / "notes.txt")]
             assert finished[0].tool_call_id == "c1" and finished[0].status == "completed"
             assert "the answer is 42" in str(finished[0].raw_output)
         session_id = session.session_id

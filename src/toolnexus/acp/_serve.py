@@ -14,12 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolnexus._json import compact_json
 from toolnexus.acp._asking import EditorTurn, serving
 from toolnexus.acp._session_mcp import connect_session_servers, with_session_tools
 from toolnexus.errors import RunCancelled, ToolnexusError
+
+if TYPE_CHECKING:
+    from acp.schema import ToolKind
 
 # The toolkit and the client are typed `Any`: this module sits below `toolkit.py`, which
 # imports it, so naming their classes here would be an import cycle.
@@ -190,6 +193,20 @@ class _ServedAgent:
         return acp.PromptResponse(stop_reason="cancelled" if cancel.is_set() else "end_turn")
 
 
+# The ACP kind of each built-in (the editor picks its icon and follows `locations` by it).
+_TOOL_KINDS: dict[str, ToolKind] = {
+    "bash": "execute",
+    "read": "read",
+    "write": "edit",
+    "edit": "edit",
+    "apply_patch": "edit",
+    "grep": "search",
+    "glob": "search",
+    "webfetch": "fetch",
+    "todowrite": "think",
+}
+
+
 def _update(event: Any, turn: EditorTurn) -> Any:
     """The ACP session update of one stream event (`None`: nothing to show); keeps `turn`'s
     open tool calls, so a suspension is known by its call."""
@@ -201,13 +218,18 @@ def _update(event: Any, turn: EditorTurn) -> Any:
     if kind == "reasoning" and event.get("delta"):
         return acp.update_agent_thought_text(event["delta"])
     if kind == "tool_call":
+        from acp.schema import ToolCallLocation
+
         turn.open_calls.append(str(event["id"]))
+        name, args = str(event["name"]), event.get("args")
+        path = args.get("path") if isinstance(args, dict) else None
         return acp.start_tool_call(
             str(event["id"]),
-            str(event["name"]),
-            kind="other",
+            name,
+            kind=_TOOL_KINDS.get(name, "other"),
             status="in_progress",
-            raw_input=event.get("args"),
+            locations=[ToolCallLocation(path=path)] if isinstance(path, str) and path else None,
+            raw_input=args,
         )
     if kind == "pending" and turn.open_calls:
         # Results come in call order: the suspended call is the first one still open.
