@@ -3,6 +3,7 @@ against the SDK's client side on a real served process (tests/support/acp_served
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import sys
@@ -13,6 +14,7 @@ from typing import Any
 from tests.support.acp_served import LOGIN_URL, PROFILE_FORM, REDIRECT_URI
 from tests.support.cli_runner import clean_env
 from tests.support.fake_llm import Call, FakeLLM, call, text, tools
+from tests.support.polling import wait_until
 
 import acp
 from acp import schema
@@ -35,6 +37,7 @@ class Editor:
         self.forms: list[Any] = []  # elicitation replies, in order
         self.permissions: list[Any] = []
         self.elicitations: list[tuple[str, Any]] = []
+        self.released = asyncio.Event()
 
     def on_connect(self, conn: Any) -> None:
         pass
@@ -44,6 +47,11 @@ class Editor:
 
     async def request_permission(self, **kwargs: Any) -> Any:
         self.permissions.append(schema.RequestPermissionRequest.model_validate(kwargs))
+        if not self.choices:  # the user has not decided (yet): the editor waits
+            await self.released.wait()
+            return schema.RequestPermissionResponse(
+                outcome=schema.DeniedOutcome(outcome="cancelled")
+            )
         return schema.RequestPermissionResponse(
             outcome=schema.AllowedOutcome(outcome="selected", option_id=self.choices.pop(0))
         )
@@ -161,6 +169,24 @@ async def test_without_forms_choices_and_sign_ins_are_permission_requests() -> N
             assert [b.type for b in shown] == ["text", "resource_link"]
             assert LOGIN_URL in shown[0].text and shown[1].uri == LOGIN_URL
             assert [o.kind for o in sign_in.options] == ["allow_once", "reject_once"]
+
+            # A prompt left waiting for the user ends at session/cancel; the session goes on.
+            editor.updates.clear()
+            asked_so_far = len(editor.permissions)
+            llm.push(tools(call("deploy", {"target": "prod"}, id="d9")))
+            running = asyncio.ensure_future(
+                conn.prompt(session_id=sid, prompt=[acp.text_block("go")])
+            )
+            await wait_until(lambda: len(editor.permissions) == asked_so_far + 1)
+            await conn.cancel(session_id=sid)
+            assert (await running).stop_reason == "cancelled"
+            editor.released.set()  # the editor answers the request it was left with
+            # The session takes the next prompt.
+            llm.push(text("next"))
+            done = await conn.prompt(session_id=sid, prompt=[acp.text_block("again")])
+            assert done.stop_reason == "end_turn"
+            said = [u.content for u in editor.updates if u.session_update == "agent_message_chunk"]
+            assert "".join(c.text for c in said) == "next"
 
             # An OAuth sign-in's code comes back to a redirect URI: without a form to paste
             # where the browser landed, it is declined (the log says to sign in ahead).
