@@ -47,6 +47,9 @@ class Editor:
 
     async def request_permission(self, **kwargs: Any) -> Any:
         self.permissions.append(schema.RequestPermissionRequest.model_validate(kwargs))
+        if self.choices and self.choices[0] == "fail":
+            self.choices.pop(0)
+            raise acp.RequestError.internal_error({"why": "no permission view"})
         if not self.choices:  # the user has not decided (yet): the editor waits
             await self.released.wait()
             return schema.RequestPermissionResponse(
@@ -131,6 +134,10 @@ async def test_without_forms_choices_and_sign_ins_are_permission_requests() -> N
                 conn, sid, llm, editor, call("deploy", {"target": "eu"}, id="d2")
             )
             assert rejected == "declined/expired: Deploy to eu?"
+            editor.choices = ["fail"]  # an editor answering with an error declines
+            to_us = call("deploy", {"target": "us"}, id="d3")
+            failed = await run_call(conn, sid, llm, editor, to_us)
+            assert failed == "declined/expired: Deploy to us?"
 
             # A question with choices: the choices are the options.
             editor.choices = ["choice-1"]

@@ -99,7 +99,7 @@ async def _permission(
             options=[PermissionOption(option_id=i, name=n, kind=k) for i, n, k in options],
         ),
     )
-    chosen = getattr(reply.outcome, "option_id", None)
+    chosen = getattr(getattr(reply, "outcome", None), "option_id", None)
     return chosen if isinstance(chosen, str) else None
 
 
