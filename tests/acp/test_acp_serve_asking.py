@@ -38,6 +38,7 @@ class Editor:
         self.permissions: list[Any] = []
         self.elicitations: list[tuple[str, Any]] = []
         self.released = asyncio.Event()
+        self.completed: list[str] = []  # elicitation ids the agent said are complete
 
     def on_connect(self, conn: Any) -> None:
         pass
@@ -58,6 +59,9 @@ class Editor:
         return schema.RequestPermissionResponse(
             outcome=schema.AllowedOutcome(outcome="selected", option_id=self.choices.pop(0))
         )
+
+    async def complete_elicitation(self, elicitation_id: str, **kwargs: Any) -> None:
+        self.completed.append(elicitation_id)
 
     async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
         self.elicitations.append((message, mode))
@@ -273,7 +277,7 @@ async def test_an_editor_with_forms_gets_forms_and_opens_sign_in_urls() -> None:
             message, mode = editor.elicitations[-1]
             assert message == "Sign in to Example"
             assert str(mode.url) == LOGIN_URL and mode.tool_call_id == "s1"
-            assert mode.elicitation_id
+            assert editor.completed == [mode.elicitation_id]  # the tool ran again: done
 
             # An OAuth sign-in: the form asks for the address the browser landed on.
             landed = REDIRECT_URI + "?code=c0de&state=s1"

@@ -10,9 +10,12 @@ URL to open), which an editor offers only when it declares `elicitation` in its 
   options is a permission request whose options are its choices (plus "Decline"); a question
   without options, or one of several answers, cannot be asked that way and is declined.
 - `input` with a `data["schema"]`: that form (with `elicitation.form`), else declined.
-- a Request with a `url` (a sign-in): with `elicitation.url`, the editor opens the URL itself;
-  otherwise a permission request whose tool call shows the URL (a text and a `resource_link`
-  content block), to be answered once the user has signed in.
+- a Request with a `url` (a sign-in): with `elicitation.url`, the editor opens the URL itself
+  (and hears `elicitation/complete` once the tool ran again); otherwise a permission request
+  whose tool call shows the URL (a text and a `resource_link` content block), to be answered
+  once the user has signed in. An MCP server's OAuth sign-in, whose code comes back to a
+  redirect URI nobody here listens on, asks (with `elicitation.form`) for the address the
+  browser ended on, and is declined otherwise.
 
 A question's answer is `{"answers": [{"question": ..., "answer": ...}]}`, the shape the
 terminal's answers have.
@@ -43,6 +46,8 @@ class EditorTurn:
     capabilities: Any = None  # the editor's `ClientCapabilities`, as `initialize` declared them
     open_calls: list[str] = field(default_factory=list)
     tool_call_of: dict[str, str] = field(default_factory=dict)  # Request id -> tool call id
+    # URL elicitations the user accepted, by tool call: `elicitation/complete` once it re-ran.
+    opened_urls: dict[str, str] = field(default_factory=dict)
 
 
 # The prompt being served (tools run in its context, and so does `wait_for`).
@@ -248,6 +253,8 @@ async def _sign_in(turn: EditorTurn, tool_call_id: str, request: Request) -> Ans
             "elicitation/create", turn.conn.create_elicitation(message=prompt, mode=mode)
         )
         accepted = getattr(reply, "action", None) == "accept"
+        if accepted:
+            turn.opened_urls[tool_call_id] = request.id
         return Answer(request.id, accepted, reason=None if accepted else "declined")
     shown = [
         acp.tool_content(acp.text_block(f"{prompt}: open {url}")),

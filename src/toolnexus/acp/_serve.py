@@ -179,6 +179,10 @@ class _ServedAgent:
                     update = _update(event, turn)
                     if update is not None:
                         await self._conn.session_update(session_id, update)
+                    if event.get("type") == "tool_result":
+                        opened = turn.opened_urls.pop(str(event["id"]), None)
+                        if opened is not None:
+                            await self._conn.complete_elicitation(elicitation_id=opened)
         except RunCancelled:
             if not cancel.is_set():
                 raise
