@@ -69,6 +69,9 @@ async def test_an_editor_drives_the_served_toolkit_and_resumes_the_session(
             assert [(u.tool_call_id, u.title, u.status) for u in started] == [
                 ("c1", "read", "in_progress")
             ]
+            # A built-in's ACP kind, and the file it works on, for the editor to follow.
+            assert started[0].kind == "read"
+            assert [loc.path for loc in started[0].locations] == [str(tmp_path / "notes.txt")]
             assert finished[0].tool_call_id == "c1" and finished[0].status == "completed"
             assert "the answer is 42" in str(finished[0].raw_output)
         session_id = session.session_id
@@ -87,40 +90,6 @@ async def test_an_editor_drives_the_served_toolkit_and_resumes_the_session(
             assert editor.said("agent_message_chunk") == "It says 42.Still 42."
         sent = llm.requests[-1].body["messages"]
         assert [m["role"] for m in sent if m["role"] in ("user",)] == ["user", "user"]
-
-
-class Approver(Editor):
-    """An editor whose user answers every permission request with `option_id`."""
-
-    def __init__(self, option_id: str) -> None:
-        super().__init__()
-        self.option_id = option_id
-        self.asked: list[str] = []
-
-    async def request_permission(self, **kwargs: Any) -> Any:
-        self.asked.append(kwargs["tool_call"].title)
-        return schema.RequestPermissionResponse(
-            outcome=schema.AllowedOutcome(outcome="selected", option_id=self.option_id)
-        )
-
-
-SERVED = str(Path(__file__).parents[1] / "support" / "acp_served.py")
-
-
-async def test_a_tool_needing_approval_asks_the_editor() -> None:
-    with FakeLLM() as llm:
-        for choice, result in (("allow", "deployed to prod"), ("reject", "declined/expired")):
-            llm.push(tools(call("deploy", {"target": "prod"}, id="d1")), text("ok"))
-            editor = Approver(choice)
-            async with acp.spawn_agent_process(
-                editor, sys.executable, SERVED, llm.url + "/v1", env=clean_env()
-            ) as (conn, _process):
-                await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-                session = await conn.new_session(cwd=str(Path.cwd()), mcp_servers=[])
-                await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("ship")])
-            assert editor.asked == ["Deploy to prod?"]
-            finished = [u for u in editor.updates if u.session_update == "tool_call_update"]
-            assert result in str(finished[0].raw_output)
 
 
 async def test_session_cancel_ends_the_running_prompt_and_unknown_sessions_are_refused(
@@ -153,6 +122,27 @@ async def test_session_cancel_ends_the_running_prompt_and_unknown_sessions_are_r
                 await conn.load_session(cwd=str(tmp_path), session_id="nope", mcp_servers=[])
             with pytest.raises(acp.RequestError, match="Invalid params"):
                 await conn.prompt(session_id="nope", prompt=[acp.text_block("hi")])
+
+            # @-mentions: a resource link and an embedded resource reach the model as text;
+            # an image (not declared in promptCapabilities) is refused.
+            llm.push(text("seen"))
+            mentioned = [
+                acp.text_block("Compare "),
+                acp.resource_link_block(name="a.py", uri="file:///w/a.py"),
+                acp.text_block(" with"),
+                acp.resource_block(acp.embedded_text_resource("file:///w/notes.md", "# Notes\nhi")),
+            ]
+            await conn.prompt(session_id=session.session_id, prompt=mentioned)
+            asked = llm.requests[-1].body["messages"][-1]["content"]
+            assert asked == (
+                'Compare [a.py](file:///w/a.py) with\n<resource uri="file:///w/notes.md">\n'
+                "# Notes\nhi\n</resource>\n"
+            )
+            with pytest.raises(acp.RequestError) as refused:
+                picture = acp.image_block("iVBORw0KGgo=", "image/png")
+                await conn.prompt(session_id=session.session_id, prompt=[picture])
+            assert refused.value.code == -32602
+            assert "not 'image' content" in refused.value.data["prompt"]
 
 
 def test_serve_acp_refuses_other_profiles_and_needs_a_model() -> None:

@@ -1,7 +1,7 @@
 """An ACP agent written with the official SDK, for the model-source tests.
 
-`python acp_agent.py MODE`. Every prompt is answered by echoing its text, after a thought chunk
-and a tool-call narration (neither may reach the reply). Modes:
+`python acp_agent.py MODE`. Every prompt is answered by echoing its text, after a thought chunk,
+a tool-call narration and a message chunk of another session (none may reach the reply). Modes:
 `echo` (default), `ask` (asks permission first and says which option it got), `die` (exits in
 the middle of a prompt), `flood` (thousands of message chunks), `hang` (never answers a prompt),
 `cancel` (its first prompt answers `cancelled` once `session/cancel` arrives), `child` (starts
@@ -56,6 +56,8 @@ class EchoAgent:
         say = self._client.session_update
         await say(session_id, acp.update_agent_thought_text("THOUGHT-SECRET"))
         await say(session_id, acp.start_tool_call("t1", "NARRATION: reading files"))
+        # Interleaved: another session's message must not reach this session's reply.
+        await say("another-session", acp.update_agent_message_text("FOREIGN "))
         if MODE == "die":
             await say(session_id, acp.update_agent_message_text("partial "))
             os._exit(3)
