@@ -16,19 +16,24 @@ from typing import Any
 __all__ = ["connect_session_servers", "with_session_tools"]
 
 
+class _Unusable(Exception):
+    """Why one of the editor's servers cannot be an `mcp.json` entry (never leaves this module:
+    each becomes part of the request's invalid-params error)."""
+
+
 def _entry(server: Any, cwd: str) -> dict[str, Any]:
-    """The `mcp.json` entry of one ACP `McpServer`; `ValueError` says why it cannot be one."""
+    """The `mcp.json` entry of one ACP `McpServer`; `_Unusable` says why it cannot be one."""
     kind = getattr(server, "type", None)
     if kind in ("http", "sse"):
         headers = {h.name: h.value for h in server.headers or ()}
         for name, value in headers.items():
             if "${" in value:
-                raise ValueError(
+                raise _Unusable(
                     f'header "{name}" holds "${{", which is never expanded here: send its value'
                 )
         return {"type": kind, "url": server.url, "headers": headers}
     if kind == "acp":
-        raise ValueError('the "acp" transport (MCP over ACP) is not supported: use stdio or HTTP')
+        raise _Unusable('the "acp" transport (MCP over ACP) is not supported: use stdio or HTTP')
     if hasattr(server, "command"):
         return {
             "command": server.command,
@@ -36,7 +41,7 @@ def _entry(server: Any, cwd: str) -> dict[str, Any]:
             "env": {e.name: e.value for e in server.env or ()},
             "cwd": cwd,
         }
-    raise ValueError(f"unknown transport {kind!r}")
+    raise _Unusable(f"unknown transport {kind!r}")
 
 
 async def connect_session_servers(servers: Sequence[Any] | None, cwd: str) -> Any:
@@ -54,11 +59,11 @@ async def connect_session_servers(servers: Sequence[Any] | None, cwd: str) -> An
         name = str(getattr(server, "name", "") or "")
         try:
             if not name:
-                raise ValueError("it has no name")
+                raise _Unusable("it has no name")
             if name in config:
-                raise ValueError("the name is given twice")
+                raise _Unusable("the name is given twice")
             config[name] = _entry(server, cwd)
-        except ValueError as exc:
+        except _Unusable as exc:
             problems.append(f'MCP server "{name}": {exc}')
     if problems:
         raise acp.RequestError.invalid_params({"mcpServers": "; ".join(problems)})
