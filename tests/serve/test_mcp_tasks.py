@@ -5,7 +5,10 @@ and with the A2A profile served beside it an MCP task and an A2A task are views 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -16,6 +19,7 @@ from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp import Client, MCPError
 from support.a2a_agent import message, rpc
 from support.polling import wait_until
+from support.requires import missing
 from toolnexus import Toolkit, ToolResult, pending
 from toolnexus.mcp_source import load_mcp_with_context
 from toolnexus.mcp_source._tasks import TASKS, TaskHandle, cancel_task, get_task, update_task
@@ -24,6 +28,8 @@ from toolnexus.serve._run_task import RunTaskClient
 from toolnexus.types import Tool, ToolContext
 
 GATE = asyncio.Event()
+FASTMCP_PYTHON = os.environ.get("TOOLNEXUS_FASTMCP_TASKS_PYTHON", "")
+FASTMCP_CLIENT = Path(__file__).resolve().parents[1] / "support" / "fastmcp_tasks" / "client.py"
 
 
 async def build(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -170,3 +176,28 @@ async def test_toolnexus_as_the_caller_follows_a_served_task_to_its_result() -> 
             await source.close()
     finally:
         await handle.stop()
+
+
+async def test_fastmcps_client_follows_a_served_task(both: ServeHandle) -> None:
+    if not FASTMCP_PYTHON:
+        missing(
+            "FastMCP with fastmcp-tasks (TOOLNEXUS_FASTMCP_TASKS_PYTHON)",
+            "make test builds .venv-fastmcp-tasks",
+        )
+    GATE.set()
+    proc = await asyncio.create_subprocess_exec(
+        FASTMCP_PYTHON,
+        str(FASTMCP_CLIENT),
+        both.url + "/mcp",
+        "build",
+        json.dumps({"n": 5}),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    answer = json.loads(out.decode().strip().splitlines()[-1])
+    assert answer["text"] == "built 5"
+    async with httpx2.AsyncClient() as http:  # the same task, seen over A2A
+        seen = (await rpc(http, both.url, "GetTask", {"id": answer["task"]}))["result"]
+    assert seen["status"]["state"] == "TASK_STATE_COMPLETED"

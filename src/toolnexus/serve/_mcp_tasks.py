@@ -11,8 +11,8 @@ The tasks are the A2A profile's: kept by the same `A2AEndpoint` (its store: memo
 PostgreSQL or Redis; its run registry; its owner checks), in the A2A 1.0 form. So an MCP task
 and an A2A task are two views of one task: an A2A `GetTask`/`CancelTask` reads or cancels a task
 an MCP call started, and `tasks/get`/`tasks/cancel` read or cancel a task an A2A message
-started. A tool's wire result rides along in its artifact's metadata (`mcpResult`), so the MCP
-view returns exactly what a plain call would have.
+started. A tool's wire result rides along in its artifact's metadata (`mcpResult`, as JSON text), so
+the MCP view returns exactly what a plain call would have.
 
 The released `mcp` SDK (2.3) has the extension framework but not Tasks; this module is the whole
 of the served side, written as an SDK `Extension` (its methods and its `tools/call` interceptor)
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -31,6 +32,7 @@ from mcp.server.extension import Extension, MethodBinding, compose_tool_call_han
 from mcp.shared.exceptions import MCPError
 from pydantic import ConfigDict
 
+from toolnexus._json import compact_json
 from toolnexus._log import warn
 from toolnexus.a2a import _wire as wire
 from toolnexus.serve._a2a import TASK_NOT_FOUND, _RpcError
@@ -136,7 +138,11 @@ class McpTasks(Extension):
             "id": wire.new_id(),
             "status": {"state": wire.proto_state("working"), "timestamp": wire.now()},
             "history": [],
-            "metadata": {"mcp": {"tool": tool.name, "arguments": args, "createdAt": wire.now()}},
+            # JSON text, not values: A2A peers read metadata as protobuf Structs, whose numbers
+            # are all floats, and the arguments must come back as they were sent
+            "metadata": {
+                "mcp": {"tool": tool.name, "arguments": compact_json(args), "createdAt": wire.now()}
+            },
         }
         task["contextId"] = task["id"]
         owner = caller_identity()
@@ -211,7 +217,7 @@ class McpTasks(Extension):
                 "artifactId": wire.new_id(),
                 "name": "result",
                 "parts": [{"text": result.output}],
-                "metadata": {"mcpResult": self._render(tool, result)},
+                "metadata": {"mcpResult": compact_json(self._render(tool, result))},
             }
         ]
         return final
@@ -265,7 +271,7 @@ class McpTasks(Extension):
                 book._release(run)
                 raise
         answer = answer_of(asked, responses[asked.id])
-        self._start(run, tool, dict(mcp.get("arguments") or {}), (asked, answer))
+        self._start(run, tool, _json_object(mcp.get("arguments")), (asked, answer))
         return _Reply()
 
     # -- the MCP view of a task -----------------------------------------------------------------
@@ -331,8 +337,17 @@ def _result(task: Mapping[str, Any]) -> dict[str, Any]:
     """A finished task's `CallToolResult`: the tool's own, else its artifacts' text."""
     artifacts = [a for a in task.get("artifacts") or () if isinstance(a, Mapping)]
     for artifact in artifacts:
-        result = (artifact.get("metadata") or {}).get("mcpResult")
-        if isinstance(result, Mapping):
-            return dict(result)
+        result = _json_object((artifact.get("metadata") or {}).get("mcpResult"))
+        if result:
+            return result
     text = "\n".join(filter(None, (_text(a) for a in artifacts)))
     return {"content": [{"type": "text", "text": text}], "isError": False}
+
+
+def _json_object(text: Any) -> dict[str, Any]:
+    """The JSON object `text` holds (`{}` when it holds none)."""
+    try:
+        value = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
