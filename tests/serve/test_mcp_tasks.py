@@ -201,3 +201,30 @@ async def test_fastmcps_client_follows_a_served_task(both: ServeHandle) -> None:
     async with httpx2.AsyncClient() as http:  # the same task, seen over A2A
         seen = (await rpc(http, both.url, "GetTask", {"id": answer["task"]}))["result"]
     assert seen["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_replicas_on_one_shared_store_serve_each_others_tasks(postgres: Any) -> None:
+    GATE.clear()
+    profile = {"taskStore": postgres.database("mcp_tasks_replicas")}
+    first = await toolkit().serve("127.0.0.1:0", mcp=profile)
+    second = await toolkit().serve("127.0.0.1:0", mcp=profile)
+    try:
+        async with (
+            Client(first.url + "/mcp", extensions=[_Tasks()]) as here,
+            Client(second.url + "/mcp", extensions=[_Tasks()]) as there,
+        ):
+            handle = await here.session.call_tool("build", {"n": 2}, allow_claimed=True)
+            assert isinstance(handle, TaskHandle)
+            # the other replica reads the task running on the first (not orphaned)
+            assert (await get_task(there.session, handle.task_id))["status"] == "working"
+            GATE.set()
+            done = await follow(there, handle.task_id, "completed")
+            assert done["result"]["content"] == [{"type": "text", "text": "built 2"}]
+
+            held = await here.session.call_tool("hold", {}, allow_claimed=True)
+            assert isinstance(held, TaskHandle)
+            await cancel_task(there.session, held.task_id)  # cancelled on the other replica
+            await follow(here, held.task_id, "cancelled")
+    finally:
+        await first.stop()
+        await second.stop()

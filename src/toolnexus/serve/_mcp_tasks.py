@@ -162,7 +162,12 @@ class McpTasks(Extension):
         return _Reply(**self._view(task), result_type="task")
 
     def _start(self, run: _Run, tool: Tool, args: dict[str, Any], resume: Any) -> None:
-        run.job = asyncio.get_running_loop().create_task(self._run(run, tool, args, resume))
+        loop = asyncio.get_running_loop()
+        run.job = loop.create_task(self._run(run, tool, args, resume))
+        watch = getattr(self._book.store, "watch", None)
+        if callable(watch):  # a shared store: a cancel saved by another replica stops the run
+            run.changes = watch(run.task["id"])
+            run.watcher = loop.create_task(self._book._heed_cancel_elsewhere(run, run.changes))
 
     async def _run(
         self,
