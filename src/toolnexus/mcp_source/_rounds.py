@@ -30,7 +30,7 @@ from toolnexus.mcp_source._tasks import TaskHandle
 from toolnexus.types import Answer, Request, ToolContext, ToolResult
 
 _STALE_STATE = "requestState"
-_TASK = "task"  # the Tasks extension's `resultType`, never declared by toolnexus
+_TASK = "task"  # the Tasks extension's `resultType` (see `_tasks`)
 
 
 def _is_task_answer(exc: ValidationError) -> bool:
@@ -463,7 +463,12 @@ class Call(Rounds):
         return f"MCP tool {self.tool} asked for input more than {_input.MAX_ROUNDS} times"
 
     def answered_with_task(self) -> str:
-        return f'MCP server "{self.name}" answered with a task, which toolnexus does not support'
+        """Why a task answer that is no task handle toolnexus can follow ends the call."""
+        if self.conn.spec.tasks == "avoid":
+            why = 'although the Tasks extension was not declared ("tasks": "avoid")'
+        else:
+            why = "that is not a valid task handle"
+        return f'MCP server "{self.name}" answered with a task {why}'
 
     async def url_required(self, exc: MCPError, resent: bool) -> ToolResult | None:
         """-32042: the URLs through `wait_for` (then `None`: resend once), else a result."""
