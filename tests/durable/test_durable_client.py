@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -208,6 +209,14 @@ async def test_host_calls_to_a_database_that_stops_answering_fail_in_time(
                 "the DBOS system database did not answer within 1 s (durable run 'paused-db-1')"
             )
             assert PG_PASSWORD not in message
+        started = time.monotonic()
+        with pytest.raises(StoreError) as caught:
+            await runs.start("again", workflow_id="paused-db-2")
+        assert str(caught.value) == (
+            "the DBOS system database did not answer within 1 s "
+            "(starting durable run 'paused-db-2')"
+        )
+        assert time.monotonic() - started < 6  # a hang guard, not a speed figure
     # Nothing was lost: once the database answers again, the run takes its answer and ends.
     await run.answer(yes)
     assert (await run.result()).text == "ok"

@@ -17,6 +17,7 @@ import pytest
 
 from support.a2a_agent import message, rpc
 from support.db_servers import PostgresServer, RedisServer
+from support.polling import wait_until
 from toolnexus.client import create_in_process_client
 from toolnexus.client.memory import PostgresConversationStore, RedisConversationStore
 from toolnexus.errors import RunTimeout, StoreError
@@ -130,3 +131,29 @@ async def test_a_run_on_a_store_paused_mid_run_ends_by_its_deadline(
             pausing[0].__exit__(None, None, None)
         await client.aclose()
         await store.aclose()
+
+
+async def test_a_watch_notices_a_paused_store_and_follows_it_back(
+    fragile: tuple[str, PostgresServer | RedisServer],
+) -> None:
+    # A listener whose server stops answering says so (`listening` turns false, so watchers
+    # know announcements may be lost) instead of waiting unnoticed, and listens again after.
+    kind, server = fragile
+    kinds = PostgresTaskStore if kind == "postgres" else RedisTaskStore
+    here, there = kinds(server.url, timeout_ms=TIMEOUT_MS), kinds(server.url)
+    # an id of its own: the server outlives the test, and the other tests' tasks stay on it
+    task = {"id": "paused-watch", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}
+    try:
+        async with here.watch("paused-watch") as changes:
+            assert here.listening
+            with server.paused():
+                started = time.monotonic()
+                await wait_until(lambda: not here.listening, timeout=2 * TIMEOUT_MS / 1000 + 5)
+                within(started, 2 * TIMEOUT_MS / 1000)
+            await wait_until(lambda: here.listening, timeout=15)
+            await changes.wait(0)  # "look again" after the reconnection
+            await there.save(task)
+            assert await changes.wait(15)
+    finally:
+        await here.aclose()
+        await there.aclose()

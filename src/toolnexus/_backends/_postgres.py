@@ -210,7 +210,10 @@ class PostgresPool:
 
     async def listen(self, channel: str, on_ready: Callable[[], None]) -> AsyncIterator[str]:
         """The payloads of `NOTIFY channel`, on a connection of its own (not the pool's):
-        `on_ready()` once the connection listens. Raises when the connection is lost."""
+        `on_ready()` once the connection listens. Raises when the connection is lost, or when
+        the server leaves a `SELECT 1` (sent after `timeout_ms` of silence) unanswered for
+        `timeout_ms`: a server that stopped answering would otherwise keep the listener waiting
+        forever, unnoticed."""
         psycopg, _ = _import_drivers()
         await self.pool()  # the schema exists and the server was reachable once
         try:
@@ -222,8 +225,14 @@ class PostgresPool:
         try:
             await conn.execute(f'LISTEN "{channel}"')  # type: ignore[arg-type]  # ours, constant
             on_ready()
-            async for notice in conn.notifies():
-                yield notice.payload
+            while True:
+                # Notices that arrive during the probe wait in psycopg's backlog for the next round.
+                async for notice in conn.notifies(timeout=self.timeout_s):
+                    yield notice.payload
+                try:
+                    await self._within(conn.execute("SELECT 1"))
+                except TimeoutError as exc:
+                    raise ConnectionError(f"{self.label}: {exc}") from None
         except psycopg.OperationalError as exc:
             raise ConnectionError(self._scrub(str(exc)).strip()) from None
         finally:

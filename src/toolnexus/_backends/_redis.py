@@ -114,15 +114,25 @@ class RedisPool:
     async def listen(self, channel: str, on_ready: Callable[[], None]) -> AsyncIterator[str]:
         """The messages published on `channel` (under the prefix), on a connection of its own:
         `on_ready()` each time the subscription is (re-)established, since messages published
-        while it was down are lost. Raises when the server stays unreachable."""
+        while it was down are lost. Raises when the server stays unreachable, or when it leaves
+        a ping unanswered for `timeout_ms` (sent after `timeout_ms` of silence): a server that
+        stopped answering would otherwise keep the listener waiting forever, unnoticed."""
         client = await self.client()
         pubsub = client.pubsub()
+        pinged = False
         try:
             await pubsub.subscribe(self.key(channel))
             while True:
-                message = await pubsub.get_message(timeout=None)
+                message = await pubsub.get_message(timeout=self.timeout_s)
                 if message is None:
+                    if pinged:
+                        raise ConnectionError(
+                            f"{self.label} left a ping unanswered for {self.timeout_s:g} s"
+                        )
+                    await asyncio.wait_for(pubsub.ping(), self.timeout_s)
+                    pinged = True
                     continue
+                pinged = False
                 if message["type"] == "subscribe":
                     on_ready()
                 elif message["type"] == "message":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
@@ -31,7 +32,7 @@ from toolnexus.durable._stream import (
     handle_of,
     stream_events,
 )
-from toolnexus.errors import ConfigError, ConfigTypeError, StreamingUnsupported
+from toolnexus.errors import ConfigError, ConfigTypeError, StoreError, StreamingUnsupported
 from toolnexus.toolkit import Toolkit
 from toolnexus.types import Answer, Request, Tool
 
@@ -105,8 +106,8 @@ class DurableClient:
     enqueued on that DBOS queue (see `DBOS.register_queue`), which bounds how many run at once;
     with `queue_per_model` as well, each run is in the queue's partition named by the client's
     model, so a partitioned queue's limits apply per model. A host call that reads or writes
-    the system database outside a run (`pending`, `answer`, `cancel`) fails with `StoreError`
-    when the database does not answer within `db_timeout_s`.
+    the system database outside a run (`start`, `pending`, `answer`, `cancel`) fails with
+    `StoreError` when the database does not answer within `db_timeout_s`.
     """
 
     def __init__(
@@ -188,12 +189,26 @@ class DurableClient:
         args = (prompt, history, id, output_type, bool(stream))
         started = SetWorkflowID(workflow_id) if workflow_id is not None else None
         with dbos_errors(workflow_id), started or contextlib.nullcontext():
-            if self.queue is not None:
-                partition = self.client.model if self.queue_per_model else None
-                with SetEnqueueOptions(queue_partition_key=partition):
-                    handle = await DBOS.enqueue_workflow_async(self.queue, self._workflow, *args)
-            else:
-                handle = await DBOS.start_workflow_async(self._workflow, *args)
+            # DBOS records the start on a worker thread and then runs the workflow on this loop,
+            # so the wait is bounded here rather than moved to a thread of its own (`bounded`).
+            # Given up on, the start may still be recorded: starting the same `workflow_id`
+            # again attaches to it, and DBOS recovery runs it if this process dies meanwhile.
+            try:
+                async with asyncio.timeout(self.db_timeout_s):
+                    if self.queue is not None:
+                        partition = self.client.model if self.queue_per_model else None
+                        with SetEnqueueOptions(queue_partition_key=partition):
+                            handle = await DBOS.enqueue_workflow_async(
+                                self.queue, self._workflow, *args
+                            )
+                    else:
+                        handle = await DBOS.start_workflow_async(self._workflow, *args)
+            except TimeoutError:
+                run = f"durable run {workflow_id!r}" if workflow_id else "a new durable run"
+                raise StoreError(
+                    f"the DBOS system database did not answer within {self.db_timeout_s:g} s "
+                    f"(starting {run})"
+                ) from None
         return DurableRun(handle.get_workflow_id(), handle, db_timeout_s=self.db_timeout_s)
 
     async def stream(
