@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed
 # a2a-sdk 0.3.x cannot live beside 1.x: its side of the a2a03 tests runs in this second venv.
 A2A03_VENV ?= .venv-a2a03
 A2A03_STAMP := $(A2A03_VENV)/.installed
+# fastmcp-tasks pins fastmcp-slim: the FastMCP upstream of the MCP Tasks tests runs in this venv.
+FASTMCP_TASKS_VENV ?= .venv-fastmcp-tasks
+FASTMCP_TASKS_STAMP := $(FASTMCP_TASKS_VENV)/.installed
 
 .PHONY: demo test docs lint typecheck check bench-quick clean
 
@@ -23,8 +26,15 @@ $(A2A03_STAMP): tests/support/a2a03/requirements.txt
 	$(A2A03_VENV)/bin/python -m pip install -q -r tests/support/a2a03/requirements.txt
 	touch $(A2A03_STAMP)
 
-test: $(STAMP) $(A2A03_STAMP)  ## the whole test suite
-	TOOLNEXUS_A2A03_PYTHON=$(CURDIR)/$(A2A03_VENV)/bin/python $(BIN)/python -m pytest
+$(FASTMCP_TASKS_STAMP): tests/support/fastmcp_tasks/requirements.txt
+	$(PYTHON) -m venv $(FASTMCP_TASKS_VENV)
+	$(FASTMCP_TASKS_VENV)/bin/python -m pip install -q -r tests/support/fastmcp_tasks/requirements.txt
+	touch $(FASTMCP_TASKS_STAMP)
+
+test: $(STAMP) $(A2A03_STAMP) $(FASTMCP_TASKS_STAMP)  ## the whole test suite
+	TOOLNEXUS_A2A03_PYTHON=$(CURDIR)/$(A2A03_VENV)/bin/python \
+	TOOLNEXUS_FASTMCP_TASKS_PYTHON=$(CURDIR)/$(FASTMCP_TASKS_VENV)/bin/python \
+	$(BIN)/python -m pytest
 
 docs: $(STAMP)  ## the docs site into site/, every warning an error
 	$(BIN)/mkdocs build --strict
@@ -44,4 +54,4 @@ bench-quick: $(STAMP)
 	$(BIN)/python bench/run.py --quick
 
 clean:
-	rm -rf $(VENV) $(A2A03_VENV) build dist site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(A2A03_VENV) $(FASTMCP_TASKS_VENV) build dist site .pytest_cache .mypy_cache .ruff_cache

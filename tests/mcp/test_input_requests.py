@@ -425,9 +425,13 @@ async def test_the_declared_capabilities_follow_the_era_and_the_config(
     both_modes = {"form": {}, "url": {}}
     bare = await declared({"modern": {"url": dual}, "legacy": {"url": legacy}})
     # 2026-07-28: elicitation always (a question becomes a suspension); 2025-11-25: only
-    # with a `wait_for` (a push needs its answer while the call is open); never sampling,
-    # tasks or other extensions; roots only when there are some
-    assert bare == {"modern": {"elicitation": both_modes}, "legacy": {}}
+    # with a `wait_for` (a push needs its answer while the call is open); never sampling or
+    # other extensions than Tasks (2026-07-28 only, unless `"tasks": "avoid"`); roots only
+    # when there are some
+    tasks = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    assert bare == {"modern": {"elicitation": both_modes, **tasks}, "legacy": {}}
+    avoided = await declared({"modern": {"url": dual, "tasks": "avoid"}})
+    assert avoided == {"modern": {"elicitation": both_modes}}
     full = await declared(
         {
             "modern": {"url": dual, "roots": ["/srv/ws"]},
@@ -437,7 +441,7 @@ async def test_the_declared_capabilities_follow_the_era_and_the_config(
         Asker(),
     )
     assert full == {
-        "modern": {"elicitation": both_modes, "roots": {}},
+        "modern": {"elicitation": both_modes, "roots": {}, **tasks},
         "legacy": {"elicitation": both_modes, "roots": {}},
         "rootless": {"elicitation": both_modes},
     }

@@ -256,7 +256,7 @@ async def test_structure_breaking_the_output_schema_is_the_sdk_error(protocol: s
 
 
 async def test_a_task_answer_is_an_error_naming_tasks() -> None:
-    # a server that answers with a task although toolnexus never opts in to the extension
+    # a server that answers with a task in a shape the extension does not define
     server = ThreadedHttpServer(task_answers_app())
     try:
         source = await load_mcp_with_context({"t": {"url": server.url()}})
@@ -265,12 +265,21 @@ async def test_a_task_answer_is_an_error_naming_tasks() -> None:
             for tool in source.tools:
                 result = await tool.execute()
                 assert (result.output, result.is_error) == (
-                    'MCP server "t" answered with a task, which toolnexus does not support',
+                    'MCP server "t" answered with a task that is not a valid task handle',
                     True,
                 ), tool.name
                 assert result.metadata == {"server": "t"}
         finally:
             await source.close()
+        avoiding = await load_mcp_with_context({"t": {"url": server.url(), "tasks": "avoid"}})
+        try:
+            result = await avoiding.tools[0].execute()
+            assert result.output == (
+                'MCP server "t" answered with a task although the Tasks extension was not '
+                'declared ("tasks": "avoid")'
+            )
+        finally:
+            await avoiding.close()
     finally:
         server.stop()
 

@@ -7,11 +7,12 @@ results back instead of calling the model or the tool again.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from dbos import DBOS
 
+from toolnexus._task_ledger import ledger
 from toolnexus.adapters import ToolCall
 from toolnexus.client._steps import ToolStep, journal
 from toolnexus.client._wire import Turn
@@ -32,6 +33,8 @@ TOOL_STEP_PREFIX = "toolnexus.tool:"
 PENDING_EVENT = "toolnexus.pending"
 """The workflow event holding the `Request` a suspended run waits on (`None` once answered)."""
 ANSWER_TOPIC_PREFIX = "toolnexus.answer:"
+TASK_EVENT_PREFIX = "toolnexus.task:"
+"""The workflow event (one per tool step) holding the remote task the step waits on."""
 
 
 def answer_topic(request_id: str) -> str:
@@ -63,7 +66,7 @@ class DbosSteps:
 
         async def run(call: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
             async def step() -> dict[str, Any]:
-                with journal(None):
+                with journal(None), ledger(_StepLedger()):
                     return result_data(await call())
 
             data = await reservation.run_async({"name": TOOL_STEP_PREFIX + name}, step)
@@ -79,6 +82,27 @@ class DbosSteps:
         )
         await DBOS.set_event_async(PENDING_EVENT, None)
         return Answer.coerce(message)  # none in time counts as declined/expired
+
+
+class _StepLedger:
+    """The remote task a tool step waits on, kept as an event of its workflow (keyed by the
+    step): the process that recovers the step after a crash finds it and resumes waiting on
+    that task instead of calling the tool again (see `toolnexus._task_ledger`)."""
+
+    __slots__ = ("_key", "_workflow")
+
+    def __init__(self) -> None:
+        workflow, step = DBOS.workflow_id, DBOS.step_id
+        assert workflow is not None and step is not None
+        self._workflow = workflow
+        self._key = f"{TASK_EVENT_PREFIX}{step}"
+
+    async def recall(self) -> Mapping[str, Any] | None:
+        found = await DBOS.get_event_async(self._workflow, self._key, timeout_seconds=0)
+        return found if isinstance(found, Mapping) else None
+
+    async def record(self, reference: Mapping[str, Any] | None) -> None:
+        await DBOS.set_event_async(self._key, dict(reference) if reference is not None else None)
 
 
 def turn_data(turn: Turn) -> dict[str, Any]:

@@ -66,6 +66,7 @@ class ServerSpec:
     listen_retry_max: float = DEFAULT_LISTEN_RETRY_MAX  # seconds
     defer_loading: bool = False  # its tools are found by tool search, not declared up front
     prefix: str | None = None  # before its tools' and prompts' names; None: "<server>_"
+    tasks: str = "prefer"  # "avoid": never declare the Tasks extension (see `_tasks`)
 
     def __repr__(self) -> str:
         # Headers and the environment can hold credentials: those of credential-like names
@@ -136,8 +137,12 @@ def check_server(name: str, cfg: Any) -> ServerSpec:
     protocol = cfg.get("protocol", "auto")
     if protocol not in PROTOCOLS:
         raise ServerConfigError('protocol must be "auto", "legacy" or "2026-07-28"')
+    tasks = cfg.get("tasks", "prefer")
+    if tasks not in ("prefer", "avoid"):
+        raise ServerConfigError(f'"tasks" must be "prefer" or "avoid", not {_show(tasks)}')
     common: dict[str, Any] = {
         "name": name,
+        "tasks": tasks,
         "enabled": is_enabled(cfg),
         "timeout": timeout,
         "tools_filter": tools_filter,

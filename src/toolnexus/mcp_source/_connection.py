@@ -63,6 +63,7 @@ from toolnexus.mcp_source._server_log import ServerLog
 from toolnexus.mcp_source._sign_in import park_for
 from toolnexus.mcp_source._state import Transport
 from toolnexus.mcp_source._stdio import ChildState, TransportStreams, stdio_transport
+from toolnexus.mcp_source._tasks import session_options
 from toolnexus.oauth._errors import SignInFailed, SignInRequired
 from toolnexus.types import Request, Signal, error_message
 
@@ -532,6 +533,7 @@ class Connection:
                 message_handler=self._on_message,
                 client_info=CLIENT_INFO,
                 log_level=spec.log_level,  # type: ignore[arg-type]
+                **session_options(spec),
             )
             session.push_elicitation = self._wait_for is not None
             session.peer = self

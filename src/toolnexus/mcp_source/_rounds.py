@@ -20,16 +20,17 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from toolnexus.errors import McpInputError
-from toolnexus.mcp_source import _input
+from toolnexus.mcp_source import _input, _task_calls
 from toolnexus.mcp_source._config import MODERN
 from toolnexus.mcp_source._connection import Budget, Connection
 from toolnexus.mcp_source._elicitation import ask_host, elicit_response
 from toolnexus.mcp_source._input import AnswerRefused, InputPending, Resume
 from toolnexus.mcp_source._results import map_call_result
+from toolnexus.mcp_source._tasks import TaskHandle
 from toolnexus.types import Answer, Request, ToolContext, ToolResult
 
 _STALE_STATE = "requestState"
-_TASK = "task"  # the Tasks extension's `resultType`, never declared by toolnexus
+_TASK = "task"  # the Tasks extension's `resultType` (see `_tasks`)
 
 
 def _is_task_answer(exc: ValidationError) -> bool:
@@ -333,6 +334,7 @@ class Call(Rounds):
     relisted = False  # a -32020 made the tools listed again
     sent_at: str | None  # the protocol and the negotiation of the latest send
     negotiation: int
+    task_id: str | None = None  # the task the server answered with (Tasks extension)
 
     def __init__(
         self,
@@ -354,7 +356,7 @@ class Call(Rounds):
         """The call from its first round, or from the suspension `resume` (answered by
         `ctx.answer`)."""
         if resume is None:
-            return self.exchange()
+            return self.first()
         answer = self.ctx.answer
         if "elicitationId" in (resume.data or {})["mcp"]:  # a -32042 suspension
             if answer is None or not answer.ok:
@@ -363,12 +365,27 @@ class Call(Rounds):
             self.url_resent = True
             return self.exchange()
         resumed = self.resumed(resume, answer)
-        return _now(resumed) if isinstance(resumed, ToolResult) else self.exchange(resumed)
+        if isinstance(resumed, ToolResult):
+            return _now(resumed)
+        task_id = _task_calls.task_of(resume)
+        if task_id is not None:  # an input request of the task the call is waiting in
+            return _task_calls.resume(self, resumed.responses, task_id)
+        return self.exchange(resumed)
 
-    def send(self, responses: dict[str, Any] | None, state: str | None) -> Awaitable[Any]:
+    async def first(self) -> ToolResult:
+        """The call from its first round, unless an earlier attempt of it (a durable run
+        recovered elsewhere) left a task to follow instead."""
+        recalled = await _task_calls.recalled(self)
+        if recalled is not None:
+            return recalled
+        outcome: ToolResult = await self.exchange()
+        return outcome
+
+    async def send(self, responses: dict[str, Any] | None, state: str | None) -> Any:
+        """One `tools/call`; a task it is answered with is followed to its outcome here."""
         conn = self.conn
         self.sent_at, self.negotiation = conn.protocol, conn.negotiation
-        return conn.call_tool(
+        result = await conn.call_tool(
             self.tool,
             self.args,
             self.budget,
@@ -376,6 +393,9 @@ class Call(Rounds):
             responses=responses,
             request_state=state,
         )
+        if isinstance(result, TaskHandle):
+            return await _task_calls.follow(self, result)
+        return result
 
     async def recover(self, exc: Exception) -> Any:
         """A Tasks answer, a missing capability or a -32042 the host does not answer end the
@@ -413,17 +433,22 @@ class Call(Rounds):
         raise exc
 
     def finished(self, result: Any) -> ToolResult:
+        if isinstance(result, ToolResult):  # a task's outcome
+            return result
         if isinstance(result, types.CallToolResult) and result.result_type != _TASK:
             return map_call_result(result, self.name)
         return self.error(self.answered_with_task())
 
     def origin(self) -> dict[str, Any]:
-        return {
+        origin = {
             "server": self.name,
             "tool": self.tool,
             "arguments": dict(self.args),
             "protocol": self.conn.protocol or MODERN,
         }
+        if self.task_id is not None:
+            origin["taskId"] = self.task_id
+        return origin
 
     def error(self, text: str) -> ToolResult:
         return ToolResult(text, True, {"server": self.name})
@@ -438,7 +463,12 @@ class Call(Rounds):
         return f"MCP tool {self.tool} asked for input more than {_input.MAX_ROUNDS} times"
 
     def answered_with_task(self) -> str:
-        return f'MCP server "{self.name}" answered with a task, which toolnexus does not support'
+        """Why a task answer that is no task handle toolnexus can follow ends the call."""
+        if self.conn.spec.tasks == "avoid":
+            why = 'although the Tasks extension was not declared ("tasks": "avoid")'
+        else:
+            why = "that is not a valid task handle"
+        return f'MCP server "{self.name}" answered with a task {why}'
 
     async def url_required(self, exc: MCPError, resent: bool) -> ToolResult | None:
         """-32042: the URLs through `wait_for` (then `None`: resend once), else a result."""

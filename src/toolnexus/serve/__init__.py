@@ -44,6 +44,7 @@ from toolnexus.serve._mcp import (
     exposed_mcp_tools,
     make_mcp_server,
 )
+from toolnexus.serve._mcp_tasks import task_support
 from toolnexus.serve._run_task import RunTask, RunTaskClient
 from toolnexus.serve._served import Served, ToolList
 from toolnexus.serve._shared_tasks import PostgresTaskStore, RedisTaskStore
@@ -214,6 +215,11 @@ async def serve_toolkit(
                 ).encode("utf-8")
 
             card = render() if verifier is None else OAuthCard(render, verifier)
+        # The MCP tasks are the A2A profile's (one task, two views); served alone, the MCP
+        # profile keeps them in an endpoint of its own, on its `taskStore`.
+        tasks = endpoint
+        if tasks is None and mcp_cfg is not None and any(map(task_support, exposed)):
+            tasks = await _mcp_task_book(toolkit, mcp_cfg)
         mcp_server = (
             make_mcp_server(
                 exposed,
@@ -223,6 +229,7 @@ async def serve_toolkit(
                 tool_scopes=auth.tool_scopes if auth is not None else None,
                 upstream=toolkit.mcp_source,
                 offers=getattr(toolkit, "offers", None),
+                tasks=tasks,
             )
             if mcp_cfg is not None
             else None
@@ -240,8 +247,16 @@ async def serve_toolkit(
         sock.close()
         raise
     return await start_server(
-        app, sock, url=url, host=host, port=real_port, a2a=endpoint, limits=limits
+        app, sock, url=url, host=host, port=real_port, a2a=tasks, limits=limits
     )
+
+
+async def _mcp_task_book(toolkit: Served, mcp_cfg: Mapping[str, Any]) -> A2AEndpoint:
+    """The endpoint keeping the MCP profile's tasks when no A2A profile is served (its
+    `taskStore`: the values an A2A `store` takes)."""
+    store = mcp_cfg.get("taskStore")
+    resolved = await asyncio.to_thread(resolve_store, store)
+    return A2AEndpoint(toolkit, None, resolved, owns_store=isinstance(store, str))
 
 
 def _endpoint_url(base: str) -> str:

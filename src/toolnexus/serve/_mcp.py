@@ -39,6 +39,7 @@ from toolnexus.serve._asking import answer_of, ask_client
 from toolnexus.serve._mcp_caller import LogLevels, McpCaller
 from toolnexus.serve._mcp_offers import offer_handlers, part_block
 from toolnexus.serve._mcp_relay import relay_handlers
+from toolnexus.serve._mcp_tasks import McpTasks, task_support
 from toolnexus.types import (
     Answer,
     Request,
@@ -52,6 +53,7 @@ from toolnexus.types import (
 if TYPE_CHECKING:
     from toolnexus.mcp_source import McpSource
     from toolnexus.offers import Offers
+    from toolnexus.serve._a2a import A2AEndpoint
     from toolnexus.serve._served import Served
 
 __all__ = [
@@ -77,7 +79,8 @@ class MCPServeConfig(TypedDict, total=False):
     """The MCP profile: `serverInfo` name/version, the exposed tool names, the gateway's
     `instructions`, and the request-state keys (`${ENV}` expanded; the first seals, all unseal)
     with their lifetime in milliseconds. Replicas must share `requestStateKeys` and `name`.
-    `resources: false` / `prompts: false` stop re-serving the upstream MCP servers' ones."""
+    `resources: false` / `prompts: false` stop re-serving the upstream MCP servers' ones.
+    `taskStore` keeps the MCP tasks when no A2A profile is served (the A2A `store` values)."""
 
     name: str
     version: str
@@ -87,6 +90,7 @@ class MCPServeConfig(TypedDict, total=False):
     requestStateTtl: int
     resources: bool
     prompts: bool
+    taskStore: str
 
 
 OnCall: TypeAlias = Callable[[dict[str, Any]], "Awaitable[None] | None"]
@@ -266,6 +270,7 @@ def make_mcp_server(
     tool_scopes: Mapping[str, Sequence[str]] | None = None,
     upstream: McpSource | None = None,
     offers: Offers | None = None,
+    tasks: A2AEndpoint | None = None,
 ) -> Server[Any]:
     """An SDK server exposing `tools` (already filtered); `execute` runs one validated call.
     With `tool_scopes`, a caller holding an OAuth access token sees only the tools its scopes
@@ -273,7 +278,9 @@ def make_mcp_server(
     MCP servers, their resources and prompts are served too (unless the profile says
     `resources: false` / `prompts: false`): those of every server when the profile exposes all
     tools, else of the servers whose tools it exposes. With `offers`, the toolkit's declared
-    resources, prompts and completions are served before the upstream ones."""
+    resources, prompts and completions are served before the upstream ones. With `tasks` (the
+    endpoint keeping the A2A tasks), the tools that declare task support run as MCP tasks
+    (`serve/_mcp_tasks.py`)."""
     cfg = cfg or {}
     by_name = {t.name: t for t in tools}
     listed = list(tools)
@@ -383,6 +390,10 @@ def make_mcp_server(
             **handlers,
         )
     server.middleware.append(_security(cfg, name))
+    if tasks is not None and any(task_support(t) for t in tools):
+        McpTasks(
+            tasks, tools, execute, lambda tool, result: _call_result(tool, result, output_schemas)
+        ).install(server, call_tool)
     return server
 
 
