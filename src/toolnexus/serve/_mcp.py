@@ -32,6 +32,7 @@ from toolnexus.serve._asking import answer_of, ask_client
 from toolnexus.serve._mcp_caller import LogLevels, McpCaller
 from toolnexus.serve._mcp_offers import offer_handlers, part_block
 from toolnexus.serve._mcp_relay import relay_handlers
+from toolnexus.serve._mcp_skills import skills_provider
 from toolnexus.types import (
     Answer,
     Request,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from toolnexus.mcp_source import McpSource
     from toolnexus.offers import Offers
     from toolnexus.serve._served import Served
+    from toolnexus.skill import SkillSource
 
 __all__ = [
     "DEFAULT_NAME",
@@ -70,7 +72,8 @@ class MCPServeConfig(TypedDict, total=False):
     """The MCP profile: `serverInfo` name/version, the exposed tool names, the gateway's
     `instructions`, and the request-state keys (`${ENV}` expanded; the first seals, all unseal)
     with their lifetime in milliseconds. Replicas must share `requestStateKeys` and `name`.
-    `resources: false` / `prompts: false` stop re-serving the upstream MCP servers' ones."""
+    `resources: false` / `prompts: false` stop re-serving the upstream MCP servers' ones;
+    `skills: false` stops serving the toolkit's skills (Skills extension)."""
 
     name: str
     version: str
@@ -80,6 +83,7 @@ class MCPServeConfig(TypedDict, total=False):
     requestStateTtl: int
     resources: bool
     prompts: bool
+    skills: bool
 
 
 OnCall: TypeAlias = Callable[[dict[str, Any]], "Awaitable[None] | None"]
@@ -261,6 +265,7 @@ def make_mcp_server(
     tool_scopes: Mapping[str, Sequence[str]] | None = None,
     upstream: McpSource | None = None,
     offers: Offers | None = None,
+    skills: SkillSource | None = None,
 ) -> Server[Any]:
     """An SDK server exposing `tools` (already filtered); `execute` runs one validated call.
     With `tool_scopes`, a caller holding an OAuth access token sees only the tools its scopes
@@ -268,7 +273,8 @@ def make_mcp_server(
     MCP servers, their resources and prompts are served too (unless the profile says
     `resources: false` / `prompts: false`): those of every server when the profile exposes all
     tools, else of the servers whose tools it exposes. With `offers`, the toolkit's declared
-    resources, prompts and completions are served before the upstream ones."""
+    resources, prompts and completions are served before the upstream ones. With `skills`,
+    the gateway is a Skills provider (`_mcp_skills.py`) unless the profile says `skills: false`."""
     cfg = cfg or {}
     by_name = {t.name: t for t in tools}
     listed = list(tools)
@@ -364,6 +370,9 @@ def make_mcp_server(
     version = cfg.get("version")
     instructions = cfg.get("instructions")
     handlers = offer_handlers(offers, relay_handlers(upstream, cfg, _upstream_servers(tools, cfg)))
+    provider = skills_provider(skills, cfg)
+    if provider is not None:
+        handlers = provider.resource_handlers(handlers)
     with warnings.catch_warnings():  # logging is deprecated at 2026-07-28, still 2025-11-25's
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         server: Server[Any] = Server(
@@ -377,6 +386,8 @@ def make_mcp_server(
             **handlers,
         )
     server.middleware.append(_security(cfg, name))
+    if provider is not None:
+        provider.install(server)
     return server
 
 
