@@ -1,12 +1,13 @@
 """An MCP App on the official SDK's extension framework: `MCPServer(extensions=[Apps()])` with a
-tool bound to a `ui://` HTML resource (`app()` is its streamable HTTP ASGI app)."""
+tool bound to a `ui://` HTML resource, and a tool telling whether the caller declared Apps
+support (`app()` is its streamable HTTP ASGI app)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mcp.server.apps import Apps
-from mcp.server.mcpserver import MCPServer
+from mcp.server.apps import Apps, client_supports_apps
+from mcp.server.mcpserver import Context, MCPServer
 
 CLOCK_URI = "ui://clock/app.html"
 CLOCK_HTML = "<!doctype html><title>clock</title><p id=now></p>"
@@ -23,9 +24,9 @@ def server() -> MCPServer:
     mcp = MCPServer("apps", extensions=[apps])
 
     @mcp.tool()
-    def plain() -> str:
-        """No app."""
-        return "plain"
+    def supports_apps(ctx: Context) -> str:
+        """Whether the calling client declared MCP Apps support."""
+        return str(client_supports_apps(ctx))
 
     return mcp
 
