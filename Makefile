@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed
 # a2a-sdk 0.3.x cannot live beside 1.x: its side of the a2a03 tests runs in this second venv.
 A2A03_VENV ?= .venv-a2a03
 A2A03_STAMP := $(A2A03_VENV)/.installed
+# FastMCP pins its own `mcp`: its side of the Skills-over-MCP tests runs in a venv of its own.
+FASTMCP_VENV ?= .venv-fastmcp
+FASTMCP_STAMP := $(FASTMCP_VENV)/.installed
 
 .PHONY: demo test docs lint typecheck check bench-quick clean
 
@@ -23,8 +26,14 @@ $(A2A03_STAMP): tests/support/a2a03/requirements.txt
 	$(A2A03_VENV)/bin/python -m pip install -q -r tests/support/a2a03/requirements.txt
 	touch $(A2A03_STAMP)
 
-test: $(STAMP) $(A2A03_STAMP)  ## the whole test suite
-	TOOLNEXUS_A2A03_PYTHON=$(CURDIR)/$(A2A03_VENV)/bin/python $(BIN)/python -m pytest
+$(FASTMCP_STAMP): tests/support/fastmcp/requirements.txt
+	$(PYTHON) -m venv $(FASTMCP_VENV)
+	$(FASTMCP_VENV)/bin/python -m pip install -q -r tests/support/fastmcp/requirements.txt
+	touch $(FASTMCP_STAMP)
+
+test: $(STAMP) $(A2A03_STAMP) $(FASTMCP_STAMP)  ## the whole test suite
+	TOOLNEXUS_A2A03_PYTHON=$(CURDIR)/$(A2A03_VENV)/bin/python \
+	TOOLNEXUS_FASTMCP_PYTHON=$(CURDIR)/$(FASTMCP_VENV)/bin/python $(BIN)/python -m pytest
 
 docs: $(STAMP)  ## the docs site into site/, every warning an error
 	$(BIN)/mkdocs build --strict
@@ -44,4 +53,4 @@ bench-quick: $(STAMP)
 	$(BIN)/python bench/run.py --quick
 
 clean:
-	rm -rf $(VENV) $(A2A03_VENV) build dist site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(A2A03_VENV) $(FASTMCP_VENV) build dist site .pytest_cache .mypy_cache .ruff_cache
