@@ -25,7 +25,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import mcp_types as types
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from toolnexus._log import warn
 from toolnexus.errors import ToolnexusError
@@ -298,7 +298,7 @@ async def server_skills(servers: Sequence[Any]) -> list[McpSkill]:
     for server in servers:
         try:
             entries = await _entries(server)
-        except (Exception, ValidationError) as exc:
+        except Exception as exc:  # an error answer, a malformed listing, a lost server
             warn(f'MCP server "{server.name}" could not list its skills: {error_message(exc)}')
             continue
         names: set[str] = set()

@@ -57,6 +57,7 @@ __all__ = ["SkillsProvider", "skills_provider"]
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _SCHEME = "skill://"
+_SKIPPED_DIRS = frozenset({".git", "node_modules"})
 
 
 @dataclass(frozen=True)
@@ -276,21 +277,23 @@ def _data_skill_bytes(info: SkillInfo) -> bytes:
 
 
 def _folder_files(directory: str) -> list[str]:
-    """The regular files under `directory` (links followed to files only), as `/` paths."""
+    """The regular files under `directory` that resolve inside it, as `/` paths in code point
+    order (`.git` and `node_modules` left out, as the `skill` tool's file list leaves them)."""
+    base = os.path.realpath(directory)
     found: list[str] = []
     for parent, dirs, names in os.walk(directory):
-        dirs.sort()
-        for name in sorted(names):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS)
+        for name in names:
             path = os.path.join(parent, name)
-            if os.path.isfile(path):
+            if os.path.isfile(path) and os.path.realpath(path).startswith(base + os.sep):
                 found.append(os.path.relpath(path, directory).replace(os.sep, "/"))
-    return found
+    return sorted(found)
 
 
 def _folder_file(directory: str, rel: str) -> bytes | None:
     """The bytes of the file `rel` of a skill folder; `None` for anything outside it."""
     parts = rel.split("/")
-    if not rel or any(p in ("", ".", "..") for p in parts):
+    if not rel or any(p in ("", ".", "..") or p in _SKIPPED_DIRS for p in parts):
         return None
     base = os.path.realpath(directory)
     path = os.path.realpath(os.path.join(base, *parts))
