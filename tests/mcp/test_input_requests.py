@@ -425,9 +425,15 @@ async def test_the_declared_capabilities_follow_the_era_and_the_config(
     both_modes = {"form": {}, "url": {}}
     bare = await declared({"modern": {"url": dual}, "legacy": {"url": legacy}})
     # 2026-07-28: elicitation always (a question becomes a suspension); 2025-11-25: only
-    # with a `wait_for` (a push needs its answer while the call is open); never sampling,
-    # tasks or other extensions; roots only when there are some
-    assert bare == {"modern": {"elicitation": both_modes}, "legacy": {}}
+    # with a `wait_for` (a push needs its answer while the call is open); never sampling or
+    # tasks; roots only when there are some; the Skills and Apps extensions always
+    ext = {
+        "extensions": {
+            "io.modelcontextprotocol/skills": {},
+            "io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]},
+        }
+    }
+    assert bare == {"modern": {"elicitation": both_modes, **ext}, "legacy": ext}
     full = await declared(
         {
             "modern": {"url": dual, "roots": ["/srv/ws"]},
@@ -437,9 +443,9 @@ async def test_the_declared_capabilities_follow_the_era_and_the_config(
         Asker(),
     )
     assert full == {
-        "modern": {"elicitation": both_modes, "roots": {}},
-        "legacy": {"elicitation": both_modes, "roots": {}},
-        "rootless": {"elicitation": both_modes},
+        "modern": {"elicitation": both_modes, "roots": {}, **ext},
+        "legacy": {"elicitation": both_modes, "roots": {}, **ext},
+        "rootless": {"elicitation": both_modes, **ext},
     }
 
 
