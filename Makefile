@@ -9,6 +9,9 @@ A2A03_STAMP := $(A2A03_VENV)/.installed
 # fastmcp-tasks pins fastmcp-slim: the FastMCP upstream of the MCP Tasks tests runs in this venv.
 FASTMCP_TASKS_VENV ?= .venv-fastmcp-tasks
 FASTMCP_TASKS_STAMP := $(FASTMCP_TASKS_VENV)/.installed
+# FastMCP pins its own `mcp`: its side of the Skills-over-MCP tests runs in a venv of its own.
+FASTMCP_VENV ?= .venv-fastmcp
+FASTMCP_STAMP := $(FASTMCP_VENV)/.installed
 
 .PHONY: demo test docs lint typecheck check bench-quick clean
 
@@ -31,9 +34,15 @@ $(FASTMCP_TASKS_STAMP): tests/support/fastmcp_tasks/requirements.txt
 	$(FASTMCP_TASKS_VENV)/bin/python -m pip install -q -r tests/support/fastmcp_tasks/requirements.txt
 	touch $(FASTMCP_TASKS_STAMP)
 
-test: $(STAMP) $(A2A03_STAMP) $(FASTMCP_TASKS_STAMP)  ## the whole test suite
+$(FASTMCP_STAMP): tests/support/fastmcp/requirements.txt
+	$(PYTHON) -m venv $(FASTMCP_VENV)
+	$(FASTMCP_VENV)/bin/python -m pip install -q -r tests/support/fastmcp/requirements.txt
+	touch $(FASTMCP_STAMP)
+
+test: $(STAMP) $(A2A03_STAMP) $(FASTMCP_TASKS_STAMP) $(FASTMCP_STAMP)  ## the whole test suite
 	TOOLNEXUS_A2A03_PYTHON=$(CURDIR)/$(A2A03_VENV)/bin/python \
 	TOOLNEXUS_FASTMCP_TASKS_PYTHON=$(CURDIR)/$(FASTMCP_TASKS_VENV)/bin/python \
+	TOOLNEXUS_FASTMCP_PYTHON=$(CURDIR)/$(FASTMCP_VENV)/bin/python \
 	$(BIN)/python -m pytest
 
 docs: $(STAMP)  ## the docs site into site/, every warning an error
@@ -54,4 +63,4 @@ bench-quick: $(STAMP)
 	$(BIN)/python bench/run.py --quick
 
 clean:
-	rm -rf $(VENV) $(A2A03_VENV) $(FASTMCP_TASKS_VENV) build dist site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(A2A03_VENV) $(FASTMCP_TASKS_VENV) $(FASTMCP_VENV) build dist site .pytest_cache .mypy_cache .ruff_cache

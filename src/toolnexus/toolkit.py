@@ -665,6 +665,21 @@ def _effective_skills_filter(
     return merged or None
 
 
+async def _with_mcp_skills(
+    mcp: McpSource,
+    skill: SkillSource | None,
+    skills_filter: Mapping[str, bool] | None,
+    sample_limit: int,
+) -> SkillSource | None:
+    """`skill` with the skills the MCP servers serve (Skills extension) added after its own."""
+    served = await mcp.skills()
+    if not served:
+        return skill
+    from toolnexus.skill import with_remote_skills
+
+    return with_remote_skills(skill, served, filter=skills_filter, sample_limit=sample_limit)
+
+
 async def _resolve_agents(agents: Sequence[Agent], config_block: Any) -> list[Tool]:
     """Fetch every agent's card concurrently; a failing agent is isolated with a warning."""
     if not agents and not config_block:
@@ -817,12 +832,25 @@ async def create_toolkit(
     finally:
         call_owner.reset(owner)
 
-    skill_source = skills_task.result() if skills_task is not None else None
-    if skill_source is not None and skills_defer_loading:
-        skill_source.tool.defer_loading = True
+    mcp = mcp_task.result() if mcp_task is not None else None
+    skill = skills_task.result() if skills_task is not None else None
+    if mcp is not None:
+        try:
+            skill = await _with_mcp_skills(
+                mcp,
+                skill,
+                _effective_skills_filter(skills_filter, disable_skills),
+                skill_sample_limit,
+            )
+        except BaseException:
+            await mcp.close()
+            await http.aclose()
+            raise
+    if skill is not None and skills_defer_loading:
+        skill.tool.defer_loading = True
     toolkit = Toolkit(
-        mcp=mcp_task.result() if mcp_task is not None else None,
-        skill=skill_source,
+        mcp=mcp,
+        skill=skill,
         builtins=builtin_tools,
         agents=agents_task.result(),
         extra_tools=extra_tools,

@@ -426,12 +426,19 @@ async def test_the_declared_capabilities_follow_the_era_and_the_config(
     bare = await declared({"modern": {"url": dual}, "legacy": {"url": legacy}})
     # 2026-07-28: elicitation always (a question becomes a suspension); 2025-11-25: only
     # with a `wait_for` (a push needs its answer while the call is open); never sampling or
-    # other extensions than Tasks (2026-07-28 only, unless `"tasks": "avoid"`); roots only
-    # when there are some
-    tasks = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
-    assert bare == {"modern": {"elicitation": both_modes, **tasks}, "legacy": {}}
+    # tasks; roots only when there are some; the Skills and Apps extensions always, and Tasks
+    # too at 2026-07-28 unless the server is configured `"tasks": "avoid"`
+    ext = {
+        "io.modelcontextprotocol/skills": {},
+        "io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]},
+    }
+    tasks = {"extensions": {**ext, "io.modelcontextprotocol/tasks": {}}}
+    assert bare == {
+        "modern": {"elicitation": both_modes, **tasks},
+        "legacy": {"extensions": ext},
+    }
     avoided = await declared({"modern": {"url": dual, "tasks": "avoid"}})
-    assert avoided == {"modern": {"elicitation": both_modes}}
+    assert avoided == {"modern": {"elicitation": both_modes, "extensions": ext}}
     full = await declared(
         {
             "modern": {"url": dual, "roots": ["/srv/ws"]},
@@ -442,8 +449,8 @@ async def test_the_declared_capabilities_follow_the_era_and_the_config(
     )
     assert full == {
         "modern": {"elicitation": both_modes, "roots": {}, **tasks},
-        "legacy": {"elicitation": both_modes, "roots": {}},
-        "rootless": {"elicitation": both_modes},
+        "legacy": {"elicitation": both_modes, "roots": {}, "extensions": ext},
+        "rootless": {"elicitation": both_modes, "extensions": ext},
     }
 
 

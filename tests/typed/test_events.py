@@ -49,7 +49,7 @@ def test_the_unions_list_every_event_once() -> None:
     assert len(STREAM_EVENTS) == len(get_args(tc.StreamEvent))
     assert sorted(STREAM_EVENTS) == sorted(
         [
-            *("text", "reasoning", "tool_call", "progress", "tool_result", "pending"),
+            *("text", "reasoning", "tool_call", "ui", "progress", "tool_result", "pending"),
             *("refusal", "output", "usage", "done"),
         ]
     )

@@ -25,6 +25,7 @@ from toolnexus.client import (
     TextEvent,
     ToolCallEvent,
     ToolResultEvent,
+    UiEvent,
 )
 from toolnexus.types import ToolResult
 
@@ -44,6 +45,9 @@ def show(event: StreamEvent) -> str:
         case "tool_call":
             assert_type(event, ToolCallEvent)
             return f"{event['name']}({event['args']})"
+        case "ui":
+            assert_type(event, UiEvent)
+            return f"render {event['resource_uri']} for call {event['id']}"
         case "progress":
             assert_type(event, ProgressEvent)
             return f"{event['progress']}/{event['total']}"

@@ -60,6 +60,7 @@ from toolnexus.client._events import (
     ToolCallEvent,
     ToolEvent,
     ToolResultEvent,
+    UiEvent,
     UsageEvent,
 )
 from toolnexus.client._hooks import Hooks
@@ -184,6 +185,7 @@ __all__ = [
     "ToolResultEvent",
     "TranslateResult",
     "TranslatedToolCall",
+    "UiEvent",
     "UrllibTransport",
     "UsageEvent",
     "UsageLimits",

@@ -45,6 +45,7 @@ __all__ = [
     "ToolCallEvent",
     "ToolEvent",
     "ToolResultEvent",
+    "UiEvent",
     "UsageEvent",
 ]
 
@@ -76,6 +77,18 @@ class ToolCallEvent(TypedDict):
     id: str  # the provider's call id
     name: str
     args: dict[str, Any]
+
+
+class UiEvent(TypedDict):
+    """A tool call whose tool has an MCP App (`_meta.ui.resourceUri`), right after its
+    `tool_call`: the `ui://` resource for the host to render for the call `id`
+    (`Toolkit.read_mcp_resource(resource_uri, server=server)` reads it)."""
+
+    type: Literal["ui"]
+    id: str  # the provider's call id, as in `tool_call`
+    name: str
+    resource_uri: str
+    server: str | None  # the MCP server of the tool (`None` for a tool of another source)
 
 
 class ProgressEvent(TypedDict):
@@ -139,6 +152,7 @@ StreamEvent: TypeAlias = Union[  # noqa: UP007 - a generic alias with a default 
     TextEvent,
     ReasoningEvent,
     ToolCallEvent,
+    UiEvent,
     ProgressEvent,
     ToolResultEvent,
     PendingEvent,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus import _otel
 from toolnexus._aio import call_in_thread_maybe_async, run_together
+from toolnexus._apps import ui_resource_uri
 from toolnexus._log import logger, warn
 from toolnexus._secrets import redact
 from toolnexus.adapters import ToolCall
@@ -33,6 +34,7 @@ from toolnexus.client._events import (
     StreamEvent,
     ToolEvent,
     ToolResultEvent,
+    UiEvent,
 )
 from toolnexus.client._hooks import AfterLlmHook, AfterToolHook, before_llm, call_hook
 from toolnexus.client._metrics import elapsed_ms
@@ -326,6 +328,9 @@ class RunLoop:
                                 "name": call.name,
                                 "args": call.args,
                             }
+                            app = self._app_event(call)
+                            if app is not None:
+                                yield app
                     running: asyncio.Future[list[_Outcome]] | None = None
                     with _otel.active(run):
                         if not calls:
@@ -614,6 +619,21 @@ class RunLoop:
 
     def _tool(self, name: str) -> Tool | None:
         return self.toolkit.get(name) if self.toolkit is not None else None
+
+    def _app_event(self, call: ToolCall) -> UiEvent | None:
+        """The `ui` event of a call whose tool names an MCP App, else `None`."""
+        tool = self._tool(call.name)
+        uri = ui_resource_uri(tool.metadata) if tool is not None else None
+        if tool is None or uri is None:
+            return None
+        server = (tool.metadata or {}).get("server") if tool.source == "mcp" else None
+        return {
+            "type": "ui",
+            "id": call.id,
+            "name": call.name,
+            "resource_uri": uri,
+            "server": server if isinstance(server, str) else None,
+        }
 
     def _tool_event(self, name: str, result: ToolResult, started: float, suspended: bool) -> None:
         if self.finished:

@@ -56,6 +56,7 @@ from toolnexus._version import __version__
 from toolnexus.errors import HeaderValueError, ToolnexusError
 from toolnexus.mcp_source._config import MODERN, ServerSpec
 from toolnexus.mcp_source._elicitation import ask_host, elicit_response, elicitation_to_request
+from toolnexus.mcp_source._extensions import client_extensions
 from toolnexus.mcp_source._listing import ListingRepair
 from toolnexus.mcp_source._process import SpawnError, kill_tree_now
 from toolnexus.mcp_source._results import wire
@@ -524,6 +525,8 @@ class Connection:
             spec = self.spec
             # SSE speaks only the handshake era (never tried when `protocol` is 2026-07-28)
             protocol = "legacy" if self.transport == "sse" else spec.protocol
+            tasks = session_options(spec)  # the Tasks extension and its result claim, or none
+            extensions = {**client_extensions(), **tasks.pop("extensions", {})}
             session = _Session(
                 read,
                 write,
@@ -533,7 +536,8 @@ class Connection:
                 message_handler=self._on_message,
                 client_info=CLIENT_INFO,
                 log_level=spec.log_level,  # type: ignore[arg-type]
-                **session_options(spec),
+                extensions=extensions,
+                **tasks,
             )
             session.push_elicitation = self._wait_for is not None
             session.peer = self

@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus._aio import mark_seen, wait_signal
+from toolnexus._apps import ui_resource_uri
 from toolnexus._filters import apply_name_filter
 from toolnexus._log import PROGRESS, logger, warn
 from toolnexus._numbers import format_number
@@ -27,6 +28,7 @@ from toolnexus.errors import ConfigError, McpInputError, NotConnected, Toolnexus
 from toolnexus.mcp_source import _input
 from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_server, is_enabled
 from toolnexus.mcp_source._config import parse_mcp_config as _parse_mcp_config
+from toolnexus.mcp_source._extensions import SKILLS_EXTENSION, declares
 from toolnexus.mcp_source._process import SpawnError, discard, spawn
 from toolnexus.mcp_source._roots import RootInput, server_roots
 from toolnexus.mcp_source._sign_in import CallSignIns, resumes_sign_in
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 
     from toolnexus.mcp_source._connection import Connection
     from toolnexus.mcp_source._input import Resume
+    from toolnexus.mcp_source._skills import McpSkill
     from toolnexus.oauth import TokenStore
     from toolnexus.oauth._authorization import Authorization
     from toolnexus.types import Answer
@@ -201,8 +204,9 @@ class McpSource:
             self._owners.popitem(last=False)
 
     def owner_of(self, uri: str, server: str | None = None) -> _Server:
-        """The server to read `uri` from: the one named, the one that last named the URI, or
-        the only one offering resources; else `ValueError` listing the candidates."""
+        """The server to read `uri` from: the one named, the one that last named the URI, the
+        one whose tool names it as its MCP App, or the only one offering resources; else
+        `ValueError` listing the candidates."""
         if server is not None:
             return self._offering(server, "resources")[0]
         remembered = self._owners.get(uri)
@@ -211,6 +215,9 @@ class McpSource:
             for candidate in offering:
                 if candidate.name == remembered:
                     return candidate
+        for candidate in offering:  # an MCP App's `ui://` resource: the server of its tool
+            if any(ui_resource_uri(t.metadata) == uri for t in candidate.tools):
+                return candidate
         if len(offering) == 1:
             return offering[0]
         names = ", ".join(s.name for s in offering)
@@ -255,6 +262,22 @@ class McpSource:
             owner.session(), owner.name, uri, owner.timeout, owner.wait_for, resume
         )
         return result
+
+    async def skills(self) -> list[McpSkill]:
+        """The skills of the connected servers that serve them (`skills/list`), named
+        `<server>/<skill>`; a skill's files are read when it is loaded (`_skills.py`)."""
+        serving = [
+            s
+            for s in self._servers.values()
+            if s.status == "connected"
+            and s.conn is not None
+            and declares(s.conn.capabilities, SKILLS_EXTENSION)
+        ]
+        if not serving:
+            return []
+        from toolnexus.mcp_source._skills import server_skills
+
+        return await server_skills(serving)
 
     async def list_mcp_prompts(self, server: str | None = None) -> list[McpPrompt]:
         """Every prompt of `server`, or of every server offering prompts."""

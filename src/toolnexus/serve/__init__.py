@@ -230,6 +230,7 @@ async def serve_toolkit(
                 upstream=toolkit.mcp_source,
                 offers=getattr(toolkit, "offers", None),
                 tasks=tasks,
+                skills=toolkit.skill_source,
             )
             if mcp_cfg is not None
             else None
@@ -296,6 +297,7 @@ async def serve_toolkit_stdio(
         execute_through(toolkit),
         upstream=toolkit.mcp_source,
         offers=getattr(toolkit, "offers", None),
+        skills=toolkit.skill_source,
     )
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -40,6 +40,7 @@ from toolnexus.serve._mcp_caller import LogLevels, McpCaller
 from toolnexus.serve._mcp_offers import offer_handlers, part_block
 from toolnexus.serve._mcp_relay import relay_handlers
 from toolnexus.serve._mcp_tasks import McpTasks, task_support
+from toolnexus.serve._mcp_skills import skills_provider
 from toolnexus.types import (
     Answer,
     Request,
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from toolnexus.offers import Offers
     from toolnexus.serve._a2a import A2AEndpoint
     from toolnexus.serve._served import Served
+    from toolnexus.skill import SkillSource
 
 __all__ = [
     "DEFAULT_NAME",
@@ -79,8 +81,9 @@ class MCPServeConfig(TypedDict, total=False):
     """The MCP profile: `serverInfo` name/version, the exposed tool names, the gateway's
     `instructions`, and the request-state keys (`${ENV}` expanded; the first seals, all unseal)
     with their lifetime in milliseconds. Replicas must share `requestStateKeys` and `name`.
-    `resources: false` / `prompts: false` stop re-serving the upstream MCP servers' ones.
-    `taskStore` keeps the MCP tasks when no A2A profile is served (the A2A `store` values)."""
+    `resources: false` / `prompts: false` stop re-serving the upstream MCP servers' ones;
+    `skills: false` stops serving the toolkit's skills (Skills extension). `taskStore` keeps
+    the MCP tasks when no A2A profile is served (the A2A `store` values)."""
 
     name: str
     version: str
@@ -91,6 +94,7 @@ class MCPServeConfig(TypedDict, total=False):
     resources: bool
     prompts: bool
     taskStore: str
+    skills: bool
 
 
 OnCall: TypeAlias = Callable[[dict[str, Any]], "Awaitable[None] | None"]
@@ -271,6 +275,7 @@ def make_mcp_server(
     upstream: McpSource | None = None,
     offers: Offers | None = None,
     tasks: A2AEndpoint | None = None,
+    skills: SkillSource | None = None,
 ) -> Server[Any]:
     """An SDK server exposing `tools` (already filtered); `execute` runs one validated call.
     With `tool_scopes`, a caller holding an OAuth access token sees only the tools its scopes
@@ -280,7 +285,8 @@ def make_mcp_server(
     tools, else of the servers whose tools it exposes. With `offers`, the toolkit's declared
     resources, prompts and completions are served before the upstream ones. With `tasks` (the
     endpoint keeping the A2A tasks), the tools that declare task support run as MCP tasks
-    (`serve/_mcp_tasks.py`)."""
+    (`serve/_mcp_tasks.py`). With `skills`, the gateway is a Skills provider (`_mcp_skills.py`)
+    unless the profile says `skills: false`."""
     cfg = cfg or {}
     by_name = {t.name: t for t in tools}
     listed = list(tools)
@@ -377,6 +383,9 @@ def make_mcp_server(
     version = cfg.get("version")
     instructions = cfg.get("instructions")
     handlers = offer_handlers(offers, relay_handlers(upstream, cfg, _upstream_servers(tools, cfg)))
+    provider = skills_provider(skills, cfg)
+    if provider is not None:
+        handlers = provider.resource_handlers(handlers)
     with warnings.catch_warnings():  # logging is deprecated at 2026-07-28, still 2025-11-25's
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         server: Server[Any] = Server(
@@ -394,6 +403,8 @@ def make_mcp_server(
         McpTasks(
             tasks, tools, execute, lambda tool, result: _call_result(tool, result, output_schemas)
         ).install(server, call_tool)
+    if provider is not None:
+        provider.install(server)
     return server
 
 

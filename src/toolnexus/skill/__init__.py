@@ -11,8 +11,10 @@ from toolnexus.skill._source import (
     build_skill_source,
     list_skills,
     load_skills,
+    with_remote_skills,
 )
 from toolnexus.skill._types import (
+    RemoteSkill,
     SkillDef,
     SkillInfo,
     SkillInventory,
@@ -24,6 +26,7 @@ from toolnexus.skill._types import (
 __all__ = [
     "SKILLS_PROMPT_PREAMBLE",
     "SKILL_TOOL_DESCRIPTION",
+    "RemoteSkill",
     "SkillDef",
     "SkillInfo",
     "SkillInventory",
@@ -34,4 +37,5 @@ __all__ = [
     "build_skill_source",
     "list_skills",
     "load_skills",
+    "with_remote_skills",
 ]

@@ -146,3 +146,26 @@ def _load(block: str) -> Any:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def frontmatter_json(block: str) -> dict[str, Any]:
+    """The frontmatter block as the JSON object the MCP Skills extension carries (every field,
+    verbatim; dates as ISO text). A block that is not a YAML mapping raises
+    `MalformedFrontmatter`."""
+    try:
+        data = _load(block)
+    except _yaml_error_types() as exc:
+        raise MalformedFrontmatter(_one_line(exc)) from None
+    if not isinstance(data, dict):
+        raise MalformedFrontmatter("the frontmatter is not a mapping")
+    return {str(k): _as_json(v) for k, v in data.items()}
+
+
+def _as_json(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _as_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_json(v) for v in value]
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.isoformat()
+    return value

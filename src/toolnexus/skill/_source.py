@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -12,7 +13,7 @@ from toolnexus._filters import apply_name_filter
 from toolnexus._log import warn
 from toolnexus.errors import ConfigError, ConfigTypeError
 from toolnexus.skill._discover import discover, sample_files
-from toolnexus.skill._types import SkillDef, SkillInfo, SkillInventory, SkillSkip
+from toolnexus.skill._types import RemoteSkill, SkillDef, SkillInfo, SkillInventory, SkillSkip
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message
 
 SKILL_TOOL_DESCRIPTION = (
@@ -52,7 +53,8 @@ class SkillSource:
     """The exposed skills (filtered), the skips, the `skill` tool and the catalog prompt.
 
     `skills` maps name → `SkillInfo` in collection order; treat it as read-only (the prompt and
-    the tool's "available" list are computed once from it).
+    the tool's "available" list are computed once from it). `remote` maps the name of each
+    skill another source serves (`origin="mcp"`) to it: its instructions are read on load.
     """
 
     def __init__(
@@ -61,9 +63,13 @@ class SkillSource:
         skipped: Sequence[SkillSkip] = (),
         *,
         sample_limit: int = 0,
+        remote: Mapping[str, RemoteSkill] | None = None,
     ) -> None:
         self.skills: dict[str, SkillInfo] = dict(skills)
         self.skipped: list[SkillSkip] = list(skipped)
+        self.remote: dict[str, RemoteSkill] = {
+            n: r for n, r in (remote or {}).items() if n in self.skills
+        }
         self.sample_limit = sample_limit
         self._cap = _effective_cap(sample_limit)
         names = sorted(self.skills)
@@ -85,6 +91,16 @@ class SkillSource:
                 f'Skill "{requested}" not found. Available skills: {self._available}', True
             )
         files: list[str] | None = None
+        served = self.remote.get(requested)
+        if served is not None:
+            try:
+                info = dataclasses.replace(info, content=await served.load())
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                return ToolResult(
+                    f'Skill "{requested}" could not be loaded: {error_message(exc)}', True
+                )
         if info.directory is not None:
             if self._cap is not None:
                 # Sampled per call: the folder may change while the toolkit lives.
@@ -94,7 +110,7 @@ class SkillSource:
         else:
             if self._cap is not None and info.resources:
                 files = list(info.resources[: self._cap])
-            base = folder = info.location
+            base = folder = info.base or info.location
         return ToolResult(
             render_skill(info, base, files), metadata={"name": info.name, "dir": folder}
         )
@@ -259,6 +275,44 @@ async def _provided(provider: Callable[[], Any] | None) -> list[SkillDef]:
     except Exception as exc:
         warn(f"skill provider failed: {error_message(exc)}")
         return []
+
+
+def _remote_info(skill: RemoteSkill) -> SkillInfo:
+    base = skill.root + "/"
+    return SkillInfo(
+        name=skill.name,
+        location=skill.uri,
+        content="",
+        description=skill.description,
+        origin="mcp",
+        resources=skill.files,
+        base=base,
+    )
+
+
+def with_remote_skills(
+    source: SkillSource | None,
+    remote: Sequence[RemoteSkill],
+    *,
+    filter: Mapping[str, bool] | None = None,
+    sample_limit: int = 0,
+) -> SkillSource:
+    """`source`'s skills followed by `remote` (MCP servers' skills), merged as any skills
+    are (the first of a name wins, the later one is warned about and skipped) and filtered
+    by `filter`; `source`'s sample limit holds when there is a `source`."""
+    if source is not None:
+        sample_limit = source.sample_limit
+    infos = {id(info): (info, skill) for skill in remote for info in (_remote_info(skill),)}
+    local = list(source.skills.values()) if source is not None else []
+    skills, skipped = _merge([*local, *(info for info, _ in infos.values())])
+    _warn_skips(skipped)
+    kept = apply_name_filter(skills, filter, what="skill")
+    return SkillSource(
+        {n: skills[n] for n in kept},
+        [*(source.skipped if source is not None else ()), *skipped],
+        sample_limit=sample_limit,
+        remote={n: infos[id(skills[n])][1] for n in kept if id(skills[n]) in infos},
+    )
 
 
 # -- public entry points ------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from typing import Literal, Protocol, TypeAlias
 
 SkipReason: TypeAlias = Literal[
     "missing-name", "malformed-frontmatter", "duplicate-name", "unreadable"
@@ -37,7 +37,9 @@ class SkillInfo:
 
     `location` is the absolute `SKILL.md` path as reached by the walk (links not resolved), or
     the logical base of a data skill. `origin` says which: `"fs"` for a file, `"logical"` for a
-    `SkillDef`, whose `base` and `resources` (logical file names) it keeps. `directory` is the
+    `SkillDef`, whose `base` and `resources` (logical file names) it keeps, `"mcp"` for a skill
+    an MCP server serves (`location` is its `SKILL.md` URI, `base` its root, `content` empty
+    until it is loaded). `directory` is the
     folder holding `SKILL.md` (`None` for data skills). The field order is the published
     package's, so positional construction works the same.
     """
@@ -46,7 +48,7 @@ class SkillInfo:
     location: str
     content: str
     description: str | None = None
-    origin: Literal["fs", "logical"] = "fs"
+    origin: Literal["fs", "logical", "mcp"] = "fs"
     resources: tuple[str, ...] | None = None
     base: str | None = None
     directory: str | None = None
@@ -67,3 +69,28 @@ class SkillInventory:
 
     skills: list[SkillInfo]
     skipped: list[SkillSkip]
+
+
+class RemoteSkill(Protocol):
+    """A skill another source serves (an MCP server's): listed up front, its instructions read
+    when it is loaded. `uri` is its `SKILL.md`, `root` the base its `files` (relative paths;
+    `None` when they cannot be listed) are relative to."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str | None: ...
+
+    @property
+    def uri(self) -> str: ...
+
+    @property
+    def root(self) -> str: ...
+
+    @property
+    def files(self) -> tuple[str, ...] | None: ...
+
+    async def load(self) -> str:
+        """The skill's instructions (its `SKILL.md` after the frontmatter)."""
+        ...
