@@ -4,9 +4,9 @@ own servers in both eras."""
 from __future__ import annotations
 
 import asyncio
-import time
 import base64
 import logging
+import time
 from typing import Any
 
 import pytest

@@ -39,8 +39,8 @@ from toolnexus.serve._asking import answer_of, ask_client
 from toolnexus.serve._mcp_caller import LogLevels, McpCaller
 from toolnexus.serve._mcp_offers import offer_handlers, part_block
 from toolnexus.serve._mcp_relay import relay_handlers
-from toolnexus.serve._mcp_tasks import McpTasks, task_support
 from toolnexus.serve._mcp_skills import skills_provider
+from toolnexus.serve._mcp_tasks import McpTasks, task_support
 from toolnexus.types import (
     Answer,
     Request,
