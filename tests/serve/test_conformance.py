@@ -16,8 +16,8 @@ NODE_MODULES = Path(__file__).parents[1] / ".node" / "node_modules"
 NODE = NODE_MODULES / ".bin" / "node"
 SUITE = NODE_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 
-# The server scenarios for 2025-11-25 a stateless `Toolkit.serve` passes. Not yet: logging
-# outside an SSE answer, sampling and elicitation (they need stateful streamable HTTP).
+# The server scenarios for 2025-11-25 `Toolkit.serve` passes: every one the suite runs (the
+# logging, sampling, elicitation and multiple-streams ones over a stateful HTTP session).
 PASSING = {
     "server-initialize",
     "logging-set-level",
@@ -31,6 +31,12 @@ PASSING = {
     "tools-call-mixed-content",
     "tools-call-error",
     "tools-call-with-progress",
+    "tools-call-with-logging",
+    "tools-call-sampling",
+    "tools-call-elicitation",
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
+    "server-sse-multiple-streams",
     "resources-list",
     "resources-read-text",
     "resources-read-binary",
