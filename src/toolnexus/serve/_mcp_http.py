@@ -21,14 +21,15 @@ A 2026-07-28 request is stateless by design in both modes (the SDK's modern entr
 `SessionEvents` is our own event store because the SDK's interface is shared by all the
 sessions of a manager and keyed by stream ids that repeat from session to session (request ids,
 the `GET` stream's fixed key): it keeps each session's events apart (a session can only replay
-its own), bounds them per session, and drops them with the session.
+its own) and bounds them (per session, and the sessions held). It learns whose events it
+stores from a context variable set for each request before the SDK serves it, which the
+session's server task inherits from the request that opened the session.
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -113,16 +114,20 @@ _CURRENT: ContextVar[_Log | None] = ContextVar("toolnexus_mcp_session_events", d
 
 
 class SessionEvents(EventStore):
-    """The SDK's `EventStore`, one bounded log per session (`limit` events each).
+    """The SDK's `EventStore`, one bounded log per session (`limit` events each) for at most
+    `sessions` sessions.
 
-    A log lives as long as something serving its session holds it (the session's server task,
-    a request in flight): it is held weakly here, so it goes with its session whichever way the
-    session ends (`DELETE`, idle expiry, shutdown). Event ids carry the log's random key; an
-    id from another session, or one already dropped, replays nothing."""
+    A session's log is dropped when the session is deleted, and the oldest log when a new
+    session would exceed `sessions` (the manager admits no more sessions than that, so the
+    oldest then belongs to a session already ended, e.g. expired). Event ids carry the log's
+    random key; an id from another session, or one already dropped, replays nothing."""
 
-    def __init__(self, limit: int = DEFAULT_SESSION_EVENTS) -> None:
+    def __init__(
+        self, limit: int = DEFAULT_SESSION_EVENTS, sessions: int = DEFAULT_MAX_SESSIONS
+    ) -> None:
         self._limit = limit
-        self._by_session: weakref.WeakValueDictionary[str, _Log] = weakref.WeakValueDictionary()
+        self._sessions = sessions
+        self._by_session: dict[str, _Log] = {}
 
     def __len__(self) -> int:
         """The sessions whose events are held."""
@@ -132,7 +137,13 @@ class SessionEvents(EventStore):
         return _Log(self._limit)
 
     def bind(self, session_id: str, log: _Log) -> None:
+        """`log` is the log of the session just opened as `session_id`."""
         self._by_session[session_id] = log
+        while len(self._by_session) > self._sessions:
+            del self._by_session[next(iter(self._by_session))]
+
+    def forget(self, session_id: str) -> None:
+        self._by_session.pop(session_id, None)
 
     def log_of(self, session_id: str) -> _Log | None:
         return self._by_session.get(session_id)
@@ -205,7 +216,7 @@ class McpHttpEndpoint:
         self.events: SessionEvents | None = None
         self._sessions: StreamableHTTPSessionManager | None = None
         if sessions is not None:
-            self.events = SessionEvents(sessions.events)
+            self.events = SessionEvents(sessions.events, sessions.max_sessions)
             self._sessions = StreamableHTTPSessionManager(
                 app=server,
                 event_store=self.events,
@@ -270,26 +281,33 @@ class McpHttpEndpoint:
     async def _in_session(
         self, scope: Any, receive: Any, send: Any, session_id: bytes | None
     ) -> None:
-        """A request the session manager serves, with its session's event log current; a
-        request opening a session gets a new log, named after the session id it is answered."""
+        """A request the session manager serves, with its session's event log current: a
+        request opening a session gets a new log, named after the session id it is answered;
+        a session deleted takes its log along."""
         assert self._sessions is not None and self.events is not None
         events = self.events
-        log: _Log | None
+        answer = send
         if session_id is None:
             log = events.new_log()
-            opened = log
-            answer = send
 
             async def send(message: Any) -> None:
                 if message["type"] == "http.response.start":
                     for key, value in message.get("headers", ()):
                         if key.lower() == _SESSION_HEADER:
-                            events.bind(value.decode("latin-1"), opened)
+                            events.bind(value.decode("latin-1"), log)
                 await answer(message)
 
         else:
-            log = events.log_of(session_id.decode("latin-1"))
-        token = _CURRENT.set(log)
+            name = session_id.decode("latin-1")
+            found = events.log_of(name)
+            if scope.get("method") == "DELETE":
+
+                async def send(message: Any) -> None:
+                    if message["type"] == "http.response.start" and message["status"] < 300:
+                        events.forget(name)
+                    await answer(message)
+
+        token = _CURRENT.set(log if session_id is None else found)
         try:
             await self._sessions.handle_request(scope, receive, send)
         finally:
