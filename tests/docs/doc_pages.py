@@ -73,11 +73,14 @@ def run(page: Path) -> int:
             else:
                 ran += 1
     finally:
-        left = [task for task in asyncio.all_tasks(loop) if not task.done()]
-        for task in left:
+        running = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in running:
             task.cancel()
-        if left:
-            loop.run_until_complete(asyncio.wait(left))
+        if running:
+            loop.run_until_complete(asyncio.wait(running))
+        # sse-starlette (the MCP SDK's SSE responses) keeps one shutdown watcher per event
+        # loop for the loop's life: the library's, not something the page left running.
+        left = [t for t in running if t.get_coro().__qualname__ != "_shutdown_watcher"]
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
     if left:

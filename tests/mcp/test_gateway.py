@@ -171,11 +171,11 @@ async def test_the_handshake_era_gets_pushed_elicitation_over_stdio() -> None:
         assert (again.content[0].text, again.is_error) == ("unresolved: Again?", True)  # type: ignore[union-attr]
 
 
-async def test_the_handshake_era_over_http_gets_the_text(gateway: ServeHandle) -> None:
+async def test_the_handshake_era_over_http_is_asked_in_its_session(gateway: ServeHandle) -> None:
     async with Client(gateway.url + "/mcp", mode="legacy", elicitation_callback=_answer_form) as c:
         result = await c.call_tool("sign_in", {})
-        assert result.is_error
-        assert result.content[0].text == "Sign in\nhttps://example.test/sso"  # type: ignore[union-attr]
+        assert not result.is_error
+        assert result.content[0].text == "signed in: True"  # type: ignore[union-attr]
 
 
 async def test_plain_legacy_calls_are_json_and_progress_streams(gateway: ServeHandle) -> None:

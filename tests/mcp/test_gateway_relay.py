@@ -305,15 +305,13 @@ async def test_what_the_gateway_cannot_provide_is_an_error_naming_it(asking_gate
         assert unasked.value.error.data == {"requiredCapabilities": {"elicitation": {"form": {}}}}
 
 
-async def test_a_handshake_client_over_http_gets_the_question_as_the_error(
+async def test_a_handshake_client_over_http_is_asked_by_push_in_its_session(
     asking_gateway: str,
 ) -> None:
     async with Client(asking_gateway, mode="legacy", elicitation_callback=_name_ada) as client:
         assert client.protocol_version == "2025-11-25"
-        with pytest.raises(MCPError) as unasked:
-            await client.get_prompt("asks_hello")
-        assert unasked.value.message.endswith("there is no wait_for to ask: Who is reading?")
-        assert unasked.value.code == types.INTERNAL_ERROR  # declared, but nothing can be pushed
+        got = await client.get_prompt("asks_hello")
+        assert got.messages[0].content.text == HELLO_ADA  # type: ignore[union-attr]
 
 
 async def test_a_handshake_client_over_stdio_is_asked_by_push(asks: ThreadedHttpServer) -> None:

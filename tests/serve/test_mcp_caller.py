@@ -1,6 +1,6 @@
 """Tools talking to their caller through the tool context (log, sample, ask) and the toolkit's
-resource notifications, over stdio (a 2025-11-25 session) with the official SDK client, and
-over HTTP at 2026-07-28 (questions as input-required rounds)."""
+resource notifications, over stdio and stateful HTTP (a 2025-11-25 session) with the official
+SDK client, and over HTTP at 2026-07-28 (questions as input-required rounds)."""
 
 from __future__ import annotations
 
@@ -59,10 +59,11 @@ class Heard:
             self.notes.append(getattr(message, "method", type(message).__name__))
 
 
-async def test_stdio_log_sample_ask_and_notify():
+async def _talks_back(target: Any) -> None:
+    """The 2025-11-25 session's back channel, end to end: log, sample, ask, notify."""
     heard = Heard()
     async with Client(
-        _stdio(),
+        target,
         mode="legacy",
         logging_callback=heard.log,
         sampling_callback=heard.sample,
@@ -93,6 +94,14 @@ async def test_stdio_log_sample_ask_and_notify():
     assert any("ResourceUpdated" in n or "resources/updated" in n for n in heard.notes), heard.notes
 
 
+async def test_stdio_log_sample_ask_and_notify():
+    await _talks_back(_stdio())
+
+
+async def test_stateful_http_log_sample_ask_and_notify(served):
+    await _talks_back(served.url + "/mcp")
+
+
 async def test_stdio_sampling_not_declared_is_a_clear_error():
     async with Client(_stdio(), mode="legacy") as client:
         result = await client.call_tool("summarize", {})
@@ -120,7 +129,15 @@ async def test_modern_http_asks_as_input_required_rounds(served):
 
 async def test_http_without_a_way_back_cannot_sample(served):
     heard = Heard()
-    for mode in ("auto", "legacy"):
-        async with Client(served.url + "/mcp", mode=mode, sampling_callback=heard.sample) as client:
-            result = await client.call_tool("summarize", {})
-        assert result.content[0].text.startswith("unavailable: cannot sample:")
+    stateless = await caller_toolkit().serve("127.0.0.1:0", mcp={"stateless": True})
+    try:
+        for url, mode in (
+            (served.url, "auto"),  # 2026-07-28: no back channel to sample over
+            (stateless.url, "auto"),
+            (stateless.url, "legacy"),  # 2025-11-25 without a session
+        ):
+            async with Client(url + "/mcp", mode=mode, sampling_callback=heard.sample) as client:
+                result = await client.call_tool("summarize", {})
+            assert result.content[0].text.startswith("unavailable: cannot sample:"), (url, mode)
+    finally:
+        await stateless.stop()

@@ -1,5 +1,7 @@
-"""The gateway answers a 2025-11-25 request over HTTP exactly as the SDK's own stateless
-JSON transport does, whichever way it serves it (one exchange, or the SDK's transport).
+"""The gateway answers a session-less 2025-11-25 request over HTTP exactly as the SDK's own
+stateless JSON transport does, whichever way it serves it (one exchange, or the SDK's
+transport), in both modes of the endpoint (`initialize` opens a session in the stateful one:
+tests/serve/test_mcp_sessions.py).
 
 The oracle is the same SDK `Server` (`build_mcp_server` over the same tools) behind the SDK's
 `StreamableHTTPSessionManager(stateless=True, json_response=True)` on its own loopback port.
@@ -26,8 +28,9 @@ JSON_AND_SSE = "application/json, text/event-stream"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def urls(toolkit: Toolkit) -> AsyncIterator[tuple[str, str]]:
-    """(the gateway's `/mcp`, the SDK transport's endpoint) over the same tools."""
+async def urls(toolkit: Toolkit) -> AsyncIterator[tuple[str, str, str]]:
+    """(the stateless gateway's `/mcp`, the SDK transport's endpoint, the stateful gateway's
+    `/mcp`) over the same tools."""
     manager = StreamableHTTPSessionManager(
         app=build_mcp_server(toolkit.tools()),
         stateless=True,
@@ -48,12 +51,15 @@ async def urls(toolkit: Toolkit) -> AsyncIterator[tuple[str, str]]:
             await stop.wait()
 
     oracle = asyncio.ensure_future(serve_oracle())
-    handle = await toolkit.serve("127.0.0.1:0", mcp={})
+    handle = await toolkit.serve("127.0.0.1:0", mcp={"stateless": True})
+    stateful = await toolkit.serve("127.0.0.1:0", mcp={})
     try:
-        yield handle.url + "/mcp", await asyncio.wait_for(asyncio.shield(ready), 10) + "/mcp"
+        oracle_url = await asyncio.wait_for(asyncio.shield(ready), 10) + "/mcp"
+        yield handle.url + "/mcp", oracle_url, stateful.url + "/mcp"
     finally:
         stop.set()
         await handle.stop()
+        await stateful.stop()
         await oracle
 
 
@@ -142,14 +148,16 @@ async def _post(
 
 @pytest.mark.parametrize(("case", "body", "headers"), CASES, ids=[c[0] for c in CASES])
 async def test_answers_as_the_sdk_transport_does(urls, http, case, body, headers):
-    gateway, oracle = urls
+    gateway, oracle, stateful = urls
     ours = await _post(http, gateway, body, headers)
     theirs = await _post(http, oracle, body, headers)
     assert ours == theirs
+    if case != "initialize":
+        assert await _post(http, stateful, body, headers) == theirs
 
 
 async def test_an_answer_carries_no_session_and_keeps_the_connection(urls):
-    gateway, _ = urls
+    gateway, _, _ = urls
     async with httpx2.AsyncClient() as client:
         for n in range(3):
             response = await client.post(

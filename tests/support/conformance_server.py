@@ -84,6 +84,61 @@ def conformance_toolkit() -> Toolkit:
         answer = await ctx.ask(str(args.get("message", "Please provide your information")), schema)
         return f"User response: ok={answer.ok} data={answer.data}"
 
+    def asks_with(schema: dict[str, Any], message: str) -> Any:
+        async def ask(args: dict[str, Any], ctx: ToolContext) -> str:
+            answer = await ctx.ask(message, schema)
+            action = "accept" if answer.ok else "decline"
+            return f"Elicitation completed: action={action}, content={answer.data}"
+
+        return ask
+
+    defaults_schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {
+                "type": "string",
+                "enum": ["active", "inactive", "pending"],
+                "default": "active",
+            },
+            "verified": {"type": "boolean", "default": True},
+        },
+    }
+    enums_schema = {
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {
+                "type": "string",
+                "oneOf": [
+                    {"const": "value1", "title": "First Option"},
+                    {"const": "value2", "title": "Second Option"},
+                    {"const": "value3", "title": "Third Option"},
+                ],
+            },
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            },
+            "titledMulti": {
+                "type": "array",
+                "items": {
+                    "anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"},
+                    ]
+                },
+            },
+        },
+    }
     prompt_schema = {
         "type": "object",
         "properties": {"prompt": {"type": "string"}},
@@ -105,6 +160,20 @@ def conformance_toolkit() -> Toolkit:
         Tool("test_tool_with_progress", "Reports progress", None, "native", progress),
         Tool("test_sampling", "Samples", prompt_schema, "native", sampling),
         Tool("test_elicitation", "Asks", message_schema, "native", elicitation),
+        Tool(
+            "test_elicitation_sep1034_defaults",
+            "Asks with defaults",
+            None,
+            "native",
+            asks_with(defaults_schema, "Please review the defaults"),
+        ),
+        Tool(
+            "test_elicitation_sep1330_enums",
+            "Asks with enums",
+            None,
+            "native",
+            asks_with(enums_schema, "Please choose"),
+        ),
     )
 
     @kit.resource("test://static-text", mime_type="text/plain")

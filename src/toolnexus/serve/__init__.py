@@ -44,6 +44,7 @@ from toolnexus.serve._mcp import (
     exposed_mcp_tools,
     make_mcp_server,
 )
+from toolnexus.serve._mcp_http import session_policy
 from toolnexus.serve._mcp_tasks import task_support
 from toolnexus.serve._run_task import RunTask, RunTaskClient
 from toolnexus.serve._served import Served, ToolList
@@ -167,6 +168,7 @@ async def serve_toolkit(
         else None
     )
     exposed = exposed_mcp_tools(toolkit.tools(), mcp_cfg) if mcp_cfg is not None else []
+    sessions = session_policy(mcp_cfg) if mcp_cfg is not None else None
     loopback = is_loopback(host)
     if not loopback and auth_token is None and auth is None:
         _warn_if_exposed(host, port, toolkit.tools() if a2a_cfg is not None else exposed)
@@ -243,6 +245,7 @@ async def serve_toolkit(
             auth_token=auth_token,
             limits=limits,
             oauth=verifier,
+            mcp_sessions=sessions,
         )
     except BaseException:
         sock.close()

@@ -34,7 +34,7 @@ from toolnexus.serve._a2a import A2AEndpoint
 from toolnexus.serve._addr import is_loopback
 from toolnexus.serve._auth import OAuthCard, OAuthGate, TokenVerifierImpl, metadata_routes
 from toolnexus.serve._health import PROBE_PATHS, health_routes
-from toolnexus.serve._mcp import McpHttpEndpoint
+from toolnexus.serve._mcp_http import McpHttpEndpoint, SessionPolicy
 
 __all__ = ["MAX_BODY_BYTES", "ServeHandle", "ServeLimits", "build_app", "start_server"]
 
@@ -282,25 +282,6 @@ async def _not_found(request: Request, exc: Exception) -> Response:
 _NO_SDK_HOST_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
-class _StatelessMCP:
-    """`/mcp` of a stateless server: `GET` (the server-to-client event stream) is answered
-    `405 Method Not Allowed`, as the streamable HTTP transport allows a server that offers no
-    such stream — a stateless server has no session to push anything to, so the stream would
-    stay open and silent forever. Everything else goes to the SDK."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET":
-            response = PlainTextResponse(
-                "method not allowed", status_code=405, headers={"Allow": "POST"}
-            )
-            await response(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-
 def build_app(
     *,
     mcp_server: Any | None,
@@ -310,21 +291,25 @@ def build_app(
     auth_token: str | None,
     limits: ServeLimits | None = None,
     oauth: TokenVerifierImpl | None = None,
+    mcp_sessions: SessionPolicy | None = None,
 ) -> Starlette:
     """The Starlette app: `/mcp` (MCP profile), the card and `POST /` (A2A profile), else 404.
 
     `host` is the bind host: on a loopback bind the DNS-rebinding guard is on. With `oauth`
     the app is an OAuth-protected resource (`serve/_auth.py`), the static token still accepted.
+    `mcp_sessions` bounds the MCP profile's sessions; `None` serves it stateless.
     """
     limits = limits or ServeLimits()
     routes: list[BaseRoute] = []
     manager: McpHttpEndpoint | None = None
     if mcp_server is not None:
-        # Stateless: a fresh transport per request and nothing kept between requests.
         manager = McpHttpEndpoint(
-            mcp_server, security_settings=_NO_SDK_HOST_CHECK, max_body=limits.max_body
+            mcp_server,
+            security_settings=_NO_SDK_HOST_CHECK,
+            max_body=limits.max_body,
+            sessions=mcp_sessions,
         )
-        routes.append(Route("/mcp", endpoint=_StatelessMCP(manager)))
+        routes.append(Route("/mcp", endpoint=manager))
     if a2a is not None and card is not None:
         card_source = card
 

@@ -14,8 +14,7 @@ import asyncio
 import json
 import time
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
 
@@ -61,9 +60,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_NAME",
     "DEFAULT_VERSION",
+    "REQUEST_SIGNAL",
     "Execute",
     "MCPServeConfig",
-    "McpHttpEndpoint",
     "OnCall",
     "build_mcp_server",
     "execute_through",
@@ -83,7 +82,10 @@ class MCPServeConfig(TypedDict, total=False):
     with their lifetime in milliseconds. Replicas must share `requestStateKeys` and `name`.
     `resources: false` / `prompts: false` stop re-serving the upstream MCP servers' ones;
     `skills: false` stops serving the toolkit's skills (Skills extension). `taskStore` keeps
-    the MCP tasks when no A2A profile is served (the A2A `store` values)."""
+    the MCP tasks when no A2A profile is served (the A2A `store` values). Over HTTP:
+    `stateless: true` serves without sessions; else `maxSessions` open sessions at most, each
+    ended after `sessionIdleTimeout` ms without a request and keeping its last `sessionEvents`
+    events for resumption (`serve/_mcp_http.py`)."""
 
     name: str
     version: str
@@ -95,6 +97,10 @@ class MCPServeConfig(TypedDict, total=False):
     prompts: bool
     taskStore: str
     skills: bool
+    stateless: bool
+    maxSessions: int
+    sessionIdleTimeout: int
+    sessionEvents: int
 
 
 OnCall: TypeAlias = Callable[[dict[str, Any]], "Awaitable[None] | None"]
@@ -102,7 +108,7 @@ OnCall: TypeAlias = Callable[[dict[str, Any]], "Awaitable[None] | None"]
 
 # The cancel signal of the request being served, when the endpoint serving it sets the signal
 # itself before it cancels the request; `None` when the SDK's transport owns the cancellation.
-_REQUEST_SIGNAL: ContextVar[CancelSignal | None] = ContextVar(
+REQUEST_SIGNAL: ContextVar[CancelSignal | None] = ContextVar(
     "toolnexus_mcp_request_signal", default=None
 )
 
@@ -324,7 +330,7 @@ def make_mcp_server(
         # the signal is set before the call is cancelled: by the endpoint serving the request,
         # when it owns the cancellation (the call then runs in the request's own task), or
         # here, with the call in a task of its own that is cancelled only after the signal.
-        owned = _REQUEST_SIGNAL.get()
+        owned = REQUEST_SIGNAL.get()
         signal = owned if owned is not None else CancelSignal()
         context = ToolContext(
             signal=signal,
@@ -436,275 +442,6 @@ async def _relay(
     if pending_of(again) is not None:
         return ToolResult(f"unresolved: {request.prompt}", True)
     return again
-
-
-class McpHttpEndpoint:
-    """The `/mcp` ASGI app, stateless: a 2025-11-25 request is answered as plain JSON unless it
-    asks for progress (then SSE, so progress can stream); a 2026-07-28 request goes through the
-    SDK's modern entry with SSE enabled (plain JSON unless the handler sends a notification).
-    `run()` is its lifespan.
-
-    A well-formed 2025-11-25 request answered as JSON is served as one exchange: the SDK's
-    `serve_one` kernel (negotiated version, middleware, request-state boundary, result sieve)
-    without the per-POST transport, dispatcher and task group of its stateless transport, and
-    answered the bytes that transport would answer. Everything else (`initialize`,
-    notifications, malformed bodies, wrong headers) goes through the SDK's transport itself."""
-
-    def __init__(self, server: Server[Any], *, security_settings: Any, max_body: int) -> None:
-        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-
-        def manager(json_response: bool) -> StreamableHTTPSessionManager:
-            return StreamableHTTPSessionManager(
-                app=server,
-                stateless=True,
-                json_response=json_response,
-                security_settings=security_settings,
-                max_request_body_size=max_body,
-            )
-
-        self._server = server
-        self._max_body = max_body
-        self._lifespan_state: Any = None
-        self._plain = manager(True)
-        self._streaming = manager(False)
-        self._handshake = {v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS}
-
-    @asynccontextmanager
-    async def run(self) -> AsyncIterator[None]:
-        server = self._server
-        async with server.lifespan(server) as state, self._plain.run(), self._streaming.run():
-            self._lifespan_state = state
-            yield
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        streaming = self._streaming
-        if scope.get("method") != "POST":
-            await streaming.handle_request(scope, receive, send)
-            return
-        version = next((v for k, v in scope["headers"] if k == b"mcp-protocol-version"), None)
-        if version is not None and version not in self._handshake:
-            await streaming.handle_request(scope, receive, send)
-            return
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away before sending its request
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        if b'"progressToken"' in body:
-            await streaming.handle_request(scope, _replay(bytes(body), receive), send)
-            return
-        exchange = (
-            _one_exchange(scope, bytes(body), version) if len(body) <= self._max_body else None
-        )
-        await self._plain_call(scope, bytes(body), exchange, receive, send)
-
-    async def _plain_call(
-        self, scope: Any, body: bytes, exchange: _Exchange | None, receive: Any, send: Any
-    ) -> None:
-        """A JSON-answered request, cancelled when the client goes away (an SSE answer notices
-        that itself): closing the request is how a stateless caller cancels."""
-        after_body: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-
-        async def rest() -> Any:
-            return await asyncio.shield(after_body)
-
-        signal = CancelSignal()
-        token = _REQUEST_SIGNAL.set(signal)  # seen by the handler's task, made just below
-        try:
-            if exchange is None:
-                handler = asyncio.ensure_future(
-                    self._plain.handle_request(scope, _replay(body, rest), send)
-                )
-            else:
-                exchange.receive = rest
-                handler = asyncio.ensure_future(self._answer(exchange, send))
-        finally:
-            _REQUEST_SIGNAL.reset(token)
-
-        async def watch() -> None:
-            message = await receive()
-            after_body.set_result(message)
-            if message.get("type") == "http.disconnect":
-                signal.set()  # before the cancellation reaches the tool
-                handler.cancel()
-
-        watcher = asyncio.ensure_future(watch())
-        try:
-            await handler
-        except asyncio.CancelledError:
-            if not handler.cancelled() or asyncio.current_task().cancelling():  # type: ignore[union-attr]
-                raise
-        finally:
-            watcher.cancel()
-
-    async def _answer(self, exchange: _Exchange, send: Any) -> None:
-        """Serve one request with the SDK's kernel; answer as its JSON-response transport does."""
-        import pydantic_core
-        from mcp.server.runner import serve_one
-        from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
-
-        request = exchange.request
-        try:
-            result = await serve_one(
-                self._server,
-                exchange,
-                request.method,
-                request.params,
-                connection=exchange.connection(),
-                lifespan_state=self._lifespan_state,
-            )
-        except Exception as exc:
-            error = handler_exception_to_error_data(exc)
-            if error is None:  # the code the SDK's dispatcher answers an unmapped failure with
-                logger.debug("[toolnexus] MCP handler for %r raised", request.method, exc_info=True)
-                error = types.ErrorData(code=0, message=str(exc))
-            message = types.JSONRPCError(jsonrpc="2.0", id=request.id, error=error)
-            payload = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
-        else:
-            # The bytes `JSONRPCResponse(...).model_dump_json(by_alias=True, exclude_unset=True)`
-            # gives for the SDK's JSON result, without building and validating the model.
-            payload = pydantic_core.to_json(
-                {"jsonrpc": "2.0", "id": request.id, "result": result}, inf_nan_mode="null"
-            )
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-length", str(len(payload)).encode()),
-                    (b"content-type", b"application/json"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
-
-
-class _Exchange:
-    """The dispatch context of one JSON-answered 2025-11-25 request over stateless HTTP: no
-    back-channel (a server request raises `NoBackChannelError`, as on the SDK's transport),
-    and notifications, progress included, have no wire in a JSON answer."""
-
-    can_send_request = False
-
-    def __init__(self, scope: Any, request: types.JSONRPCRequest, version: str) -> None:
-        from mcp.shared.transport_context import TransportContext
-
-        self.scope = scope
-        self.request = request
-        self.version = version
-        self.request_id = request.id
-        self.transport = TransportContext(kind="streamable-http", can_send_request=False)
-        self.receive: Callable[[], Awaitable[Any]] | None = None
-        self._metadata: Any = None
-        self._cancel: Any = None
-
-    def connection(self) -> Any:
-        from mcp.server.connection import Connection
-
-        return Connection.from_envelope(self.version, None, None)
-
-    @property
-    def message_metadata(self) -> Any:
-        if self._metadata is None:  # built only when a handler looks (the HTTP request)
-            from mcp.shared.message import ServerMessageMetadata
-            from starlette.requests import Request as HttpRequest
-
-            self._metadata = ServerMessageMetadata(
-                request_context=HttpRequest(self.scope, self.receive),  # type: ignore[arg-type]
-                can_send_request=False,
-            )
-        return self._metadata
-
-    @property
-    def cancel_requested(self) -> Any:
-        if self._cancel is None:  # nothing can cancel it but the client going away
-            import anyio
-
-            self._cancel = anyio.Event()
-        return self._cancel
-
-    async def send_raw_request(
-        self, method: str, params: Mapping[str, Any] | None, opts: Any = None
-    ) -> dict[str, Any]:
-        from mcp.shared.exceptions import NoBackChannelError
-
-        raise NoBackChannelError(method)
-
-    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> None:
-        return None
-
-    async def progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        return None
-
-
-def _one_exchange(scope: Any, body: bytes, version: bytes | None) -> _Exchange | None:
-    """The request as one exchange, or `None` when the SDK's transport must answer it (its
-    checks fail, it is not one request, or it is `initialize`)."""
-    import pydantic_core
-    from mcp_types import DEFAULT_NEGOTIATED_VERSION
-    from pydantic import ValidationError
-
-    accept: bytes | None = None
-    content_type: bytes | None = None
-    for key, value in scope["headers"]:  # the first of each, as the SDK's transport reads them
-        if key == b"accept":
-            if accept is None:
-                accept = value
-        elif key == b"content-type" and content_type is None:
-            content_type = value
-    if not _accepts_json(accept or b"") or not _is_json_type(content_type or b""):
-        return None
-    try:  # the SDK transport's parser, so both read every body alike
-        decoded = pydantic_core.from_json(body)
-    except ValueError:
-        return None
-    if (
-        not isinstance(decoded, dict)
-        or "id" not in decoded
-        or decoded.get("method") == "initialize"
-    ):
-        return None
-    try:
-        request = types.JSONRPCRequest.model_validate(decoded, by_name=False)
-    except ValidationError:
-        return None
-    negotiated = DEFAULT_NEGOTIATED_VERSION if version is None else version.decode("latin-1")
-    return _Exchange(scope, request, negotiated)
-
-
-def _accepts_json(accept: bytes) -> bool:
-    """The SDK transport's rule: `application/json`, `application/*` or `*/*` is accepted."""
-    kinds = {part.split(b";")[0].strip().lower() for part in accept.split(b",")}
-    return not kinds.isdisjoint((b"application/json", b"application/*", b"*/*"))
-
-
-def _is_json_type(content_type: bytes) -> bool:
-    """The SDK transport's two rules: the value starts with `application/json` (any case), and
-    its media type (before `;`) lists `application/json` exactly."""
-    media = content_type.decode("latin-1")
-    if not media.lower().startswith("application/json"):
-        return False
-    return any(part.strip() == "application/json" for part in media.split(";")[0].split(","))
-
-
-def _replay(body: bytes, receive: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
-    """`receive` for an ASGI app: the body already read, then what `receive` gives."""
-    sent = False
-
-    async def replayed() -> Any:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replayed
 
 
 def build_mcp_server(
