@@ -165,3 +165,20 @@ async def test_a_caller_with_a_way_back_answers_pushes_in_either_upstream_era(
     assert [p.message for p in ada.asked] == ["What is your name?"]
     assert len(ada.sampled) == 1
     assert ("warning", "disk almost full", "disk") in ada.logs
+
+
+async def test_url_elicitations_reach_the_caller_in_either_upstream_era(
+    gateway, upstream: ThreadedHttpServer
+) -> None:
+    ada = Caller("ada")
+    async with Client(gateway, **ada.callbacks()) as client:  # 2026-07-28: a round
+        assert _text(await client.call_tool("up_visit", {})) == "visited: accept"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[str(GATEWAY_STDIO), "--upstream", upstream.url(), "--protocol", "legacy"],
+    )
+    async with Client(params, mode="legacy", **ada.callbacks()) as client:  # pushed, pushed on
+        assert _text(await client.call_tool("asks_visit", {})) == "visited: accept"
+    assert [(type(p).__name__, p.url) for p in ada.asked] == [
+        ("ElicitRequestURLParams", "https://example.test/login")
+    ] * 2
