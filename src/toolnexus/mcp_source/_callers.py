@@ -73,7 +73,8 @@ class CallerRoutes:
         if isinstance(message, types.JSONRPCRequest):
             if message.method not in _LONG_LIVED:
                 caller = CALLER.get()
-                self._awaiting[message.id] = caller
+                if not self.associated:  # the only way to tell whose a message is
+                    self._awaiting[message.id] = caller
                 if caller is not None and isinstance(message.params, dict):
                     _stamp_for(caller, message.params.get("_meta"))
         elif (
