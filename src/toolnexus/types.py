@@ -186,11 +186,24 @@ class Caller(Protocol):
     """The client a served tool call came from, as the server that serves the call reaches it
     (`ToolContext.log`, `sample` and `ask` go through it)."""
 
+    @property
+    def capabilities(self) -> Mapping[str, Any] | None:
+        """The MCP client capabilities the caller declared (wire form), if known."""
+        ...
+
+    @property
+    def log_level(self) -> str | None:
+        """The least severe level the caller takes log messages at; `None` when it takes none."""
+        ...
+
     async def log(self, level: str, data: Any, logger: str | None) -> None: ...
 
     async def sample(
         self, messages: list[dict[str, Any]], options: dict[str, Any]
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, Any] | None:
+        """The reply (a wire `CreateMessageResult`), or `None` when the caller answers only in
+        a later round (the call suspends); `CallerUnavailable` when it cannot sample."""
+        ...
 
     async def ask(self, request: Request) -> Answer | None:
         """The caller's answer, or `None` when it cannot answer now (the call suspends)."""
@@ -253,7 +266,9 @@ class ToolContext(Generic[DepsT]):
         """Ask the caller's model (MCP sampling) and return the text of its reply. `messages`
         is a user text, or a list of texts and `{"role", "content"}` dicts in MCP wire form.
         Raises `CallerUnavailable` when the caller cannot be asked (not served over MCP, no
-        sampling capability declared, or no way back on its connection)."""
+        sampling capability declared, or no way back on its connection). When the caller
+        answers only in a later round (a 2026-07-28 client), the call suspends and runs again
+        with the reply, which this same `sample` then returns: code before it may run twice."""
         from toolnexus.errors import CallerUnavailable
 
         if self.caller is None:
@@ -277,7 +292,21 @@ class ToolContext(Generic[DepsT]):
                 if v is not None
             }
         )
-        reply = await self.caller.sample(wire, options)
+        params = {"messages": wire, **options}
+        sampled_id = "sample-" + _digest(params)
+        earlier = self._earlier_answers()
+        if sampled_id in earlier:
+            reply = dict(Answer.from_dict(earlier[sampled_id]).data or {})
+        else:
+            found = await self.caller.sample(wire, options)
+            if found is None:  # answered in a later round: this call runs again with it
+                data: dict[str, Any] = {"sampling": params}
+                if earlier:
+                    data["answers"] = earlier
+                prompt = "The tool asks the client's model for a reply"
+                asked = pending(kind="sampling", prompt=prompt, id=sampled_id, data=data)
+                raise ToolSuspended(asked)
+            reply = found
         content = reply.get("content")
         blocks = content if isinstance(content, list) else [content]
         return "\n".join(
@@ -294,18 +323,8 @@ class ToolContext(Generic[DepsT]):
         Returns the `Answer` (`ok`, `data`). When the caller cannot answer during the call
         (a 2026-07-28 client, or a host's `wait_for`), the call suspends and runs again with
         the answer, and this same `ask` then returns it: code before an `ask` may run twice."""
-        import hashlib
-        import json
-
-        key = json.dumps([message, schema, url], sort_keys=True, default=str)
-        asked_id = "ask-" + hashlib.sha256(key.encode()).hexdigest()[:16]
-        earlier: dict[str, Any] = (
-            dict((self.request.data or {}).get("answers") or {})
-            if (self.request is not None)
-            else {}
-        )
-        if self.answer is not None and self.request is not None:
-            earlier[self.request.id] = self.answer.to_dict()
+        asked_id = "ask-" + _digest([message, schema, url])
+        earlier = self._earlier_answers()
         if asked_id in earlier:
             return Answer.from_dict(earlier[asked_id])
         data: dict[str, Any] = {}
@@ -322,6 +341,27 @@ class ToolContext(Generic[DepsT]):
         raise ToolSuspended(
             pending(kind=kind, prompt=message, id=asked_id, url=url, data=data or None)
         )
+
+    def _earlier_answers(self) -> dict[str, Any]:
+        """The answers this call was run again with (by question id): those of the earlier
+        runs, carried in the request, and the one it resumes with."""
+        earlier: dict[str, Any] = (
+            dict((self.request.data or {}).get("answers") or {})
+            if (self.request is not None)
+            else {}
+        )
+        if self.answer is not None and self.request is not None:
+            earlier[self.request.id] = self.answer.to_dict()
+        return earlier
+
+
+def _digest(value: Any) -> str:
+    """A short stable id for a question (the same question asked again has the same id)."""
+    import hashlib
+    import json
+
+    key = json.dumps(value, sort_keys=True, default=str)
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 Context = ToolContext

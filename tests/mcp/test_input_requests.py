@@ -325,7 +325,7 @@ async def test_roots_come_from_config_toolkit_or_workspace(
 
 
 @pytest.mark.parametrize("server", ["s_dual", "h_legacy"])
-async def test_sampling_is_refused_and_never_declared(eras: ErasShared, server: str) -> None:
+async def test_sampling_without_a_gateway_client_is_refused(eras: ErasShared, server: str) -> None:
     result = await eras.tool(server, "sampled").execute()
     assert (result.output, result.is_error) == (
         f'MCP server "{server}" asked for sampling, which toolnexus does not provide',
@@ -424,19 +424,18 @@ async def test_the_declared_capabilities_follow_the_era_and_the_config(
     dual, legacy = era_http["dual"].url(), era_http["legacy"].url()
     both_modes = {"form": {}, "url": {}}
     bare = await declared({"modern": {"url": dual}, "legacy": {"url": legacy}})
-    # 2026-07-28: elicitation always (a question becomes a suspension); 2025-11-25: only
-    # with a `wait_for` (a push needs its answer while the call is open); never sampling or
-    # tasks; roots only when there are some; the Skills and Apps extensions always, and Tasks
-    # too at 2026-07-28 unless the server is configured `"tasks": "avoid"`
+    # 2026-07-28: elicitation always (a question becomes a suspension), sampling only on the
+    # requests of a gateway's client that declared it; 2025-11-25: both for the session (a
+    # gateway's client may answer a push while the call is open; else it is refused); roots
+    # only when there are some; the Skills and Apps extensions always, and Tasks too at
+    # 2026-07-28 unless the server is configured `"tasks": "avoid"`
     ext = {
         "io.modelcontextprotocol/skills": {},
         "io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]},
     }
     tasks = {"extensions": {**ext, "io.modelcontextprotocol/tasks": {}}}
-    assert bare == {
-        "modern": {"elicitation": both_modes, **tasks},
-        "legacy": {"extensions": ext},
-    }
+    pushed = {"elicitation": both_modes, "sampling": {}, "extensions": ext}
+    assert bare == {"modern": {"elicitation": both_modes, **tasks}, "legacy": pushed}
     avoided = await declared({"modern": {"url": dual, "tasks": "avoid"}})
     assert avoided == {"modern": {"elicitation": both_modes, "extensions": ext}}
     full = await declared(
@@ -449,8 +448,8 @@ async def test_the_declared_capabilities_follow_the_era_and_the_config(
     )
     assert full == {
         "modern": {"elicitation": both_modes, "roots": {}, **tasks},
-        "legacy": {"elicitation": both_modes, "roots": {}, "extensions": ext},
-        "rootless": {"elicitation": both_modes, "extensions": ext},
+        "legacy": {**pushed, "roots": {}},
+        "rootless": pushed,
     }
 
 

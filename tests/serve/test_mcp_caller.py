@@ -127,17 +127,29 @@ async def test_modern_http_asks_as_input_required_rounds(served):
         assert visited.content[0].text == "visited"
 
 
-async def test_http_without_a_way_back_cannot_sample(served):
+async def test_modern_http_samples_as_an_input_required_round(served):
+    heard = Heard()
+    async with Client(served.url + "/mcp", sampling_callback=heard.sample) as client:
+        sampled = await client.call_tool("summarize", {"text": "hello"})
+    assert sampled.content[0].text == "model said: HELLO"
+
+
+async def test_modern_http_without_sampling_declared_is_a_clear_error(served):
+    async with Client(served.url + "/mcp") as client:
+        result = await client.call_tool("summarize", {"text": "hello"})
+    assert result.content[0].text == (
+        "unavailable: cannot sample: the MCP client did not declare sampling"
+    )
+
+
+async def test_legacy_http_without_a_session_cannot_sample(served):
     heard = Heard()
     stateless = await caller_toolkit().serve("127.0.0.1:0", mcp={"stateless": True})
     try:
-        for url, mode in (
-            (served.url, "auto"),  # 2026-07-28: no back channel to sample over
-            (stateless.url, "auto"),
-            (stateless.url, "legacy"),  # 2025-11-25 without a session
-        ):
-            async with Client(url + "/mcp", mode=mode, sampling_callback=heard.sample) as client:
-                result = await client.call_tool("summarize", {})
-            assert result.content[0].text.startswith("unavailable: cannot sample:"), (url, mode)
+        async with Client(
+            stateless.url + "/mcp", mode="legacy", sampling_callback=heard.sample
+        ) as client:
+            result = await client.call_tool("summarize", {})
+        assert result.content[0].text.startswith("unavailable: cannot sample:")
     finally:
         await stateless.stop()

@@ -1,6 +1,6 @@
 """A toolkit with suspending tools served over stdio: `python mcp_gateway_stdio.py`;
 `--upstream URL` adds the MCP server at URL (as `asks`, roots `/srv/ws`), whose resources and
-prompts the gateway then re-serves."""
+prompts the gateway then re-serves; `--protocol legacy` talks to it at 2025-11-25."""
 
 from __future__ import annotations
 
@@ -41,14 +41,18 @@ TOOLS = [
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--upstream", default=None)
-    upstream = parser.parse_args().upstream
+    parser.add_argument("--protocol", default="auto")
+    parsed = parser.parse_args()
+    upstream = parsed.upstream
     if upstream is None:
         await Toolkit(builtins=False, extra_tools=TOOLS).serve_stdio(mcp={"name": "gw-stdio"})
         return
     from toolnexus import create_toolkit
 
     toolkit = await create_toolkit(
-        mcp_config={"asks": {"url": upstream}}, roots=["/srv/ws"], builtins=False
+        mcp_config={"asks": {"url": upstream, "protocol": parsed.protocol}},
+        roots=["/srv/ws"],
+        builtins=False,
     )
     try:
         await toolkit.serve_stdio(mcp={"name": "gw-stdio"})

@@ -53,7 +53,8 @@ from toolnexus._otel import mcp_request, request_hooks
 from toolnexus._secrets import redact, remember_url
 from toolnexus._tls import ssl_context
 from toolnexus._version import __version__
-from toolnexus.errors import HeaderValueError, ToolnexusError
+from toolnexus.errors import CallerUnavailable, HeaderValueError, ToolnexusError
+from toolnexus.mcp_source._callers import CallerRoutes, calling_for
 from toolnexus.mcp_source._config import MODERN, ServerSpec
 from toolnexus.mcp_source._elicitation import ask_host, elicit_response, elicitation_to_request
 from toolnexus.mcp_source._extensions import client_extensions
@@ -66,7 +67,7 @@ from toolnexus.mcp_source._state import Transport
 from toolnexus.mcp_source._stdio import ChildState, TransportStreams, stdio_transport
 from toolnexus.mcp_source._tasks import session_options
 from toolnexus.oauth._errors import SignInFailed, SignInRequired
-from toolnexus.types import Request, Signal, error_message
+from toolnexus.types import Caller, Request, Signal, error_message
 
 if TYPE_CHECKING:
     from toolnexus.oauth._authorization import Authorization  # the OAuth flow: loaded on use
@@ -128,16 +129,17 @@ _NEGOTIATED_FIELDS: dict[str, Any] = {
 
 
 class _Session(ClientSession):
-    """The SDK session with toolnexus's capability rules: push elicitation (handshake era) only
-    when the host can answer at once; roots without `listChanged` (they never change)."""
+    """The SDK session with toolnexus's capability rules: sampling declared for the session in
+    the handshake era (a gateway's client may answer it during a call), per request otherwise
+    (only for a gateway's client that declared it, see `_callers`); roots without
+    `listChanged` (they never change)."""
 
-    push_elicitation = True
     peer: Any = None  # the `Connection` it belongs to (what its requests' spans record)
 
     def _build_capabilities(self, version: str) -> types.ClientCapabilities:
         capabilities = super()._build_capabilities(version)
-        if not self.push_elicitation and version in HANDSHAKE_PROTOCOL_VERSIONS:
-            capabilities.elicitation = None
+        if version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            capabilities.sampling = None
         if capabilities.roots is not None:
             capabilities.roots = types.RootsCapability()
         return capabilities
@@ -226,6 +228,7 @@ class Connection:
         self.capabilities: dict[str, Any] | None = None
         self.instructions: str | None = None
         self._log = ServerLog(spec.name)
+        self._routes = CallerRoutes(associated=False)
         self._process = process
         self.transport: Transport | None = None
         self.session_id: str | None = None  # the HTTP session's `Mcp-Session-Id`, if any
@@ -316,10 +319,12 @@ class Connection:
         *,
         responses: dict[str, Any] | None = None,
         request_state: str | None = None,
+        caller: Caller | None = None,
     ) -> Any:
         """One `tools/call` round (with a progress token), bounded by `budget` and cancelled
         when `signal` is set: a `CallToolResult`, an `InputRequiredResult` (2026-07-28) or an
-        extension's result."""
+        extension's result. What the server sends during it (log messages, sampling and
+        elicitation requests) goes to `caller`, the gateway's client the call is made for."""
         session = self.session
         if session is None:
             raise LoadError("not connected")
@@ -335,7 +340,7 @@ class Connection:
         in_flight = self._in_flight
         in_flight.add(budget)
         try:
-            with mcp_request("tools/call", name, self) as traced:
+            with mcp_request("tools/call", name, self) as traced, calling_for(caller):
                 result = await budget.run(call, signal)
                 traced.result(result)
         finally:
@@ -522,6 +527,8 @@ class Connection:
             streams = await stack.enter_async_context(open_transport())
             listing = ListingRepair(self.spec.name)
             read, write = listing.wrap(*streams)
+            self._routes = CallerRoutes(associated=self.transport == "streamable-http")
+            read, write = self._routes.wrap(read, write)
             spec = self.spec
             # SSE speaks only the handshake era (never tried when `protocol` is 2026-07-28)
             protocol = "legacy" if self.transport == "sse" else spec.protocol
@@ -531,6 +538,7 @@ class Connection:
                 read,
                 write,
                 elicitation_callback=self._elicit,
+                sampling_callback=self._sample,
                 list_roots_callback=self._list_roots if self.roots else None,
                 logging_callback=self._on_log,
                 message_handler=self._on_message,
@@ -539,7 +547,6 @@ class Connection:
                 extensions=extensions,
                 **tasks,
             )
-            session.push_elicitation = self._wait_for is not None
             session.peer = self
             await stack.enter_async_context(session)
             self._arm("discover" if protocol == MODERN else "initialize")
@@ -815,6 +822,61 @@ class Connection:
 
     async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         self._log.emit(params.level, params.data, params.logger)
+        caller = self._routes.caller()
+        if caller is not None:  # relayed to the gateway's client the call is made for
+            try:
+                await caller.log(params.level, params.data, params.logger)
+            except Exception as exc:
+                logger.debug("[toolnexus] relaying a log message failed: %s", error_message(exc))
+
+    async def _sample(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
+        """A pushed `sampling/createMessage`: asked of the gateway's client the call is made
+        for; an error when there is none or it cannot answer during the call."""
+        caller = self._routes.caller()
+        if caller is None:  # as a 2026-07-28 server asking in a round is told
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message=f'MCP server "{self.spec.name}" asked for sampling, which toolnexus '
+                "does not provide",
+            )
+        wire = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        wire.pop("_meta", None)
+        messages = wire.pop("messages")
+        try:
+            with self._paused():
+                reply = await caller.sample(messages, wire)
+        except CallerUnavailable as exc:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=str(exc))
+        if reply is None:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="sampling unavailable: the MCP client calling through toolnexus answers "
+                "sampling only in a later round (2026-07-28), not during a call",
+            )
+        kind = (
+            types.CreateMessageResultWithTools
+            if params.tools or params.tool_choice
+            else types.CreateMessageResult
+        )
+        try:
+            return kind.model_validate(reply)
+        except ValidationError as exc:
+            return types.ErrorData(
+                code=types.INTERNAL_ERROR,
+                message=f"the MCP client's sampling reply is invalid: {exc.error_count()} "
+                "problem(s)",
+            )
+
+    @contextmanager
+    def _paused(self) -> Iterator[None]:
+        """Neither budget of the calls waiting on this server runs inside this block (someone
+        answers a pushed request, which names no call)."""
+        with ExitStack() as paused:
+            for budget in list(self._in_flight):
+                paused.enter_context(budget.paused())
+            yield
 
     async def _list_roots(self, context: ClientRequestContext) -> types.ListRootsResult:
         return types.ListRootsResult.model_validate({"roots": self.roots})
@@ -822,15 +884,27 @@ class Connection:
     async def _elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
-        if self._wait_for is None:  # never declared at 2025-11-25 without a wait_for
-            return types.ErrorData(code=types.INVALID_REQUEST, message="elicitation unavailable")
         request = elicitation_to_request(params)
-        # A person answers: no call's budget runs meanwhile. A pushed request names no call,
-        # so every call waiting on this server is paused.
-        with ExitStack() as paused:
-            for budget in list(self._in_flight):
-                paused.enter_context(budget.paused())
-            answer = await ask_host(self._wait_for, request, self.spec.name, "an elicitation")
+        caller = self._routes.caller()
+        if caller is not None:  # the gateway's client the call is made for is asked
+            with self._paused():
+                try:
+                    answer = await caller.ask(request)
+                except Exception as exc:
+                    return types.ErrorData(code=types.INTERNAL_ERROR, message=error_message(exc))
+            if answer is None:
+                return types.ErrorData(
+                    code=types.INVALID_REQUEST,
+                    message="elicitation unavailable: the MCP client calling through toolnexus "
+                    "cannot be asked during a call",
+                )
+        elif self._wait_for is None:  # never declared at 2025-11-25 without a wait_for
+            return types.ErrorData(code=types.INVALID_REQUEST, message="elicitation unavailable")
+        else:
+            # A person answers: no call's budget runs meanwhile. A pushed request names no
+            # call, so every call waiting on this server is paused.
+            with self._paused():
+                answer = await ask_host(self._wait_for, request, self.spec.name, "an elicitation")
         result = elicit_response(request, answer)
         try:
             return types.ElicitResult.model_validate(result)

@@ -9,6 +9,7 @@ responses gathered so far. Nothing here talks to a server.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections import OrderedDict
@@ -25,6 +26,7 @@ SAMPLING = "sampling/createMessage"
 MAX_ROUNDS = 10
 _TABLE_SIZE = 1000
 _TABLE_TTL = 3600.0
+_sampling_seq = itertools.count(1)
 
 
 class InputPending(McpInputError):
@@ -58,10 +60,19 @@ def wire_requests(input_requests: Mapping[str, Any]) -> dict[str, dict[str, Any]
 
 
 def host_request(entry: Mapping[str, Any], key: str | None = None) -> Request:
-    """The host `Request` for one wire elicitation entry (form ⇒ `input`, URL ⇒ `authorization`).
+    """The host `Request` for one wire elicitation entry (form ⇒ `input`, URL ⇒ `authorization`),
+    or sampling entry (`sampling`, its params as `data["sampling"]`; only a gateway's client
+    answers it).
 
     At 2026-07-28 a URL entry carries no `elicitationId`: its key in the round stands for it."""
     params = dict(entry.get("params") or {})
+    if entry.get("method") == SAMPLING:
+        return Request(
+            id=f"smp-{int(time.time() * 1000)}-{next(_sampling_seq)}",
+            kind="sampling",
+            prompt="The MCP server asks the client's model for a reply",
+            data={"sampling": params},
+        )
     if key is not None and params.get("mode") == "url":
         params.setdefault("elicitationId", key)
     return elicitation_to_request(params)
@@ -117,9 +128,10 @@ def pending_result(request: Request, server: str) -> ToolResult:
 def next_host_key(
     input_requests: Mapping[str, Mapping[str, Any]], responses: Mapping[str, Any]
 ) -> str | None:
-    """The first entry, in server order, the host still has to answer."""
+    """The first entry, in server order, the host (or a gateway's client) still has to
+    answer."""
     for key, entry in input_requests.items():
-        if entry.get("method") == ELICIT and key not in responses:
+        if entry.get("method") in (ELICIT, SAMPLING) and key not in responses:
             return key
     return None
 

@@ -133,6 +133,11 @@ class _RepairingReader(_Proxy):
 
     _inner: ReadStream[SessionMessage | Exception]
 
+    @property
+    def last_context(self) -> Any:
+        """The inner stream's: the SDK's dispatcher runs each message's handler in it."""
+        return getattr(self._inner, "last_context", None)
+
     async def receive(self) -> SessionMessage | Exception:
         item = await self._inner.receive()
         self._repair._received(item)

@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from toolnexus.errors import McpInputError
+from toolnexus.errors import CallerUnavailable, McpInputError
 from toolnexus.mcp_source import _input, _task_calls
 from toolnexus.mcp_source._config import MODERN
 from toolnexus.mcp_source._connection import Budget, Connection
@@ -27,7 +27,7 @@ from toolnexus.mcp_source._elicitation import ask_host, elicit_response
 from toolnexus.mcp_source._input import AnswerRefused, InputPending, Resume
 from toolnexus.mcp_source._results import map_call_result
 from toolnexus.mcp_source._tasks import TaskHandle
-from toolnexus.types import Answer, Request, ToolContext, ToolResult
+from toolnexus.types import Answer, Caller, Request, ToolContext, ToolResult
 
 _STALE_STATE = "requestState"
 _TASK = "task"  # the Tasks extension's `resultType` (see `_tasks`)
@@ -68,6 +68,8 @@ class Rounds(ABC):
     or handed to the host; the request sent again with the responses and the echoed
     `requestState`. The subclass sends the request and says what a result, a failure and a
     question only the host can answer become."""
+
+    caller: Caller | None = None  # the gateway's client a call is made for, if any
 
     def __init__(
         self, server: str, wait_for: Callable[[Request], Any] | None, conn: Connection
@@ -118,7 +120,14 @@ class Rounds(ABC):
         mcp = (request.data or {})["mcp"]
         asked = dict(mcp.get("inputRequests") or {})
         responses = dict(mcp.get("responses") or {})
-        responses[str(mcp.get("key"))] = elicit_response(request, answer)
+        if request.kind == "sampling":
+            if answer is None or not answer.ok or not answer.data:
+                return self.failed(
+                    f'MCP server "{self.name}" asked for sampling, and the client gave no reply'
+                )
+            responses[str(mcp.get("key"))] = dict(answer.data)
+        else:
+            responses[str(mcp.get("key"))] = elicit_response(request, answer)
         state = mcp.get("requestState")
         following = _input.next_host_key(asked, responses)
         if following is not None:
@@ -208,7 +217,9 @@ class Rounds(ABC):
                     return self.no_roots()
                 gathered[key] = {"roots": list(self.conn.roots)}
             elif method == _input.SAMPLING:
-                return self.no_sampling()
+                problem = await self.sample_through_caller(key, entry, gathered)
+                if problem is not None:
+                    return problem
             elif method == _input.ELICIT:
                 if wait_for is None:
                     continue
@@ -222,6 +233,26 @@ class Rounds(ABC):
                 return (
                     f'MCP server "{self.name}" asked for {method}, which toolnexus does not provide'
                 )
+        return None
+
+    async def sample_through_caller(
+        self, key: str, entry: Mapping[str, Any], gathered: dict[str, Any]
+    ) -> str | None:
+        """A sampling entry, asked of the gateway's client the call is made for: its reply
+        into `gathered` now, or left for a later round (the client answers that way); why
+        not, when there is no client or it cannot sample."""
+        caller = self.caller
+        if caller is None:
+            return self.no_sampling()
+        params = dict(entry.get("params") or {})
+        params.pop("_meta", None)
+        messages = params.pop("messages", [])
+        try:
+            reply = await caller.sample(list(messages), params)
+        except CallerUnavailable as exc:
+            return f'MCP server "{self.name}" asked for sampling: {exc}'
+        if reply is not None:
+            gathered[key] = reply
         return None
 
     async def ask(self, request: Request) -> Answer | None:
@@ -253,6 +284,11 @@ class Rounds(ABC):
         return exc.message
 
     def no_sampling(self) -> str:
+        if self.caller is not None:
+            return (
+                f'MCP server "{self.name}" asked for sampling, which the MCP client calling '
+                "through toolnexus did not declare"
+            )
         return f'MCP server "{self.name}" asked for sampling, which toolnexus does not provide'
 
     def no_roots(self) -> str:
@@ -351,6 +387,7 @@ class Call(Rounds):
         self.args = args
         self.ctx = ctx
         self.budget = budget
+        self.caller = ctx.caller
 
     def run(self, resume: Request | None) -> Awaitable[ToolResult]:
         """The call from its first round, or from the suspension `resume` (answered by
@@ -392,6 +429,7 @@ class Call(Rounds):
             self.ctx.signal,
             responses=responses,
             request_state=state,
+            caller=self.caller,
         )
         if isinstance(result, TaskHandle):
             return await _task_calls.follow(self, result)

@@ -3,10 +3,12 @@ sampling and elicitation through the SDK server session of the request being ser
 
 Log messages honour the level a 2025-11-25 client set with `logging/setLevel` (kept per
 session; everything before it does); for a 2026-07-28 client the SDK delivers only what the
-request's `_meta` opted in to. Sampling needs a client that declared `sampling` and a
-connection with a way back to it (stdio, or a 2025-11-25 request answered over SSE); anything
-else raises `CallerUnavailable` naming the reason. A question (`ask`) is put to the client as
-`_asking.ask_client` does: pushed at once over a back channel, else the call suspends.
+request's `_meta` opted in to. Sampling needs a client that declared `sampling`: a 2026-07-28
+client is asked in a later round (the call suspends), a 2025-11-25 one over a connection with a
+way back to it (stdio, or a request answered over SSE); anything else raises
+`CallerUnavailable` naming the reason. Every field of the request is passed on as given. A
+question (`ask`) is put to the client as `_asking.ask_client` does: pushed at once over a back
+channel, else the call suspends.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannel
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolnexus.errors import CallerUnavailable
-from toolnexus.serve._asking import ask_client
+from toolnexus.serve._asking import ask_client, create_message
 from toolnexus.types import LOG_LEVELS, Answer, Request
 
 __all__ = ["LogLevels", "McpCaller", "connection_of"]
@@ -46,9 +48,15 @@ class LogLevels:
         return types.EmptyResult()
 
     def allows(self, ctx: Any, level: str) -> bool:
+        return LOG_LEVELS.index(level) >= self._least(ctx)
+
+    def level(self, ctx: Any) -> str:
+        """The least severe level the session of `ctx` takes."""
+        return LOG_LEVELS[self._least(ctx)]
+
+    def _least(self, ctx: Any) -> int:
         connection = connection_of(ctx)
-        least = 0 if connection is None else self._levels.get(connection, 0)
-        return LOG_LEVELS.index(level) >= least
+        return 0 if connection is None else self._levels.get(connection, 0)
 
 
 class McpCaller:
@@ -57,6 +65,22 @@ class McpCaller:
     def __init__(self, ctx: Any, levels: LogLevels) -> None:
         self._ctx = ctx
         self._levels = levels
+
+    @property
+    def capabilities(self) -> dict[str, Any] | None:
+        declared = self._ctx.session.client_capabilities
+        if declared is None:
+            return None
+        wire: dict[str, Any] = declared.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return wire
+
+    @property
+    def log_level(self) -> str | None:
+        ctx = self._ctx
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:  # the request's own opt-in
+            level = (ctx.meta or {}).get(types.LOG_LEVEL_META_KEY)
+            return level if level in LOG_LEVELS else None
+        return self._levels.level(ctx)
 
     async def log(self, level: str, data: Any, logger: str | None) -> None:
         session = self._ctx.session
@@ -74,27 +98,22 @@ class McpCaller:
 
     async def sample(
         self, messages: list[dict[str, Any]], options: dict[str, Any]
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | None:
         ctx = self._ctx
         session = ctx.session
         wanted = types.ClientCapabilities(sampling=types.SamplingCapability())
         if not session.check_client_capability(wanted):
             raise CallerUnavailable("cannot sample: the MCP client did not declare sampling")
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or not session.can_send_request:
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return None  # asked as an input-required round (`_asking.ask_client`)
+        if not session.can_send_request:
             raise CallerUnavailable(
                 "cannot sample: this MCP connection has no way back to the client "
                 "(stdio, or a request answered over SSE, has one)"
             )
         params = types.CreateMessageRequestParams.model_validate({"messages": messages, **options})
         try:
-            result = await session.create_message(
-                list(params.messages),
-                max_tokens=params.max_tokens,
-                system_prompt=params.system_prompt,
-                temperature=params.temperature,
-                stop_sequences=params.stop_sequences,
-                related_request_id=ctx.request_id,
-            )
+            result = await create_message(ctx, params)
         except NoBackChannelError:
             raise CallerUnavailable(
                 "cannot sample: this MCP connection has no way back to the client"
@@ -105,6 +124,8 @@ class McpCaller:
         return reply
 
     async def ask(self, request: Request) -> Answer | None:
+        if request.kind == "sampling":  # `sample` is the way to ask for one
+            return None
         try:
             asked = await ask_client(self._ctx, request)
         except NoBackChannelError:
