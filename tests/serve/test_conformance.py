@@ -60,23 +60,12 @@ PASSING = {
 }
 
 
-# Through the gateway, until it relays them: log messages, sampling requests and resource
-# subscriptions (the rest of PASSING).
-THROUGH_THE_GATEWAY = PASSING - {
-    "tools-call-with-logging",
-    "tools-call-sampling",
-    "resources-subscribe",
-    "resources-unsubscribe",
-}
+# Through the gateway, until it relays them: resource subscriptions (the rest of PASSING, log
+# messages, sampling and elicitation included, is relayed to the caller).
+THROUGH_THE_GATEWAY = PASSING - {"resources-subscribe", "resources-unsubscribe"}
 
-# In front of an SDK server at 2025-11-25, until the gateway relays them: also the elicitation
-# requests the SDK server pushes (a toolkit upstream asks in 2026-07-28 input-required rounds,
-# which the gateway already passes on).
-THROUGH_THE_GATEWAY_TO_THE_SDK = THROUGH_THE_GATEWAY - {
-    "tools-call-elicitation",
-    "elicitation-sep1034-defaults",
-    "elicitation-sep1330-enums",
-}
+# In front of an SDK server at 2025-11-25 (which pushes its requests during the call): the same.
+THROUGH_THE_GATEWAY_TO_THE_SDK = THROUGH_THE_GATEWAY
 
 
 async def _passed(url: str, out: Path) -> tuple[set[str], str]:
