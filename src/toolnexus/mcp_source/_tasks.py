@@ -67,7 +67,7 @@ class _TaskRequest(types.Request[dict[str, Any], str]):
 
 async def _unresolved(handle: TaskHandle, ctx: ClaimContext) -> types.CallToolResult:
     # toolnexus calls with `allow_claimed=True` and follows the task itself (`follow`).
-    raise RuntimeError("toolnexus follows MCP tasks itself")
+    raise AssertionError("unreachable: toolnexus follows MCP tasks itself")
 
 
 _CLAIM: ResultClaim[TaskHandle] = ResultClaim(

@@ -290,6 +290,10 @@ def _folder_files(directory: str) -> list[str]:
     return sorted(found)
 
 
+class _TooLarge(Exception):
+    """A skill file over `MAX_SKILL_BYTES` (answered as the read's MCP error)."""
+
+
 def _folder_file(directory: str, rel: str) -> bytes | None:
     """The bytes of the file `rel` of a skill folder; `None` for anything outside it."""
     parts = rel.split("/")
@@ -302,7 +306,7 @@ def _folder_file(directory: str, rel: str) -> bytes | None:
     with open(path, "rb") as f:
         data = f.read(MAX_SKILL_BYTES + 1)
     if len(data) > MAX_SKILL_BYTES:
-        raise ValueError(f"larger than {MAX_SKILL_BYTES} bytes")
+        raise _TooLarge(f"larger than {MAX_SKILL_BYTES} bytes")
     return data
 
 
