@@ -45,7 +45,7 @@ from toolnexus.serve._mcp import (
     make_mcp_server,
 )
 from toolnexus.serve._mcp_http import session_policy
-from toolnexus.serve._mcp_tasks import task_support
+from toolnexus.serve._mcp_tasks import runs_as_task
 from toolnexus.serve._run_task import RunTask, RunTaskClient
 from toolnexus.serve._served import Served, ToolList
 from toolnexus.serve._shared_tasks import PostgresTaskStore, RedisTaskStore
@@ -220,7 +220,7 @@ async def serve_toolkit(
         # The MCP tasks are the A2A profile's (one task, two views); served alone, the MCP
         # profile keeps them in an endpoint of its own, on its `taskStore`.
         tasks = endpoint
-        if tasks is None and mcp_cfg is not None and any(map(task_support, exposed)):
+        if tasks is None and mcp_cfg is not None and any(map(runs_as_task, exposed)):
             tasks = await _mcp_task_book(toolkit, mcp_cfg)
         mcp_server = (
             make_mcp_server(

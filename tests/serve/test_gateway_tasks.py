@@ -1,0 +1,176 @@
+"""The gateway relays upstream MCP tasks: a toolkit built from a server that runs its tools as
+tasks (`support/mcp_servers/tasks_server.py`, on the SDK's extension framework), served as an
+MCP server, answers a caller that declared the Tasks extension with a task of its own that
+follows the upstream one (`tasks/get`, `tasks/update`, `tasks/cancel` reach the upstream task);
+a caller without the extension, and an upstream tool answered at once, get plain answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+
+from mcp import Client
+from support.db_servers import free_port
+from support.mcp_servers import ThreadedHttpServer
+from support.mcp_servers.tasks_server import app
+from support.polling import wait_until
+from support.requires import missing
+from toolnexus import create_toolkit
+from toolnexus.mcp_source._tasks import TASKS, TaskHandle, cancel_task, get_task, update_task
+from toolnexus.serve import ServeHandle
+from toolnexus.toolkit import Toolkit
+
+FASTMCP_PYTHON = os.environ.get("TOOLNEXUS_FASTMCP_TASKS_PYTHON", "")
+FASTMCP_SERVER = Path(__file__).resolve().parents[1] / "support" / "fastmcp_tasks" / "server.py"
+BOOT_S = 90.0  # importing FastMCP and docket on a loaded machine
+
+
+class _Tasks(ClientExtension):
+    """The SDK client declaring the extension and reading a task handle (followed by the test)."""
+
+    identifier = TASKS
+
+    def claims(self) -> list[ResultClaim[Any]]:
+        async def unresolved(handle: TaskHandle, ctx: ClaimContext) -> Any:
+            raise AssertionError("followed by the test")
+
+        return [ResultClaim(result_type="task", model=TaskHandle, resolve=unresolved)]
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[ThreadedHttpServer]:
+    server = ThreadedHttpServer(app())
+    yield server
+    server.stop()
+
+
+@pytest_asyncio.fixture
+async def gateway(upstream: ThreadedHttpServer) -> AsyncIterator[tuple[Toolkit, ServeHandle]]:
+    toolkit = await create_toolkit(mcp_config={"t": {"url": upstream.url()}}, builtins=False)
+    handle = await toolkit.serve("127.0.0.1:0", mcp={})
+    yield toolkit, handle
+    await handle.stop()
+    await toolkit.close()
+
+
+async def follow(client: Client, task_id: str, until: str) -> dict[str, Any]:
+    async def reached() -> dict[str, Any] | None:
+        task = await get_task(client.session, task_id)
+        return task if task["status"] == until else None
+
+    found: dict[str, Any] = await wait_until(reached)
+    return found
+
+
+async def upstream_counts(client: Client) -> dict[str, Any]:
+    result = await client.call_tool("t_calls", {})
+    counts: dict[str, Any] = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    return counts
+
+
+async def test_an_upstream_task_reaches_a_declaring_caller_as_a_task_it_follows(
+    gateway: tuple[Toolkit, ServeHandle],
+) -> None:
+    _, handle = gateway
+    async with Client(handle.url + "/mcp", extensions=[_Tasks()]) as client:
+        before = await upstream_counts(client)
+        answered = await client.session.call_tool("t_steps", {"n": 2}, allow_claimed=True)
+        assert isinstance(answered, TaskHandle) and answered.status == "working"
+        done = await follow(client, answered.task_id, "completed")
+        assert done["result"]["content"] == [{"type": "text", "text": "done 2"}]
+        assert done["result"]["isError"] is False
+        after = await upstream_counts(client)
+        assert after["calls"]["steps"] == before["calls"].get("steps", 0) + 1  # called once
+        # an upstream tool answered at once is a plain answer, task-declaring caller or not
+        plain = await client.session.call_tool("t_plain", {}, allow_claimed=True)
+        assert not isinstance(plain, TaskHandle)
+        assert plain.content[0].text == "plain answer"  # type: ignore[union-attr]
+
+
+async def test_a_caller_without_the_extension_gets_the_upstream_result(
+    gateway: tuple[Toolkit, ServeHandle],
+) -> None:
+    _, handle = gateway
+    async with Client(handle.url + "/mcp") as client:
+        result = await client.call_tool("t_steps", {"n": 1})
+        assert result.content[0].text == "done 1"  # type: ignore[union-attr]
+
+
+async def test_an_upstream_input_request_is_answered_with_tasks_update_on_the_gateway_task(
+    gateway: tuple[Toolkit, ServeHandle],
+) -> None:
+    _, handle = gateway
+    async with Client(handle.url + "/mcp", extensions=[_Tasks()]) as client:
+        answered = await client.session.call_tool("t_ask_name", {}, allow_claimed=True)
+        assert isinstance(answered, TaskHandle)
+        waiting = await follow(client, answered.task_id, "input_required")
+        [(key, asked)] = waiting["inputRequests"].items()
+        assert asked["method"] == "elicitation/create"
+        assert asked["params"]["message"] == "Please enter your name."
+        reply = {"action": "accept", "content": {"name": "Ada"}}
+        await update_task(client.session, answered.task_id, {key: reply})
+        done = await follow(client, answered.task_id, "completed")
+        assert done["result"]["content"][0]["text"] == "Hello, Ada!"
+
+
+async def test_cancelling_the_gateway_task_cancels_the_upstream_task(
+    gateway: tuple[Toolkit, ServeHandle],
+) -> None:
+    _, handle = gateway
+    async with Client(handle.url + "/mcp", extensions=[_Tasks()]) as client:
+        before = (await upstream_counts(client))["cancelled"]
+        answered = await client.session.call_tool("t_forever", {}, allow_claimed=True)
+        assert isinstance(answered, TaskHandle)
+        await follow(client, answered.task_id, "working")
+        await cancel_task(client.session, answered.task_id)
+        await follow(client, answered.task_id, "cancelled")
+
+        async def cancelled_upstream() -> bool:
+            return (await upstream_counts(client))["cancelled"] == before + 1
+
+        assert await wait_until(cancelled_upstream)
+
+
+async def test_a_fastmcp_upstream_task_reaches_a_declaring_caller_as_a_task() -> None:
+    if not FASTMCP_PYTHON:
+        missing(
+            "FastMCP with fastmcp-tasks (TOOLNEXUS_FASTMCP_TASKS_PYTHON)",
+            "make test builds .venv-fastmcp-tasks",
+        )
+    port = free_port()
+    proc = subprocess.Popen(
+        [FASTMCP_PYTHON, str(FASTMCP_SERVER), str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+
+        def listening() -> bool:
+            with socket.socket() as sock:
+                return sock.connect_ex(("127.0.0.1", port)) == 0
+
+        await wait_until(listening, timeout=BOOT_S, check_every=0.1)
+        url = f"http://127.0.0.1:{port}/mcp"
+        toolkit = await create_toolkit(mcp_config={"f": {"url": url}}, builtins=False)
+        handle = await toolkit.serve("127.0.0.1:0", mcp={})
+        try:
+            async with Client(handle.url + "/mcp", extensions=[_Tasks()]) as client:
+                answered = await client.session.call_tool("f_crunch", {"n": 4}, allow_claimed=True)
+                assert isinstance(answered, TaskHandle)
+                done = await follow(client, answered.task_id, "completed")
+                assert done["result"]["content"][0]["text"] == "crunched 4"
+        finally:
+            await handle.stop()
+            await toolkit.close()
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
