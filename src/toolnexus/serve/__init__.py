@@ -293,17 +293,25 @@ async def serve_toolkit_stdio(
     from mcp.server.stdio import stdio_server
 
     cfg = _profile(mcp, toolkit.config, "mcpServer", "mcp") or {}
-    server = make_mcp_server(
-        exposed_mcp_tools(toolkit.tools(), cfg),
-        cfg,
-        on_call,
-        execute_through(toolkit),
-        upstream=toolkit.mcp_source,
-        offers=getattr(toolkit, "offers", None),
-        skills=toolkit.skill_source,
-    )
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    exposed = exposed_mcp_tools(toolkit.tools(), cfg)
+    # The tools that may run as tasks do so here too, kept on the profile's `taskStore`.
+    tasks = await _mcp_task_book(toolkit, cfg) if any(map(runs_as_task, exposed)) else None
+    try:
+        server = make_mcp_server(
+            exposed,
+            cfg,
+            on_call,
+            execute_through(toolkit),
+            upstream=toolkit.mcp_source,
+            offers=getattr(toolkit, "offers", None),
+            tasks=tasks,
+            skills=toolkit.skill_source,
+        )
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        if tasks is not None:
+            await tasks.aclose()
 
 
 async def start_a2a_server(
