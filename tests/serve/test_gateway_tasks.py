@@ -1,11 +1,13 @@
 """The gateway relays upstream MCP tasks: a toolkit built from a server that runs its tools as
-tasks (`support/mcp_servers/tasks_server.py`, on the SDK's extension framework), served as an
-MCP server, answers a caller that declared the Tasks extension with a task of its own that
-follows the upstream one (`tasks/get`, `tasks/update`, `tasks/cancel` reach the upstream task);
-a caller without the extension, and an upstream tool answered at once, get plain answers."""
+tasks (`support/mcp_servers/tasks_server.py`, on the SDK's extension framework; FastMCP with
+`fastmcp-tasks`), served as an MCP server, answers a caller that declared the Tasks extension
+(the SDK's client, FastMCP's, toolnexus's) with a task of its own that follows the upstream one
+(`tasks/get`, `tasks/update`, `tasks/cancel` reach the upstream task); a caller without the
+extension, and an upstream tool answered at once, get plain answers."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -25,12 +27,15 @@ from support.mcp_servers.tasks_server import app
 from support.polling import wait_until
 from support.requires import missing
 from toolnexus import create_toolkit
+from toolnexus.mcp_source import load_mcp_with_context
 from toolnexus.mcp_source._tasks import TASKS, TaskHandle, cancel_task, get_task, update_task
 from toolnexus.serve import ServeHandle
 from toolnexus.toolkit import Toolkit
+from toolnexus.types import Answer, Request
 
 FASTMCP_PYTHON = os.environ.get("TOOLNEXUS_FASTMCP_TASKS_PYTHON", "")
 FASTMCP_SERVER = Path(__file__).resolve().parents[1] / "support" / "fastmcp_tasks" / "server.py"
+FASTMCP_CLIENT = Path(__file__).resolve().parents[1] / "support" / "fastmcp_tasks" / "client.py"
 BOOT_S = 90.0  # importing FastMCP and docket on a loaded machine
 
 
@@ -174,3 +179,50 @@ async def test_a_fastmcp_upstream_task_reaches_a_declaring_caller_as_a_task() ->
     finally:
         proc.kill()
         proc.wait(timeout=30)
+
+
+async def test_toolnexus_through_the_gateway_follows_the_relayed_task(
+    gateway: tuple[Toolkit, ServeHandle],
+) -> None:
+    _, handle = gateway
+    asked: list[Request] = []
+
+    def wait_for(request: Request) -> Answer:
+        asked.append(request)
+        return Answer(request.id, True, {"name": "Grace"})
+
+    source = await load_mcp_with_context({"g": {"url": handle.url + "/mcp"}}, wait_for)
+    try:
+        tools = {t.name: t for t in source.tools}
+        greeted = await tools["g_t_ask_name"].execute()
+        assert (greeted.output, greeted.is_error) == ("Hello, Grace!", False)
+        [request] = asked
+        assert request.prompt == "Please enter your name."
+        counted = await tools["g_t_steps"].execute({"n": 2})
+        assert (counted.output, counted.is_error) == ("done 2", False)
+    finally:
+        await source.close()
+
+
+async def test_fastmcps_client_follows_a_relayed_task(
+    gateway: tuple[Toolkit, ServeHandle],
+) -> None:
+    if not FASTMCP_PYTHON:
+        missing(
+            "FastMCP with fastmcp-tasks (TOOLNEXUS_FASTMCP_TASKS_PYTHON)",
+            "make test builds .venv-fastmcp-tasks",
+        )
+    _, handle = gateway
+    proc = await asyncio.create_subprocess_exec(
+        FASTMCP_PYTHON,
+        str(FASTMCP_CLIENT),
+        handle.url + "/mcp",
+        "t_steps",
+        json.dumps({"n": 3}),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    answer = json.loads(out.decode().strip().splitlines()[-1])
+    assert answer["text"] == "done 3"  # its client insists on a task answer
