@@ -30,6 +30,7 @@ from toolnexus import create_toolkit
 from toolnexus.mcp_source import load_mcp_with_context
 from toolnexus.mcp_source._tasks import TASKS, TaskHandle, cancel_task, get_task, update_task
 from toolnexus.serve import ServeHandle
+from toolnexus.serve._run_task import RunTaskClient
 from toolnexus.toolkit import Toolkit
 from toolnexus.types import Answer, Request
 
@@ -226,3 +227,22 @@ async def test_fastmcps_client_follows_a_relayed_task(
     assert proc.returncode == 0, err.decode()[-3000:]
     answer = json.loads(out.decode().strip().splitlines()[-1])
     assert answer["text"] == "done 3"  # its client insists on a task answer
+
+
+async def test_with_no_room_for_another_task_the_upstream_task_is_followed_in_the_call(
+    upstream: ThreadedHttpServer,
+) -> None:
+    toolkit = await create_toolkit(mcp_config={"t": {"url": upstream.url()}}, builtins=False)
+    agent = RunTaskClient(lambda text, _: text)
+    handle = await toolkit.serve("127.0.0.1:0", client=agent, a2a={"maxInFlight": 1}, mcp={})
+    try:
+        async with Client(handle.url + "/mcp", extensions=[_Tasks()]) as client:
+            held = await client.session.call_tool("t_forever", {}, allow_claimed=True)
+            assert isinstance(held, TaskHandle)  # the one task the gateway has room for
+            answered = await client.session.call_tool("t_steps", {"n": 1}, allow_claimed=True)
+            assert not isinstance(answered, TaskHandle)
+            assert answered.content[0].text == "done 1"  # type: ignore[union-attr]
+            await cancel_task(client.session, held.task_id)
+    finally:
+        await handle.stop()
+        await toolkit.close()

@@ -185,7 +185,7 @@ class McpTasks(Extension):
                 raise _missing_capability()
             return await call_next(ctx)
         if _relayed(tool):
-            return await self._relay(ctx, tool, dict(params.arguments or {}))
+            return await self._relay(ctx, tool, dict(params.arguments or {}), call_next)
         args = dict(params.arguments or {})
         run = await self._reserve(tool, args)
         self._start(run, tool, args, None)
@@ -223,12 +223,16 @@ class McpTasks(Extension):
             raise
         return run
 
-    async def _relay(self, ctx: Any, tool: Tool, args: dict[str, Any]) -> Any:
+    async def _relay(self, ctx: Any, tool: Tool, args: dict[str, Any], call_next: Any) -> Any:
         """A call of an upstream tool: a task once the upstream answers with one (announced),
-        else the upstream's answer, relayed as a plain call's."""
+        else the upstream's answer, relayed as a plain call's. With no room for another task
+        (`maxInFlight`), the call is a plain one: the gateway follows any upstream task itself."""
         assert self._conclude is not None
         started = time.perf_counter()
-        run = self._reserved(self._new_task(tool, args))
+        try:
+            run = self._book._reserve(self._new_task(tool, args))
+        except _RpcError:
+            return await call_next(ctx)
         announced = _Announced(run)
         session = ctx.session
         outcome: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
