@@ -75,6 +75,20 @@ async def test_an_app_only_tool_is_hidden_from_the_model_and_callable_by_the_app
     assert (result.output, result.is_error) == ("alarm at 07:00", False)
 
 
+async def test_the_model_cannot_call_an_app_only_tool(
+    toolkit: Toolkit,
+    llm,  # noqa: F811 - the fixture imported above
+    make_client,  # noqa: F811
+):
+    llm.push(tools(call("apps_set_alarm", {"at": "05:00"}, id="c1")))
+    llm.push(text("done"))
+    events = [e async for e in make_client("openai").stream("wake me", toolkit)]
+    assert "ui" not in [e["type"] for e in events]  # no App to render for a refused call
+    [result] = [e for e in events if e["type"] == "tool_result"]
+    assert result["is_error"] is True
+    assert "for its MCP App only" in str(result)
+
+
 async def test_a_streamed_call_of_an_app_tool_has_a_ui_event(
     toolkit: Toolkit,
     llm,  # noqa: F811 - the fixture imported above
