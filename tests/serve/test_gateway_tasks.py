@@ -246,3 +246,35 @@ async def test_with_no_room_for_another_task_the_upstream_task_is_followed_in_th
     finally:
         await handle.stop()
         await toolkit.close()
+
+
+async def test_a_relayed_task_cancelled_on_another_replica_cancels_the_upstream_task(
+    upstream: ThreadedHttpServer, postgres: Any
+) -> None:
+    profile = {"taskStore": postgres.database("gateway_relayed_tasks")}
+    toolkits = [
+        await create_toolkit(mcp_config={"t": {"url": upstream.url()}}, builtins=False)
+        for _ in range(2)
+    ]
+    first, second = [await kit.serve("127.0.0.1:0", mcp=profile) for kit in toolkits]
+    try:
+        async with (
+            Client(first.url + "/mcp", extensions=[_Tasks()]) as here,
+            Client(second.url + "/mcp", extensions=[_Tasks()]) as there,
+        ):
+            before = (await upstream_counts(here))["cancelled"]
+            held = await here.session.call_tool("t_forever", {}, allow_claimed=True)
+            assert isinstance(held, TaskHandle)
+            assert (await get_task(there.session, held.task_id))["status"] == "working"
+            await cancel_task(there.session, held.task_id)  # on the replica not running it
+            await follow(here, held.task_id, "cancelled")
+
+            async def cancelled_upstream() -> bool:
+                return (await upstream_counts(here))["cancelled"] == before + 1
+
+            assert await wait_until(cancelled_upstream)
+    finally:
+        for handle in (first, second):
+            await handle.stop()
+        for kit in toolkits:
+            await kit.close()

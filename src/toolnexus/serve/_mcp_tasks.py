@@ -263,6 +263,7 @@ class McpTasks(Extension):
         book = self._book
         async with book._lock(run.task["id"]):
             await book.store.save(run.task)  # its latest version: the run may have moved on
+            self._watch(run)
             return _Reply(**self._view(run.task), result_type="task")
 
     def _start(
@@ -274,12 +275,18 @@ class McpTasks(Extension):
         *,
         relay: _Relay | None = None,
     ) -> None:
-        loop = asyncio.get_running_loop()
-        run.job = loop.create_task(self._run(run, tool, args, resume, relay))
+        run.job = asyncio.get_running_loop().create_task(self._run(run, tool, args, resume, relay))
+        if relay is None:  # a relayed call is watched once it is a task
+            self._watch(run)
+
+    def _watch(self, run: _Run) -> None:
         watch = getattr(self._book.store, "watch", None)
-        if callable(watch):  # a shared store: a cancel saved by another replica stops the run
+        if callable(watch) and run.task["id"] in self._book._runs:
+            # a shared store: a cancel saved by another replica stops the run
             run.changes = watch(run.task["id"])
-            run.watcher = loop.create_task(self._book._heed_cancel_elsewhere(run, run.changes))
+            run.watcher = asyncio.get_running_loop().create_task(
+                self._book._heed_cancel_elsewhere(run, run.changes)
+            )
 
     async def _run(
         self,
