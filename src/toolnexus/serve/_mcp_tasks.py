@@ -322,9 +322,9 @@ class McpTasks(Extension):
                 raise
             except Exception as exc:  # the server never crashes on a tool
                 result = ToolResult(error_message(exc), True)
-            if relay is None or a_task():
+            if a_task():
                 await book._commit(run, self._final(run.task, tool, result))
-            else:
+            elif relay is not None:
                 relay[1].set_result(result)
         except asyncio.CancelledError:
             run.cancel.set()
