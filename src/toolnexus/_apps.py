@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ui_resource_uri"]
+__all__ = ["for_the_model", "ui_resource_uri"]
 
 
 def ui_resource_uri(metadata: Mapping[str, Any] | None) -> str | None:
@@ -20,3 +20,16 @@ def ui_resource_uri(metadata: Mapping[str, Any] | None) -> str | None:
     ui = meta.get("ui")
     uri = ui.get("resourceUri") if isinstance(ui, Mapping) else meta.get("ui/resourceUri")
     return uri if isinstance(uri, str) and uri.startswith("ui://") else None
+
+
+def for_the_model(metadata: Mapping[str, Any] | None) -> bool:
+    """Whether a tool is offered to the model: unless its `_meta.ui.visibility` (a list of
+    `"model"` and `"app"`) leaves `"model"` out, as an app-only tool does (the host hides it
+    from the model; the app still calls it). No visibility, or one that is not a list of
+    strings, means both audiences, the spec's default."""
+    meta = (metadata or {}).get("_meta")
+    ui = meta.get("ui") if isinstance(meta, Mapping) else None
+    visibility = ui.get("visibility") if isinstance(ui, Mapping) else None
+    if not isinstance(visibility, list) or not all(isinstance(v, str) for v in visibility):
+        return True
+    return "model" in visibility

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus import adapters
 from toolnexus._aio import LoopThread
+from toolnexus._apps import for_the_model
 from toolnexus._config import read_config
 from toolnexus._dispatch import dispatch
 from toolnexus._http import HttpClients, call_owner
@@ -195,8 +196,9 @@ class Toolkit:
 
     def search_tools(self, query: str, limit: int = 5) -> list[ToolInfo]:
         """The tools best matching `query`, best first (at most `limit`): BM25 over name,
-        title, description and parameter names and descriptions. Every tool is searched,
-        deferred or not; the index is built on the first search after the tool set changed."""
+        title, description and parameter names and descriptions. Every tool offered to the
+        model is searched, deferred or not (an MCP Apps app-only tool is not); the index is
+        built on the first search after the tool set changed."""
         if not isinstance(query, str):
             raise ConfigTypeError(f"search_tools query must be a str, not {type(query).__name__}")
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
@@ -204,7 +206,7 @@ class Toolkit:
         if self._search is None:
             from toolnexus._tool_search import ToolIndex
 
-            self._search = ToolIndex(self._tools)
+            self._search = ToolIndex(self._model_tools())
         return [_tool_info(t) for t in self._search.search(query, limit)]
 
     def _without_tools(self, names: Collection[str]) -> Toolkit:
@@ -271,8 +273,12 @@ class Toolkit:
     ) -> list[dict[str, Any]]:
         cached = self._declarations.get(key)
         if cached is None:
-            cached = self._declarations[key] = build(self._tools)
+            cached = self._declarations[key] = build(self._model_tools())
         return cached
+
+    def _model_tools(self) -> list[Tool]:
+        """The tools offered to the model: all but the MCP Apps app-only ones (`_apps`)."""
+        return [t for t in self._tools if for_the_model(t.metadata)]
 
     def to_openai(self, strict: bool = False, *, defer: bool = False) -> list[dict[str, Any]]:
         """OpenAI chat-completions `tools` (the same list object until the tool set changes).

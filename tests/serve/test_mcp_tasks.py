@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -228,3 +229,20 @@ async def test_replicas_on_one_shared_store_serve_each_others_tasks(postgres: An
     finally:
         await first.stop()
         await second.stop()
+
+
+async def test_a_task_tool_runs_as_a_task_over_stdio() -> None:
+    script = Path(__file__).resolve().parents[1] / "support" / "stdio_tasks_gateway.py"
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    entry = {"command": sys.executable, "args": [str(script)], "env": {"PYTHONPATH": src}}
+    # a task-only tool: it answers only a caller that follows its task
+    source = await load_mcp_with_context({"s": entry, "plain": {**entry, "tasks": "avoid"}})
+    try:
+        assert source.status == {"s": "connected", "plain": "connected"}
+        tools = {t.name: t for t in source.tools}
+        done = await tools["s_build"].execute({"n": 7})
+        assert (done.output, done.is_error) == ("built 7", False)
+        refused = await tools["plain_build"].execute({"n": 1})
+        assert refused.is_error
+    finally:
+        await source.close()

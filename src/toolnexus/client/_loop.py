@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus import _otel
 from toolnexus._aio import call_in_thread_maybe_async, run_together
-from toolnexus._apps import ui_resource_uri
+from toolnexus._apps import for_the_model, ui_resource_uri
 from toolnexus._log import logger, warn
 from toolnexus._secrets import redact
 from toolnexus.adapters import ToolCall
@@ -608,6 +608,9 @@ class RunLoop:
         toolkit = self.toolkit
         if toolkit is None:
             return ToolResult(f"Unknown tool: {call.name}. Available tools: none", True)
+        tool = toolkit.get(call.name)
+        if tool is not None and not for_the_model(tool.metadata):  # never offered to it
+            return ToolResult(f"Tool {call.name} is for its MCP App only, not the model", True)
         reporter = ctx.on_progress = _Reporter(self, call, turn)
         try:
             with _otel.model_call(call.id):
@@ -624,8 +627,8 @@ class RunLoop:
         """The `ui` event of a call whose tool names an MCP App, else `None`."""
         tool = self._tool(call.name)
         uri = ui_resource_uri(tool.metadata) if tool is not None else None
-        if tool is None or uri is None:
-            return None
+        if tool is None or uri is None or not for_the_model(tool.metadata):
+            return None  # no App, or a call refused (`_run_reported`)
         server = (tool.metadata or {}).get("server") if tool.source == "mcp" else None
         return {
             "type": "ui",

@@ -45,7 +45,7 @@ from toolnexus.serve._mcp import (
     make_mcp_server,
 )
 from toolnexus.serve._mcp_http import session_policy
-from toolnexus.serve._mcp_tasks import task_support
+from toolnexus.serve._mcp_tasks import runs_as_task
 from toolnexus.serve._run_task import RunTask, RunTaskClient
 from toolnexus.serve._served import Served, ToolList
 from toolnexus.serve._shared_tasks import PostgresTaskStore, RedisTaskStore
@@ -220,7 +220,7 @@ async def serve_toolkit(
         # The MCP tasks are the A2A profile's (one task, two views); served alone, the MCP
         # profile keeps them in an endpoint of its own, on its `taskStore`.
         tasks = endpoint
-        if tasks is None and mcp_cfg is not None and any(map(task_support, exposed)):
+        if tasks is None and mcp_cfg is not None and any(map(runs_as_task, exposed)):
             tasks = await _mcp_task_book(toolkit, mcp_cfg)
         mcp_server = (
             make_mcp_server(
@@ -293,17 +293,25 @@ async def serve_toolkit_stdio(
     from mcp.server.stdio import stdio_server
 
     cfg = _profile(mcp, toolkit.config, "mcpServer", "mcp") or {}
-    server = make_mcp_server(
-        exposed_mcp_tools(toolkit.tools(), cfg),
-        cfg,
-        on_call,
-        execute_through(toolkit),
-        upstream=toolkit.mcp_source,
-        offers=getattr(toolkit, "offers", None),
-        skills=toolkit.skill_source,
-    )
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    exposed = exposed_mcp_tools(toolkit.tools(), cfg)
+    # The tools that may run as tasks do so here too, kept on the profile's `taskStore`.
+    tasks = await _mcp_task_book(toolkit, cfg) if any(map(runs_as_task, exposed)) else None
+    try:
+        server = make_mcp_server(
+            exposed,
+            cfg,
+            on_call,
+            execute_through(toolkit),
+            upstream=toolkit.mcp_source,
+            offers=getattr(toolkit, "offers", None),
+            tasks=tasks,
+            skills=toolkit.skill_source,
+        )
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        if tasks is not None:
+            await tasks.aclose()
 
 
 async def start_a2a_server(

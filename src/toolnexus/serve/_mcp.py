@@ -39,7 +39,7 @@ from toolnexus.serve._mcp_caller import LogLevels, McpCaller
 from toolnexus.serve._mcp_offers import offer_handlers, part_block
 from toolnexus.serve._mcp_relay import relay_handlers
 from toolnexus.serve._mcp_skills import skills_provider
-from toolnexus.serve._mcp_tasks import McpTasks, task_support
+from toolnexus.serve._mcp_tasks import McpTasks, runs_as_task
 from toolnexus.types import (
     Answer,
     Request,
@@ -363,6 +363,12 @@ def make_mcp_server(
             request = Request.from_dict(json.loads(params.request_state))
             answer = answer_of(request, params.input_responses.get(request.id))
         result = await run_once(tool, args, ctx, answer, request)
+        return await conclude(ctx, tool, args, result, started)
+
+    async def conclude(
+        ctx: Any, tool: Tool, args: dict[str, Any], result: ToolResult, started: float
+    ) -> Any:
+        """The answer to a `tools/call` whose first run gave `result`."""
         suspended = pending_of(result)
         if suspended is not None:
             relayed = await _relay(ctx, tool, args, result, suspended, run_once)
@@ -405,9 +411,13 @@ def make_mcp_server(
             **handlers,
         )
     server.middleware.append(_security(cfg, name))
-    if tasks is not None and any(task_support(t) for t in tools):
+    if tasks is not None and any(map(runs_as_task, tools)):
         McpTasks(
-            tasks, tools, execute, lambda tool, result: _call_result(tool, result, output_schemas)
+            tasks,
+            tools,
+            execute,
+            lambda tool, result: _call_result(tool, result, output_schemas),
+            conclude=conclude,
         ).install(server, call_tool)
     if provider is not None:
         provider.install(server)

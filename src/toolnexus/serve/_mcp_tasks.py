@@ -14,6 +14,18 @@ an MCP call started, and `tasks/get`/`tasks/cancel` read or cancel a task an A2A
 started. A tool's wire result rides along in its artifact's metadata (`mcpResult`, as JSON text), so
 the MCP view returns exactly what a plain call would have.
 
+The gateway relays upstream tasks: a tool of the toolkit's MCP servers (`source == "mcp"`)
+called by a caller that declared the extension runs as a gateway task exactly when its upstream
+server answers the call with a task (the toolkit's client records the upstream task in the
+call's `TaskLedger`, `toolnexus._task_ledger`, which is the signal); an upstream that answers at
+once gets the plain answer relayed as ever. The gateway's task is its own (its id, its store,
+owned by its caller) and follows the upstream one: the toolkit's client goes on polling the
+upstream task inside the gateway task's run, so each upstream `statusMessage` becomes the
+gateway task's, its input requests become the gateway task's (`tasks/update` resumes the run,
+which sends the answer on with the upstream's `tasks/update`), `tasks/cancel` stops the run,
+which cancels the upstream task, and the upstream result is the gateway task's result. The
+upstream reference is kept in the task's metadata (`mcp.upstream`).
+
 The released `mcp` SDK (2.3) has the extension framework but not Tasks; this module is the whole
 of the served side, written as an SDK `Extension` (its methods and its `tools/call` interceptor)
 so that it can give way to the SDK's own Tasks server once one ships.
@@ -24,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -34,6 +47,7 @@ from pydantic import ConfigDict
 
 from toolnexus._json import compact_json
 from toolnexus._log import warn
+from toolnexus._task_ledger import ledger
 from toolnexus.a2a import _wire as wire
 from toolnexus.serve._a2a import TASK_NOT_FOUND, _RpcError
 from toolnexus.serve._asking import _elicitation, answer_of
@@ -45,7 +59,7 @@ if TYPE_CHECKING:
 
     from toolnexus.serve._a2a import A2AEndpoint, _Run
 
-__all__ = ["TASKS", "McpTasks", "task_support"]
+__all__ = ["TASKS", "McpTasks", "runs_as_task", "task_support"]
 
 TASKS = "io.modelcontextprotocol/tasks"
 DEFAULT_POLL_MS = 500
@@ -54,12 +68,44 @@ _SUPPORT = ("optional", "required")
 
 Execute = Callable[[Tool, dict[str, Any], ToolContext], Awaitable[ToolResult]]
 Render = Callable[[Tool, ToolResult], dict[str, Any]]
+Conclude = Callable[[Any, Tool, dict[str, Any], ToolResult, float], Awaitable[Any]]
+Progress = Callable[[dict[str, Any]], Awaitable[None]]
+_Relay = tuple[asyncio.Event, "asyncio.Future[ToolResult]", Progress]
 
 
 def task_support(tool: Tool) -> str | None:
     """`"optional"` or `"required"` when `tool` declares it runs as a task, else `None`."""
     support = (tool.metadata or {}).get("taskSupport")
     return support if support in _SUPPORT else None
+
+
+def _relayed(tool: Tool) -> bool:
+    """Whether `tool` is an upstream MCP server's, which that server may run as a task."""
+    return tool.source == "mcp" and task_support(tool) is None
+
+
+def runs_as_task(tool: Tool) -> bool:
+    """Whether a call of `tool` may be answered with a task (its own, or its upstream's)."""
+    return task_support(tool) is not None or _relayed(tool)
+
+
+class _Announced:
+    """The `TaskLedger` of a relayed call: the upstream answering with a task is the moment the
+    gateway's task is announced; its reference joins the task's metadata."""
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self.event = asyncio.Event()
+
+    async def recall(self) -> Mapping[str, Any] | None:
+        return None  # a relayed call is always a first call
+
+    async def record(self, reference: Mapping[str, Any] | None) -> None:
+        if reference is None or self.event.is_set():
+            return
+        metadata = self.run.task["metadata"]
+        metadata["mcp"] = {**metadata["mcp"], "upstream": compact_json(dict(reference))}
+        self.event.set()
 
 
 class _TaskParams(types.RequestParams):
@@ -98,13 +144,18 @@ class McpTasks(Extension):
         render: Render,
         *,
         poll_ms: int = DEFAULT_POLL_MS,
+        conclude: Conclude | None = None,
     ) -> None:
-        """`execute` runs one call of a tool; `render` makes its result the wire result."""
+        """`execute` runs one call of a tool; `render` makes its result the wire result;
+        `conclude` answers a relayed call its upstream answered at once (as a plain
+        `tools/call` would: input requests, `on_call`); without it no call is relayed."""
         self._book = book
-        self._tools = {t.name: t for t in tools if task_support(t) is not None}
+        relay = conclude is not None
+        self._tools = {t.name: t for t in tools if task_support(t) or (relay and _relayed(t))}
         self._execute = execute
         self._render = render
         self._poll_ms = poll_ms
+        self._conclude = conclude
 
     def install(self, server: Server[Any], call_tool: Any) -> None:
         """Serve the extension on `server` (a lowlevel one, which applies no `Extension`
@@ -133,7 +184,14 @@ class McpTasks(Extension):
             if task_support(tool) == "required":
                 raise _missing_capability()
             return await call_next(ctx)
+        if _relayed(tool):
+            return await self._relay(ctx, tool, dict(params.arguments or {}), call_next)
         args = dict(params.arguments or {})
+        run = await self._reserve(tool, args)
+        self._start(run, tool, args, None)
+        return _Reply(**self._view(run.task), result_type="task")
+
+    def _new_task(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
         task: dict[str, Any] = {
             "id": wire.new_id(),
             "status": {"state": wire.proto_state("working"), "timestamp": wire.now()},
@@ -148,26 +206,87 @@ class McpTasks(Extension):
         owner = caller_identity()
         if owner:
             task["owner"] = owner
-        book = self._book
+        return task
+
+    def _reserved(self, task: dict[str, Any]) -> _Run:
         try:
-            run = book._reserve(task)
+            return self._book._reserve(task)
         except _RpcError as exc:  # too many tasks in flight, or the server is stopping
             raise MCPError(types.INTERNAL_ERROR, exc.message) from None
-        try:
-            await book.store.save(task)  # durably created before the handle is answered
-        except BaseException:
-            book._release(run)
-            raise
-        self._start(run, tool, args, None)
-        return _Reply(**self._view(task), result_type="task")
 
-    def _start(self, run: _Run, tool: Tool, args: dict[str, Any], resume: Any) -> None:
-        loop = asyncio.get_running_loop()
-        run.job = loop.create_task(self._run(run, tool, args, resume))
+    async def _reserve(self, tool: Tool, args: dict[str, Any]) -> _Run:
+        run = self._reserved(self._new_task(tool, args))
+        try:
+            await self._book.store.save(run.task)  # durably created before the handle is answered
+        except BaseException:
+            self._book._release(run)
+            raise
+        return run
+
+    async def _relay(self, ctx: Any, tool: Tool, args: dict[str, Any], call_next: Any) -> Any:
+        """A call of an upstream tool: a task once the upstream answers with one (announced),
+        else the upstream's answer, relayed as a plain call's. With no room for another task
+        (`maxInFlight`), the call is a plain one: the gateway follows any upstream task itself."""
+        assert self._conclude is not None
+        started = time.perf_counter()
+        try:
+            run = self._book._reserve(self._new_task(tool, args))
+        except _RpcError:
+            return await call_next(ctx)
+        announced = _Announced(run)
+        session = ctx.session
+        outcome: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
+
+        async def progress(event: dict[str, Any]) -> None:  # the caller's, until announced
+            await session.report_progress(
+                event.get("progress", 0), event.get("total"), event.get("message")
+            )
+
+        with ledger(announced):
+            self._start(run, tool, args, None, relay=(announced.event, outcome, progress))
+        assert run.job is not None
+        waiter = asyncio.ensure_future(announced.event.wait())
+        try:
+            pending: set[asyncio.Future[Any]] = {outcome, waiter, run.job}
+            await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the caller gave up before any task was announced
+            run.cancel.set()
+            if run.job is not None:
+                run.job.cancel()
+            raise
+        finally:
+            waiter.cancel()
+        if not announced.event.is_set():
+            if not outcome.done():  # its run was stopped (the server is stopping)
+                raise MCPError(types.INTERNAL_ERROR, f"the call of {tool.name} was stopped")
+            return await self._conclude(ctx, tool, args, outcome.result(), started)
+        book = self._book
+        async with book._lock(run.task["id"]):
+            await book.store.save(run.task)  # its latest version: the run may have moved on
+            self._watch(run)
+            return _Reply(**self._view(run.task), result_type="task")
+
+    def _start(
+        self,
+        run: _Run,
+        tool: Tool,
+        args: dict[str, Any],
+        resume: Any,
+        *,
+        relay: _Relay | None = None,
+    ) -> None:
+        run.job = asyncio.get_running_loop().create_task(self._run(run, tool, args, resume, relay))
+        if relay is None:  # a relayed call is watched once it is a task
+            self._watch(run)
+
+    def _watch(self, run: _Run) -> None:
         watch = getattr(self._book.store, "watch", None)
-        if callable(watch):  # a shared store: a cancel saved by another replica stops the run
+        if callable(watch) and run.task["id"] in self._book._runs:
+            # a shared store: a cancel saved by another replica stops the run
             run.changes = watch(run.task["id"])
-            run.watcher = loop.create_task(self._book._heed_cancel_elsewhere(run, run.changes))
+            run.watcher = asyncio.get_running_loop().create_task(
+                self._book._heed_cancel_elsewhere(run, run.changes)
+            )
 
     async def _run(
         self,
@@ -175,11 +294,20 @@ class McpTasks(Extension):
         tool: Tool,
         args: dict[str, Any],
         resume: tuple[Request, Any] | None,
+        relay: _Relay | None = None,
     ) -> None:
-        """One run of the task's tool (the first, or after an input request was answered)."""
+        """One run of the task's tool (the first, or after an input request was answered).
+        A relayed call's run (`relay`: announced, outcome, the caller's progress) is a task only
+        once announced; until then its progress is the caller's and its result the outcome."""
         book = self._book
 
+        def a_task() -> bool:
+            return relay is None or relay[0].is_set()
+
         async def progress(event: dict[str, Any]) -> None:
+            if relay is not None and not a_task():
+                await relay[2](event)
+                return
             message = event.get("message")
             if isinstance(message, str) and message:
                 await book._commit(run, book._with_status(run.task, "working", message))
@@ -194,10 +322,13 @@ class McpTasks(Extension):
                 raise
             except Exception as exc:  # the server never crashes on a tool
                 result = ToolResult(error_message(exc), True)
-            await book._commit(run, self._final(run.task, tool, result))
+            if a_task():
+                await book._commit(run, self._final(run.task, tool, result))
+            elif relay is not None:
+                relay[1].set_result(result)
         except asyncio.CancelledError:
             run.cancel.set()
-            if not run.canceled:
+            if not run.canceled and a_task():
                 run.canceled = True
                 run.task = book._with_status(run.task, "canceled")
                 with contextlib.suppress(Exception):

@@ -1,5 +1,6 @@
 """An MCP App on the official SDK's extension framework: `MCPServer(extensions=[Apps()])` with a
-tool bound to a `ui://` HTML resource, and a tool telling whether the caller declared Apps
+tool bound to a `ui://` HTML resource, an app-only tool of the same App (`visibility: ["app"]`,
+for the app to call, not the model), and a tool telling whether the caller declared Apps
 support (`app()` is its streamable HTTP ASGI app)."""
 
 from __future__ import annotations
@@ -19,6 +20,15 @@ def server() -> MCPServer:
     @apps.tool(resource_uri=CLOCK_URI, name="clock", description="The time, shown as an app.")
     def clock() -> str:
         return "12:00"
+
+    @apps.tool(
+        resource_uri=CLOCK_URI,
+        visibility=["app"],
+        name="set_alarm",
+        description="Set the clock's alarm (the app's button; hidden from the model).",
+    )
+    def set_alarm(at: str) -> str:
+        return f"alarm at {at}"
 
     apps.add_html_resource(CLOCK_URI, CLOCK_HTML, name="clock app")
     mcp = MCPServer("apps", extensions=[apps])

@@ -111,9 +111,11 @@ def build(gate_dir: Path | None = None) -> Any:
     polls: list[str] = []
 
     def text(value: str) -> dict[str, Any]:
-        return CallToolResult(content=[TextContent(text=value)]).model_dump(
-            by_alias=True, mode="json", exclude_none=True
+        # structured too, as the tools' listed output schema (`{"result": string}`) says
+        result = CallToolResult(
+            content=[TextContent(text=value)], structured_content={"result": value}
         )
+        return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
     async def steps(task: _Task, args: dict[str, Any]) -> str:
         n = int(args.get("n", 2))
