@@ -370,18 +370,7 @@ class AnthropicStream(StreamAssembler):
         message = {"role": "assistant", "content": content}
         text = blocks_text(content)
         refusal = (text or "refused") if self.finish_reason == "refusal" else None
-        reasoning, redacted = blocks_reasoning(content)
-        return Turn(
-            message,
-            text,
-            calls,
-            self.usage_total(),
-            self.finish_reason,
-            None,
-            refusal,
-            reasoning=reasoning,
-            reasoning_redacted=redacted,
-        )
+        return self.assembled(message, text, calls, refusal, blocks_reasoning(content))
 
 
 ANTHROPIC = AnthropicWire()
