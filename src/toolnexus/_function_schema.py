@@ -34,6 +34,7 @@ AnyCallable = Callable[..., Any]
 
 
 def callable_name(fn: Any) -> str | None:
+    """The name a callable gives its tool; `None` when it has no usable one (a lambda)."""
     target = fn.func if isinstance(fn, functools.partial) else fn
     name = getattr(target, "__name__", None)
     if name is None and not inspect.isroutine(target):
@@ -130,6 +131,8 @@ def function_tool(
     input_schema: dict[str, Any] | None,
     localns: dict[str, Any] | None,
 ) -> Tool:
+    """`define_tool`'s function form: `fn` as a tool, its schema from its hints (or
+    `input_schema`), `localns` the defining frame's locals (`caller_locals`)."""
     if isinstance(fn, Tool):
         raise ConfigTypeError(f"define_tool() got a Tool ({fn.name!r}); it is a tool already")
     if not callable(fn):
