@@ -2,16 +2,22 @@
 
 A valid call of a flat object schema (typed properties, `required`) is recognised without
 jsonschema, in about a tenth of the time; anything else, and every rejection with its
-messages, is jsonschema's.
+messages, is jsonschema's. A native tool's arguments are checked by pydantic instead:
+`format_errors` words its rejections the same way, one line per field.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from toolnexus._json import to_compact_json
 from toolnexus._log import warn
 from toolnexus.types import Tool, error_message
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 # Keywords that only annotate: they never make a value invalid.
 _ANNOTATIONS = frozenset(
@@ -188,3 +194,65 @@ def check_arguments(tool: Tool, args: dict[str, Any]) -> tuple[dict[str, Any], s
         return args, None
     lines = [f"- {_path(e)}: {e.message}" for e in errors]
     return args, f"Invalid arguments for tool {tool.name}:\n" + "\n".join(lines)
+
+
+# -- pydantic's errors as the model reads them (native tools) --------------------------------
+
+_GOT_LIMIT = 80  # characters of an offending value quoted back to the model
+
+
+def _got(value: Any) -> str:
+    if isinstance(value, enum.Enum):
+        value = value.value
+    try:
+        text = to_compact_json(value)
+    except Exception:
+        text = repr(value)
+    return text if len(text) <= _GOT_LIMIT else text[: _GOT_LIMIT - 1] + "…"
+
+
+def _split_loc(loc: tuple[Any, ...], args: Any, error_type: str) -> tuple[str, list[str]]:
+    """A location's field path (dotted) and the union-variant tags pydantic inserted into it."""
+    path: list[str] = []
+    tags: list[str] = []
+    node = args
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        if (isinstance(node, dict) and part in node) or (
+            isinstance(node, (list, tuple)) and isinstance(part, int) and part < len(node)
+        ):
+            node = node[part]
+            path.append(str(part))
+        elif last and error_type in ("missing", "extra_forbidden"):
+            path.append(str(part))
+        elif isinstance(part, int):
+            path.append(str(part))
+            node = None
+        else:
+            tags.append(str(part))
+    return ".".join(path), tags
+
+
+def format_errors(tool_name: str, exc: ValidationError, args: Any, known: str) -> str:
+    """One line per offending field: where, what is wrong, and what was given."""
+    grouped: dict[str, list[tuple[dict[str, Any], list[str]]]] = {}
+    for details in exc.errors(include_url=False, include_context=False):
+        path, tags = _split_loc(tuple(details["loc"]), args, details["type"])
+        grouped.setdefault(path, []).append((dict(details), tags))
+    lines = []
+    for path, errors in grouped.items():
+        where = path or "(arguments)"
+        first = errors[0][0]
+        if len(errors) == 1 and first["type"] == "missing":
+            lines.append(f"- {where}: required, but missing")
+            continue
+        if len(errors) == 1 and first["type"] == "extra_forbidden":
+            accepted = f"; accepted: {known}" if "." not in path else ""
+            lines.append(f"- {where}: unexpected argument{accepted} (got {_got(first['input'])})")
+            continue
+        problems = []
+        for error, tags in errors:
+            suffix = f" [as {'/'.join(tags)}]" if tags and len(errors) > 1 else ""
+            problems.append(f"{error['msg']}{suffix}")
+        lines.append(f"- {where}: {'; '.join(problems)} (got {_got(first['input'])})")
+    return f"Invalid arguments for tool {tool_name}:\n" + "\n".join(lines)

@@ -13,7 +13,7 @@ import inspect
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 
 from toolnexus._log import logger
 from toolnexus.errors import ConfigError
@@ -24,6 +24,28 @@ if TYPE_CHECKING:
 __all__ = ["DeclaredPrompt", "DeclaredResource", "Offers"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ResourceFields(TypedDict, total=False):
+    """What `Toolkit.resource` takes besides the URI (the `DeclaredResource` fields)."""
+
+    name: str | None
+    title: str | None
+    description: str | None
+    mime_type: str | None
+    annotations: Mapping[str, Any] | None
+    icons: Sequence[Mapping[str, Any]] | None
+    meta: Mapping[str, Any] | None
+    size: int | None
+
+
+class PromptFields(TypedDict, total=False):
+    """What `Toolkit.prompt` takes besides the name (the `DeclaredPrompt` fields)."""
+
+    title: str | None
+    description: str | None
+    icons: Sequence[Mapping[str, Any]] | None
+    meta: Mapping[str, Any] | None
 
 
 @dataclass(slots=True)
@@ -122,19 +144,8 @@ class Offers:
             self._bus = InMemorySubscriptionBus()
         return self._bus
 
-    def resource(
-        self,
-        uri: str,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        mime_type: str | None = None,
-        annotations: Mapping[str, Any] | None = None,
-        icons: Sequence[Mapping[str, Any]] | None = None,
-        meta: Mapping[str, Any] | None = None,
-        size: int | None = None,
-    ) -> Callable[[F], F]:
+    def resource(self, uri: str, **fields: Unpack[ResourceFields]) -> Callable[[F], F]:
+        """The `Toolkit.resource` decorator (which documents `fields`)."""
         if not isinstance(uri, str) or not uri:
             raise ConfigError("a resource needs a URI (or a URI template)")
         if "{" in uri:
@@ -148,43 +159,39 @@ class Offers:
         def declare(fn: F) -> F:
             if uri in self.resources:
                 raise ConfigError(f"resource {uri!r} is declared twice")
+            description = fields.get("description")
             self.resources[uri] = DeclaredResource(
                 uri,
                 fn,
-                name or str(getattr(fn, "__name__", uri)),
-                title,
+                fields.get("name") or str(getattr(fn, "__name__", uri)),
+                fields.get("title"),
                 description if description is not None else _summary(fn),
-                mime_type,
-                annotations,
-                icons,
-                meta,
-                size,
+                fields.get("mime_type"),
+                fields.get("annotations"),
+                fields.get("icons"),
+                fields.get("meta"),
+                fields.get("size"),
             )
             return fn
 
         return declare
 
-    def prompt(
-        self,
-        name: str | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        icons: Sequence[Mapping[str, Any]] | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> Callable[[F], F]:
+    def prompt(self, name: str | None = None, **fields: Unpack[PromptFields]) -> Callable[[F], F]:
+        """The `Toolkit.prompt` decorator (which documents `fields`)."""
+
         def declare(fn: F) -> F:
             served = name or fn.__name__
             if served in self.prompts:
                 raise ConfigError(f"prompt {served!r} is declared twice")
+            description = fields.get("description")
             self.prompts[served] = DeclaredPrompt(
                 served,
                 fn,
-                title,
+                fields.get("title"),
                 description if description is not None else _summary(fn),
                 _arguments(fn),
-                icons,
-                meta,
+                fields.get("icons"),
+                fields.get("meta"),
             )
             return fn
 

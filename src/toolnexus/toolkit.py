@@ -17,6 +17,7 @@ from toolnexus._dispatch import dispatch
 from toolnexus._http import HttpClients, call_owner
 from toolnexus._log import warn
 from toolnexus._naming import add_unique
+from toolnexus._sources import McpServers, SkillTools, Source, StaticSource
 from toolnexus.errors import ConfigError, ConfigTypeError, EventLoopError
 from toolnexus.offers import Offers
 from toolnexus.types import Answer, Request, Tool, ToolContext, ToolResult, error_message
@@ -43,6 +44,143 @@ __all__ = ["Toolkit", "as_toolkit", "create_toolkit", "create_toolkit_sync"]
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 WaitFor = Callable[[Request], "Answer | Awaitable[Answer | None] | None"]
+
+
+async def create_toolkit(
+    mcp_config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    skills_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    skills: Sequence[SkillDef] | None = None,
+    skill_provider: Callable[[], Any] | None = None,
+    skills_filter: Mapping[str, bool] | None = None,
+    skill_sample_limit: int = 0,
+    extra_tools: Sequence[Tool] | None = None,
+    builtins: bool | Mapping[str, Any] | None = None,
+    agents: Sequence[Agent] | None = None,
+    wait_for: WaitFor | None = None,
+    disable_tools: Iterable[str] | None = None,
+    disable_skills: Iterable[str] | None = None,
+    cancel: asyncio.Event | None = None,
+    roots: Sequence[str | os.PathLike[str] | Mapping[str, str]] | None = None,
+    mcp_token_storage: TokenStore | TokenStorage | str | None = None,
+    defer_loading: bool = False,
+    skills_defer_loading: bool = False,
+) -> Toolkit:
+    """Connect and load every configured tool source concurrently, then assemble the toolkit.
+
+    A failing MCP server, agent or skill provider is isolated (warning, status `failed`);
+    only an unreadable config file raises. Setting `cancel` aborts the whole build. `roots`
+    (paths, `file://` URIs or `{"uri", "name"}`) are offered to MCP servers whose entry has no
+    `roots` key; without them a built-in workspace is. `mcp_token_storage` keeps the OAuth
+    credentials of MCP servers configured with `auth` (a `toolnexus.TokenStore`, `"memory"`,
+    `"file:<dir>"`, or an MCP SDK `TokenStorage` shared by them; default: one `0600` file per
+    server under `$TOOLNEXUS_HOME/mcp-auth`); a server's own `auth.store` wins.
+    `defer_loading=True` makes every tool of the toolkit deferred: found by tool search, not
+    declared up front (docs/tools-search.md); `skills_defer_loading=True` only the `skill` tool.
+    """
+    for option, flag in (
+        ("defer_loading", defer_loading),
+        ("skills_defer_loading", skills_defer_loading),
+    ):
+        if not isinstance(flag, bool):
+            raise ConfigTypeError(f"{option} must be a bool, not {flag!r}")
+    if isinstance(extra_tools, Tool):
+        raise ConfigTypeError("extra_tools takes a list of tools: extra_tools=[tool]")
+    extra_tools = list(extra_tools or ())
+    _check_tools(extra_tools, "extra_tools")
+    for option, names in (("disable_tools", disable_tools), ("disable_skills", disable_skills)):
+        if isinstance(names, str):
+            raise ConfigTypeError(f"{option} takes a list of names: {option}=[{names!r}]")
+    if mcp_config is None:
+        config: dict[str, Any] = {}
+    elif isinstance(mcp_config, Mapping):
+        config = read_config(mcp_config)
+    else:  # a file: read it off the event loop
+        config = await asyncio.to_thread(read_config, mcp_config)
+    builtins_cfg = builtins if builtins is not None else config.get("builtins")
+    has_skills = skills_dir is not None or skills is not None or skill_provider is not None
+
+    builtin_tools = _builtin_tools(builtins_cfg)  # a bad value raises before anything starts
+
+    mcp_task: asyncio.Task[McpSource] | None = None
+    http = HttpClients()  # what loading fetches (Agent Cards) belongs to the new toolkit
+    owner = call_owner.set(http)
+    try:
+        async with asyncio.TaskGroup() as group:
+            if mcp_config is not None:
+                from toolnexus.mcp_source import load_mcp_with_context
+
+                workspace = (
+                    builtins_cfg.get("workspace") if isinstance(builtins_cfg, Mapping) else None
+                )
+                mcp_task = group.create_task(
+                    load_mcp_with_context(
+                        config,
+                        wait_for,
+                        cancel=cancel,
+                        roots=roots,
+                        workspace=workspace,
+                        token_store=mcp_token_storage,
+                    )
+                )
+            skills_task = None
+            if has_skills:
+                from toolnexus.skill import build_skill_source
+
+                skills_task = group.create_task(
+                    build_skill_source(
+                        skills_dir,
+                        skills=skills,
+                        provider=skill_provider,
+                        filter=_effective_skills_filter(skills_filter, disable_skills),
+                        sample_limit=skill_sample_limit,
+                    )
+                )
+            agents_task = group.create_task(_resolve_agents(agents or (), config.get("agents")))
+    except BaseException as exc:
+        # One failure (typically `cancel`) aborts the build: close whatever did connect.
+        if (
+            mcp_task is not None
+            and mcp_task.done()
+            and not mcp_task.cancelled()
+            and mcp_task.exception() is None
+        ):
+            await mcp_task.result().close()
+        await http.aclose()
+        if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            raise exc.exceptions[0] from None
+        raise
+    finally:
+        call_owner.reset(owner)
+
+    mcp = mcp_task.result() if mcp_task is not None else None
+    skill = skills_task.result() if skills_task is not None else None
+    if mcp is not None:
+        try:
+            skill = await _with_mcp_skills(
+                mcp,
+                skill,
+                _effective_skills_filter(skills_filter, disable_skills),
+                skill_sample_limit,
+            )
+        except BaseException:
+            await mcp.close()
+            await http.aclose()
+            raise
+    if skill is not None and skills_defer_loading:
+        skill.tool.defer_loading = True
+    toolkit = Toolkit(
+        mcp=mcp,
+        skill=skill,
+        builtins=builtin_tools,
+        agents=agents_task.result(),
+        extra_tools=extra_tools,
+        disable_tools=disable_tools,
+        config=config,
+        defer_loading=defer_loading,
+    )
+    toolkit._http = http
+    toolkit._loop = asyncio.get_running_loop()
+    return toolkit
 
 
 class Toolkit:
@@ -82,10 +220,20 @@ class Toolkit:
             builtins = builtin_tools
         elif builtins is None and config is not None:
             builtins = config.get("builtins")
-        self._builtins = _builtin_tools(builtins)
-        self._agent_tools = list(agents if agent_tools is None else agent_tools)
-        self._extra = list(extra_tools)
-        self._registered: list[Tool] = []
+        # The sources in assembly order; the built-ins give way to an extra tool of their name.
+        self._builtins = StaticSource(_builtin_tools(builtins))
+        self._extra = StaticSource(extra_tools)
+        self._sources: list[Source] = []
+        if mcp is not None:
+            self._sources.append(McpServers(mcp))
+        if self._skills is not None:
+            self._sources.append(SkillTools(self._skills))
+        self._sources += [
+            self._builtins,
+            StaticSource(agents if agent_tools is None else agent_tools),
+            self._extra,
+        ]
+        self._registered = StaticSource()  # `register`: after the rest, not subject to disable
         self._disable = frozenset(disable_tools or ())
         self._config: dict[str, Any] = dict(config or {})
         if a2a_config is not None:
@@ -105,71 +253,30 @@ class Toolkit:
         self._http = HttpClients()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: LoopThread | None = None
-        if mcp is not None:
-            mcp.on_tools_changed = self._assemble
+        for source in self._sources:
+            source.on_change(self._assemble)
         self._assemble()
 
-    @classmethod
-    async def create(
-        cls,
-        mcp_config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
-        skills_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
-        skills: Sequence[SkillDef] | None = None,
-        skill_provider: Callable[[], Any] | None = None,
-        skills_filter: Mapping[str, bool] | None = None,
-        skill_sample_limit: int = 0,
-        extra_tools: Sequence[Tool] | None = None,
-        builtins: bool | Mapping[str, Any] | None = None,
-        agents: Sequence[Agent] | None = None,
-        wait_for: WaitFor | None = None,
-        disable_tools: Iterable[str] | None = None,
-        disable_skills: Iterable[str] | None = None,
-        cancel: asyncio.Event | None = None,
-        roots: Sequence[str | os.PathLike[str] | Mapping[str, str]] | None = None,
-        mcp_token_storage: TokenStore | TokenStorage | str | None = None,
-        defer_loading: bool = False,
-        skills_defer_loading: bool = False,
-    ) -> Toolkit:
-        """The same as `await create_toolkit(...)`."""
-        return await create_toolkit(
-            mcp_config,
-            skills_dir,
-            skills,
-            skill_provider,
-            skills_filter,
-            skill_sample_limit,
-            extra_tools,
-            builtins,
-            agents,
-            wait_for,
-            disable_tools,
-            disable_skills,
-            cancel,
-            roots,
-            mcp_token_storage,
-            defer_loading,
-            skills_defer_loading,
-        )
+    # `Toolkit.create(...)` is `create_toolkit(...)` itself: one signature, documented there.
+    create = staticmethod(create_toolkit)
 
     # -- assembly -------------------------------------------------------------------------------
 
     def _assemble(self) -> None:
         """Build `tools()` per the contract's order: MCP, skill, built-ins, agents, extras."""
-        shadowed = {t.name for t in self._extra}
+        shadowed = {t.name for t in self._extra.tools()}
         ordered: list[Tool] = []
-        if self._mcp is not None:
-            ordered.extend(self._mcp.tools)
-        if self._skills is not None:
-            ordered.append(self._skills.tool)
-        ordered.extend(t for t in self._builtins if t.name not in shadowed)
-        ordered.extend(self._agent_tools)
-        ordered.extend(self._extra)
+        for source in self._sources:
+            if source is self._builtins:
+                ordered.extend(t for t in source.tools() if t.name not in shadowed)
+            else:
+                ordered.extend(source.tools())
         by_name: dict[str, Tool] = {}
         report = self._warn_once  # a rebuild (an MCP server's list changed) repeats nothing
         add_unique((t for t in ordered if t.name not in self._disable), by_name, report=report)
         for renamed in self._disable.intersection(by_name):
             del by_name[renamed]  # a name the toolkit made (64-character cap, collision suffix)
-        add_unique(self._registered, by_name, report=report)
+        add_unique(self._registered.tools(), by_name, report=report)
         if self._defer_all:
             by_name = {name: t if t.defer_loading else _deferred(t) for name, t in by_name.items()}
         self._by_name = by_name
@@ -235,7 +342,7 @@ class Toolkit:
     def register(self, *tools: Tool) -> Toolkit:
         """Add tools at runtime (first wins on a name clash, with a warning). Chainable."""
         _check_tools(tools, "register()")
-        self._registered.extend(add_unique(tools, dict(self._by_name)))
+        self._registered.add(add_unique(tools, dict(self._by_name)))
         self._assemble()
         return self
 
@@ -340,7 +447,7 @@ class Toolkit:
 
     def mcp_status(self) -> dict[str, str]:
         """Server name → `connected`, `failed` or `disabled`."""
-        return dict(self._mcp.status) if self._mcp is not None else {}
+        return {name: state for source in self._sources for name, state in source.status().items()}
 
     def _mcp_source(self) -> McpSource:
         if self._mcp is None:
@@ -592,12 +699,9 @@ class Toolkit:
             return
         self._closed = True
         try:
-            if any(t.source == "a2a" for t in self._tools):
-                from toolnexus.a2a._outbound import cancel_waiting
-
-                await cancel_waiting(self._tools)  # remote tasks still awaiting a reply
-            if self._mcp is not None:
-                await self._mcp.close()
+            # The last assembled first: what was added at run time, then back to the MCP servers.
+            for source in reversed([*self._sources, self._registered]):
+                await source.close()
         finally:
             try:
                 # Imported here, not with this module, so that importing toolnexus stays light.
@@ -730,143 +834,6 @@ def as_toolkit(tools: Toolkit | Tool | Iterable[Tool] | None) -> Toolkit | None:
                 f"not {type(item).__name__}"
             )
     return Toolkit(builtins=False, extra_tools=items)
-
-
-async def create_toolkit(
-    mcp_config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
-    skills_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
-    skills: Sequence[SkillDef] | None = None,
-    skill_provider: Callable[[], Any] | None = None,
-    skills_filter: Mapping[str, bool] | None = None,
-    skill_sample_limit: int = 0,
-    extra_tools: Sequence[Tool] | None = None,
-    builtins: bool | Mapping[str, Any] | None = None,
-    agents: Sequence[Agent] | None = None,
-    wait_for: WaitFor | None = None,
-    disable_tools: Iterable[str] | None = None,
-    disable_skills: Iterable[str] | None = None,
-    cancel: asyncio.Event | None = None,
-    roots: Sequence[str | os.PathLike[str] | Mapping[str, str]] | None = None,
-    mcp_token_storage: TokenStore | TokenStorage | str | None = None,
-    defer_loading: bool = False,
-    skills_defer_loading: bool = False,
-) -> Toolkit:
-    """Connect and load every configured tool source concurrently, then assemble the toolkit.
-
-    A failing MCP server, agent or skill provider is isolated (warning, status `failed`);
-    only an unreadable config file raises. Setting `cancel` aborts the whole build. `roots`
-    (paths, `file://` URIs or `{"uri", "name"}`) are offered to MCP servers whose entry has no
-    `roots` key; without them a built-in workspace is. `mcp_token_storage` keeps the OAuth
-    credentials of MCP servers configured with `auth` (a `toolnexus.TokenStore`, `"memory"`,
-    `"file:<dir>"`, or an MCP SDK `TokenStorage` shared by them; default: one `0600` file per
-    server under `$TOOLNEXUS_HOME/mcp-auth`); a server's own `auth.store` wins.
-    `defer_loading=True` makes every tool of the toolkit deferred: found by tool search, not
-    declared up front (docs/tools-search.md); `skills_defer_loading=True` only the `skill` tool.
-    """
-    for option, flag in (
-        ("defer_loading", defer_loading),
-        ("skills_defer_loading", skills_defer_loading),
-    ):
-        if not isinstance(flag, bool):
-            raise ConfigTypeError(f"{option} must be a bool, not {flag!r}")
-    if isinstance(extra_tools, Tool):
-        raise ConfigTypeError("extra_tools takes a list of tools: extra_tools=[tool]")
-    extra_tools = list(extra_tools or ())
-    _check_tools(extra_tools, "extra_tools")
-    for option, names in (("disable_tools", disable_tools), ("disable_skills", disable_skills)):
-        if isinstance(names, str):
-            raise ConfigTypeError(f"{option} takes a list of names: {option}=[{names!r}]")
-    if mcp_config is None:
-        config: dict[str, Any] = {}
-    elif isinstance(mcp_config, Mapping):
-        config = read_config(mcp_config)
-    else:  # a file: read it off the event loop
-        config = await asyncio.to_thread(read_config, mcp_config)
-    builtins_cfg = builtins if builtins is not None else config.get("builtins")
-    has_skills = skills_dir is not None or skills is not None or skill_provider is not None
-
-    builtin_tools = _builtin_tools(builtins_cfg)  # a bad value raises before anything starts
-
-    mcp_task: asyncio.Task[McpSource] | None = None
-    http = HttpClients()  # what loading fetches (Agent Cards) belongs to the new toolkit
-    owner = call_owner.set(http)
-    try:
-        async with asyncio.TaskGroup() as group:
-            if mcp_config is not None:
-                from toolnexus.mcp_source import load_mcp_with_context
-
-                workspace = (
-                    builtins_cfg.get("workspace") if isinstance(builtins_cfg, Mapping) else None
-                )
-                mcp_task = group.create_task(
-                    load_mcp_with_context(
-                        config,
-                        wait_for,
-                        cancel=cancel,
-                        roots=roots,
-                        workspace=workspace,
-                        token_store=mcp_token_storage,
-                    )
-                )
-            skills_task = None
-            if has_skills:
-                from toolnexus.skill import build_skill_source
-
-                skills_task = group.create_task(
-                    build_skill_source(
-                        skills_dir,
-                        skills=skills,
-                        provider=skill_provider,
-                        filter=_effective_skills_filter(skills_filter, disable_skills),
-                        sample_limit=skill_sample_limit,
-                    )
-                )
-            agents_task = group.create_task(_resolve_agents(agents or (), config.get("agents")))
-    except BaseException as exc:
-        # One failure (typically `cancel`) aborts the build: close whatever did connect.
-        if (
-            mcp_task is not None
-            and mcp_task.done()
-            and not mcp_task.cancelled()
-            and mcp_task.exception() is None
-        ):
-            await mcp_task.result().close()
-        await http.aclose()
-        if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-            raise exc.exceptions[0] from None
-        raise
-    finally:
-        call_owner.reset(owner)
-
-    mcp = mcp_task.result() if mcp_task is not None else None
-    skill = skills_task.result() if skills_task is not None else None
-    if mcp is not None:
-        try:
-            skill = await _with_mcp_skills(
-                mcp,
-                skill,
-                _effective_skills_filter(skills_filter, disable_skills),
-                skill_sample_limit,
-            )
-        except BaseException:
-            await mcp.close()
-            await http.aclose()
-            raise
-    if skill is not None and skills_defer_loading:
-        skill.tool.defer_loading = True
-    toolkit = Toolkit(
-        mcp=mcp,
-        skill=skill,
-        builtins=builtin_tools,
-        agents=agents_task.result(),
-        extra_tools=extra_tools,
-        disable_tools=disable_tools,
-        config=config,
-        defer_loading=defer_loading,
-    )
-    toolkit._http = http
-    toolkit._loop = asyncio.get_running_loop()
-    return toolkit
 
 
 def create_toolkit_sync(**options: Any) -> Toolkit:

@@ -12,15 +12,15 @@ from typing import Any
 
 from toolnexus._json import compact_json
 from toolnexus.adapters import parse_arguments
-from toolnexus.client._openai import content_text
-from toolnexus.client._results import TranslatedToolCall, TranslateResult
-from toolnexus.client._translate import _openai_calls as openai_tool_calls
-from toolnexus.client._translate import (
-    finish_reason,
+from toolnexus.client._anthropic import (
     to_anthropic_messages,
     to_anthropic_tool_choice,
     to_anthropic_tools,
 )
+from toolnexus.client._openai import content_text
+from toolnexus.client._results import TranslatedToolCall, TranslateResult
+from toolnexus.client._translate import _openai_calls as openai_tool_calls
+from toolnexus.client._translate import finish_reason
 
 __all__ = [
     "TranslateResult",

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import pytest
 
 from toolnexus import ToolContext, define_tool
-from toolnexus.native import _argument_model, _Param
+from toolnexus._function_schema import _argument_model, _Param
 
 
 def _plain(a: int, b: float = 2.5, c: str = "x", d: bool = False, e=None, f: Any = 3) -> str:

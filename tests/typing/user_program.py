@@ -62,6 +62,9 @@ async def main() -> None:
     toolkit: Toolkit = await create_toolkit(
         mcp_config=None, skills_dir=None, builtins=False, extra_tools=[add, greet, loud, weather]
     )
+    # `Toolkit.create` takes `create_toolkit`'s parameters, by keyword or by position.
+    same: Toolkit = await Toolkit.create(None, None, builtins=False, extra_tools=[add])
+    await same.close()
     result: ToolResult = await toolkit.execute("add", {"a": 1, "b": 2})
     print(result.output, result.is_error, to_openai(toolkit.tools()), to_anthropic(toolkit.tools()))
 

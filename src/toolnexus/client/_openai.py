@@ -396,18 +396,7 @@ class OpenAIStream(StreamAssembler):
         refusal = self.refusal()
         if refusal is not None:
             message["refusal"] = refusal
-        reasoning, redacted = chat_reasoning(message)
-        return Turn(
-            message,
-            text,
-            calls,
-            self.usage_total(),
-            self.finish_reason,
-            None,
-            refusal,
-            reasoning=reasoning,
-            reasoning_redacted=redacted,
-        )
+        return self.assembled(message, text, calls, refusal, chat_reasoning(message))
 
 
 OPENAI = OpenAIWire()

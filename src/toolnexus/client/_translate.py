@@ -7,18 +7,16 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolnexus._json import compact_json
-from toolnexus.adapters import parse_arguments
-from toolnexus.client._anthropic import DEFAULT_MAX_TOKENS
+from toolnexus.client._anthropic import (
+    DEFAULT_MAX_TOKENS,
+    anthropic_calls,
+    to_anthropic_messages,
+    to_anthropic_tool_choice,
+    to_anthropic_tools,
+)
 from toolnexus.client._endpoint import ModelRequest
 from toolnexus.client._hooks import before_llm, call_hook
-from toolnexus.client._openai import content_text
-from toolnexus.client._parts import (
-    PartPolicy,
-    anthropic_translated_content,
-    anthropic_translated_result,
-    canonical_messages,
-    openai_request_messages,
-)
+from toolnexus.client._parts import canonical_messages, openai_request_messages
 from toolnexus.client._responses import RESPONSES, chat_to_input, chat_tool_choice, chat_tools
 from toolnexus.client._results import TranslatedToolCall, TranslateResult, empty_usage
 from toolnexus.client._scope import RunScope
@@ -30,7 +28,7 @@ if TYPE_CHECKING:
     from toolnexus.client._wire import Turn
     from toolnexus.toolkit import Toolkit
 
-__all__ = ["finish_reason", "to_anthropic_messages", "to_anthropic_tool_choice", "translate"]
+__all__ = ["finish_reason", "translate"]
 
 
 def finish_reason(has_tool_calls: bool, provider_reason: Any) -> str:
@@ -42,107 +40,6 @@ def finish_reason(has_tool_calls: bool, provider_reason: Any) -> str:
     if provider_reason in ("refusal", "content_filter"):
         return "content_filter"
     return "stop"
-
-
-# -- anthropic inbound ------------------------------------------------------------------------
-
-
-def _as_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, (str, list)):
-        return content_text(content)
-    return compact_json(content)
-
-
-def to_anthropic_messages(
-    messages: Sequence[dict[str, Any]],
-    parts: PartPolicy | None = None,
-    seen: list[dict[str, Any]] | None = None,
-) -> tuple[list[dict[str, Any]], str]:
-    """OpenAI messages → Anthropic messages, plus the joined text of system/developer messages.
-
-    Images, documents and audio (part dicts or OpenAI's own blocks) become Anthropic blocks in
-    place; what Anthropic cannot take becomes a placeholder under `parts`' rules."""
-    policy = parts if parts is not None else PartPolicy()
-    seen = seen if seen is not None else []
-    out: list[dict[str, Any]] = []
-    system_parts: list[str] = []
-    results: list[dict[str, Any]] | None = None  # the open run of consecutive tool results
-    for message in messages:
-        role = message.get("role")
-        if role in ("tool", "function"):
-            text = _as_text(message.get("content"))
-            block = {
-                "type": "tool_result",
-                "tool_use_id": message.get("tool_call_id", ""),
-                "content": anthropic_translated_result(message, text, policy, seen),
-            }
-            if results is None:
-                results = []
-                out.append({"role": "user", "content": results})
-            results.append(block)
-            continue
-        results = None
-        if role in ("system", "developer"):
-            text = _as_text(message.get("content"))
-            if text:
-                system_parts.append(text)
-        elif role == "assistant":
-            blocks: list[dict[str, Any]] = []
-            text = _as_text(message.get("content"))
-            if text:
-                blocks.append({"type": "text", "text": text})
-            for call in message.get("tool_calls") or ():
-                fn = call.get("function") or {}
-                blocks.append(
-                    {
-                        "type": "tool_use",
-                        "id": call.get("id", ""),
-                        "name": fn.get("name", ""),
-                        "input": parse_arguments(fn.get("arguments"))[0],  # unparseable ⇒ {}
-                    }
-                )
-            if blocks:
-                out.append({"role": "assistant", "content": blocks})
-        else:
-            content = message.get("content")
-            if isinstance(content, list):
-                content = anthropic_translated_content(content, policy, seen)
-            out.append(
-                {
-                    "role": "user",
-                    "content": content if isinstance(content, list) else _as_text(content),
-                }
-            )
-    return out, "\n\n".join(system_parts)
-
-
-def to_anthropic_tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for tool in tools:
-        fn = tool.get("function")
-        if not isinstance(fn, dict):
-            out.append(dict(tool))  # already Anthropic-shaped
-            continue
-        entry: dict[str, Any] = {"name": fn.get("name", "")}
-        if fn.get("description"):
-            entry["description"] = fn["description"]
-        entry["input_schema"] = fn.get("parameters") or {"type": "object", "properties": {}}
-        out.append(entry)
-    return out
-
-
-def to_anthropic_tool_choice(choice: Any) -> dict[str, Any] | None:
-    if choice in ("required", "any"):
-        return {"type": "any"}
-    if choice == "none":
-        return {"type": "none"}
-    if isinstance(choice, dict) and choice.get("type") == "function":
-        fn = choice.get("function")
-        if isinstance(fn, dict) and fn.get("name"):
-            return {"type": "tool", "name": fn["name"]}
-    return None
 
 
 # -- the call ---------------------------------------------------------------------------------
@@ -163,18 +60,6 @@ def _openai_calls(message: dict[str, Any]) -> list[TranslatedToolCall]:
             )
         )
     return calls
-
-
-def _anthropic_calls(content: list[Any]) -> list[TranslatedToolCall]:
-    return [
-        TranslatedToolCall(
-            id=str(block.get("id") or ""),
-            name=str(block.get("name") or ""),
-            arguments=compact_json(block.get("input") if block.get("input") is not None else {}),
-        )
-        for block in content
-        if isinstance(block, dict) and block.get("type") == "tool_use"
-    ]
 
 
 async def translate(
@@ -220,7 +105,7 @@ async def translate(
         return _openai_body(model, wire_messages, wire_tools, tool_choice, max_tokens)
 
     turn, model = await _ask(settings, wire_messages, wire_tools, seen, cancel, build)
-    calls = _anthropic_calls(turn.message["content"]) if anthropic else _openai_calls(turn.message)
+    calls = anthropic_calls(turn.message["content"]) if anthropic else _openai_calls(turn.message)
     return await _answered(settings, turn, model, calls)
 
 

@@ -398,6 +398,29 @@ class StreamAssembler:
             turn.reasoning_redacted = True
         return turn
 
+    def assembled(
+        self,
+        message: dict[str, Any],
+        text: str,
+        calls: list[ToolCall],
+        refusal: str | None,
+        reasoning: tuple[str | None, bool],
+    ) -> Turn:
+        """The streamed turn: what the wire assembled, with the stream's usage and finish reason
+        (`reasoning`: the text and whether it was redacted, as the wire reads its message)."""
+        shown, redacted = reasoning
+        return Turn(
+            message,
+            text,
+            calls,
+            self.usage_total(),
+            self.finish_reason,
+            None,
+            refusal,
+            reasoning=shown,
+            reasoning_redacted=redacted,
+        )
+
     def add_refusal(self, delta: str) -> None:
         """Keep one piece of a refusal the model streamed."""
         self._refusal.append(delta)
