@@ -20,9 +20,10 @@ message) and `calibrated=False`, and `on_error` ("open" or "closed") says which 
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from toolnexus.classifier import ChoiceAnswer, Classifier, ClassifierError
 from toolnexus.client._hooks import call_hook
@@ -120,6 +121,9 @@ _RISK_QUESTION = (
 )
 
 Hook = Callable[[Any], Awaitable[Any]]
+
+_Subject = TypeVar("_Subject")
+_Verdict = TypeVar("_Verdict")
 
 
 class ContentGuardBlocked(ClassifierError):
@@ -236,6 +240,11 @@ def latest_user_text(messages: Sequence[Any] | None) -> str:
     return ""
 
 
+def _user_text(info: Any) -> str | None:
+    """The latest user text of a `before_llm` hook's messages (`None` when there is none)."""
+    return latest_user_text(info.get("messages")) or None
+
+
 # The keys of a `before_llm` reply the client applies (`toolnexus.client._hooks.before_llm`).
 _LLM_REPLY_KEYS = ("messages", "tools", "model")
 
@@ -263,6 +272,35 @@ async def _merge_result(own: ToolResult | None, info: Any, next: Hook | None) ->
     if reply is not None and reply.get("result") is not None:
         return reply
     return None if own is None else {"result": own}
+
+
+async def _before_tool_chain(own: Any, info: Any, next: Hook | None) -> Any:
+    """A `before_tool` reply `own` answers instead of the tool; none delegates to `next`."""
+    return own if own is not None else await _delegate(next, info)
+
+
+async def _before_llm_chain(own: dict[str, Any] | None, info: Any, next: Hook | None) -> Any:
+    """A `before_llm` change `own` is merged with `next`'s reply; none delegates to `next`."""
+    return await _delegate(next, info) if own is None else await _merge_llm(own, info, next)
+
+
+def _judging_hook(
+    next: Hook | None,
+    chain: Callable[[Any, Any, Hook | None], Awaitable[Any]],
+    subject: Callable[[Any], _Subject | None],
+    judge: Callable[[_Subject], Awaitable[_Verdict]],
+    reply: Callable[[Any, _Subject, _Verdict], Any],
+) -> Hook:
+    """The one shape of every battery's hook: `subject` finds what to judge in the hook's info
+    (`None`: nothing), `judge` is the battery's verdict on it, `reply` turns the verdict into the
+    hook's own reply or change (`None`: none), and `chain` joins that with `next`."""
+
+    async def hook(info: Any) -> Any:
+        found = subject(info)
+        own = None if found is None else reply(info, found, await judge(found))
+        return await chain(own, info, next)
+
+    return hook
 
 
 def _tool_name(declaration: Any) -> str:
@@ -341,9 +379,11 @@ class ToolGuardClassifier(_Battery):
         """A `before_tool` hook: allow delegates to `next`; deny and ask answer instead of the
         tool (ask with an approval `Request`); `next` is not called then."""
 
-        async def hook(info: Any) -> Any:
-            name, args = info["name"], info.get("args", {})
-            verdict = await self.check({"name": name, "arguments": args})
+        def call_of(info: Any) -> dict[str, Any]:
+            return {"name": info["name"], "arguments": info.get("args", {})}
+
+        def reply(info: Any, call: dict[str, Any], verdict: ToolGuardVerdict) -> Any:
+            name, args = call["name"], call["arguments"]
             if verdict.action == "deny":
                 return {"result": ToolResult(f"denied by tool guard: {verdict.reason}", True)}
             if verdict.action == "ask":
@@ -356,9 +396,9 @@ class ToolGuardClassifier(_Battery):
                 )
                 output = f"approval required: {name}"
                 return {"result": ToolResult(output, True, metadata={"pending": request})}
-            return await _delegate(next, info)
+            return None
 
-        return hook
+        return _judging_hook(next, _before_tool_chain, call_of, self.check, reply)
 
 
 class ContentGuardClassifier(_Battery):
@@ -394,16 +434,11 @@ class ContentGuardClassifier(_Battery):
     def as_hook(self, next: Hook | None = None) -> Hook:
         """A `before_llm` hook: block raises `ContentGuardBlocked`; allow and review delegate."""
 
-        async def hook(info: Any) -> Any:
-            text = latest_user_text(info.get("messages"))
-            if not text:  # nothing to screen
-                return await _delegate(next, info)
-            verdict = await self.check(text)
+        def reply(info: Any, text: str, verdict: ContentVerdict) -> None:
             if verdict.action == "block":
                 raise ContentGuardBlocked(verdict)
-            return await _delegate(next, info)
 
-        return hook
+        return _judging_hook(next, _before_llm_chain, _user_text, self.check, reply)
 
 
 class ToolResultFilterClassifier(_Battery):
@@ -447,24 +482,30 @@ class ToolResultFilterClassifier(_Battery):
         only the relevant ones (the query is `{tool, arguments}`); `next` sees the filtered
         result, and a reply of its own with a `result` wins."""
 
-        async def hook(info: Any) -> Any:
+        def chunked(info: Any) -> tuple[dict[str, Any], list[str]] | None:
             result = info.get("result")
             if not isinstance(result, ToolResult) or not isinstance(result.output, str):
-                return await _merge_result(None, info, next)
+                return None
             chunks = result.output.split("\n\n")
             if result.is_error or result.parts or len(chunks) < 2:
-                return await _merge_result(None, info, next)
-            query = {"tool": info.get("name"), "arguments": info.get("args", {})}
-            verdict = await self.filter(query, chunks)
+                return None
+            return {"tool": info.get("name"), "arguments": info.get("args", {})}, chunks
+
+        async def judge(asked: tuple[dict[str, Any], list[str]]) -> FilterVerdict:
+            return await self.filter(*asked)
+
+        def reply(
+            info: Any, asked: tuple[dict[str, Any], list[str]], verdict: FilterVerdict
+        ) -> ToolResult | None:
             if not verdict.dropped:
-                return await _merge_result(None, info, next)
-            kept = "\n\n".join(chunks[i] for i in verdict.kept)
-            return await _merge_result(ToolResult(kept, False, result.metadata), info, next)
+                return None
+            kept = "\n\n".join(asked[1][i] for i in verdict.kept)
+            return ToolResult(kept, False, info["result"].metadata)
 
-        return hook
+        return _judging_hook(next, _merge_result, chunked, judge, reply)
 
 
-class _Relevance(_Battery):
+class _Relevance(_Battery, abc.ABC):
     _what = ""
     _true = ""
     _false = ""
@@ -483,8 +524,9 @@ class _Relevance(_Battery):
 
     _default_role = ""
 
+    @abc.abstractmethod
     def _question(self, name: str, description: str) -> str:
-        raise NotImplementedError
+        """The question asked of one item (`name`, `description`)."""
 
     async def select(self, prompt: str, items: Sequence[Any]) -> RelevanceVerdict:
         """`items` are `{name, description}`; only a confident no is dropped."""
@@ -519,19 +561,24 @@ class ToolRelevanceClassifier(_Relevance):
         """A `before_llm` hook dropping the tools the latest user text confidently does not
         need (`next` sees the kept ones)."""
 
-        async def hook(info: Any) -> Any:
+        def request(info: Any) -> tuple[str, list[Any]] | None:
             declared = list(info.get("tools") or [])
             text = latest_user_text(info.get("messages"))
-            if not declared or not text:
-                return await _delegate(next, info)
-            items = [{"name": _tool_name(t), "description": _tool_description(t)} for t in declared]
-            verdict = await self.select(text, items)
-            if not verdict.dropped:
-                return await _delegate(next, info)
-            kept = [t for t in declared if _tool_name(t) not in verdict.dropped]
-            return await _merge_llm({"tools": kept}, info, next)
+            return (text, declared) if declared and text else None
 
-        return hook
+        async def judge(asked: tuple[str, list[Any]]) -> RelevanceVerdict:
+            text, declared = asked
+            items = [{"name": _tool_name(t), "description": _tool_description(t)} for t in declared]
+            return await self.select(text, items)
+
+        def reply(
+            info: Any, asked: tuple[str, list[Any]], verdict: RelevanceVerdict
+        ) -> dict[str, Any] | None:
+            if not verdict.dropped:
+                return None
+            return {"tools": [t for t in asked[1] if _tool_name(t) not in verdict.dropped]}
+
+        return _judging_hook(next, _before_llm_chain, request, judge, reply)
 
 
 class SkillRelevanceClassifier(_Relevance):
@@ -581,17 +628,19 @@ class ModelRouterClassifier(_Battery):
         """A `before_llm` hook returning a `model` override only when routed to a model other
         than the turn's own."""
 
-        async def hook(info: Any) -> Any:
-            current = str(info.get("model", ""))
+        def request(info: Any) -> tuple[str, str] | None:
             text = latest_user_text(info.get("messages"))
-            if not text:
-                return await _delegate(next, info)
-            verdict = await self.pick(text, current)
-            if verdict.routed and verdict.model != current:
-                return await _merge_llm({"model": verdict.model}, info, next)
-            return await _delegate(next, info)
+            return (text, str(info.get("model", ""))) if text else None
 
-        return hook
+        async def judge(asked: tuple[str, str]) -> ModelVerdict:
+            return await self.pick(*asked)
+
+        def reply(info: Any, asked: tuple[str, str], verdict: ModelVerdict) -> Any:
+            if verdict.routed and verdict.model != asked[1]:
+                return {"model": verdict.model}
+            return None
+
+        return _judging_hook(next, _before_llm_chain, request, judge, reply)
 
 
 class AgentRouterClassifier(_Battery):

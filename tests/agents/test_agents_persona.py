@@ -184,7 +184,7 @@ async def test_ticks_pile_up_while_a_turn_is_held(home: Path) -> None:
 async def _idle(handle: Any) -> None:
     for _ in range(500):
         await settle()
-        if handle.state == "idle" and not handle._wakes:
+        if handle.at_rest:
             return
     raise AssertionError(f"{handle} never went idle")
 

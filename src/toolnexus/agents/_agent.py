@@ -119,7 +119,6 @@ class Agent:
         self.completion = completion
         self.output_type = output_type
         self.home: str | None = None
-        self._compose: Callable[[], str] | None = None  # a persona composes per session
 
     def __repr__(self) -> str:
         return f"<Agent {self.name!r}>"
@@ -128,8 +127,6 @@ class Agent:
 
     def session_soul(self) -> str:
         """The system prompt a new session starts with (a soul file is read now)."""
-        if self._compose is not None:
-            return self._compose()
         if self.soul is not None:
             return self.soul
         if self.soul_file is not None:
@@ -193,7 +190,7 @@ class Agent:
     ) -> tuple[TaskResult, AgentRuntime]:
         registry = await asyncio.to_thread(self.registry)
         rt = AgentRuntime(registry=registry, **runtime_options)
-        rt._one_shot = True
+        rt.one_shot = True
         handle = rt.spawn(rt.root, self.name)
         if isinstance(handle, SpawnError):
             await rt.close(rt.root)

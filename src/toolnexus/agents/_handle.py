@@ -1,4 +1,4 @@
-"""`Handle`: one spawned agent instance in a runtime's tree, and its remaining pools."""
+"""`Handle`: one agent instance in a runtime's tree; its pools, turns and scheduling state."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from toolnexus.agents._sources import TurnLedger
     from toolnexus.toolkit import Toolkit
 
-__all__ = ["Handle", "HandleState", "Pool", "Turn", "Wake"]
+__all__ = ["Handle", "HandleRuntimeState", "HandleState", "HandleTurn", "Pool", "Wake"]
 
 HandleState = Literal["idle", "running", "suspended", "closed"]
 
@@ -47,8 +47,8 @@ class Wake:
 
 
 @dataclass(slots=True, eq=False)
-class Turn:
-    """One running handle turn."""
+class HandleTurn:
+    """One running handle turn (not `client/_wire.Turn`, one parsed model answer)."""
 
     wake: Wake
     input: str
@@ -64,11 +64,36 @@ class Turn:
     used: list[Answer] = field(default_factory=list)  # replay answers handed out so far
 
 
+@dataclass(slots=True, eq=False)
+class HandleRuntimeState:
+    """What `AgentRuntime` keeps for one handle while it schedules it.
+
+    The runtime alone writes these fields (through its verbs); the rest of `agents/` may read
+    them. Nothing here is the host's: a host reads `Handle`'s own attributes.
+    """
+
+    spawned: int = 0  # children ever spawned (closed ones count)
+    wakes: deque[Wake] = field(default_factory=deque)  # accepted, not yet admitted
+    waiters: list[asyncio.Future[TaskResult]] = field(default_factory=list)
+    turn: HandleTurn | None = None  # the running turn
+    queued: bool = False  # waiting in the parent's FIFO for a concurrency slot
+    fifo: deque[Handle] = field(default_factory=deque)  # children waiting for a slot here
+    active_children: int = 0  # children whose turn holds one of this handle's slots
+    closing: asyncio.Future[None] | None = None  # set while (and after) closing
+    toolkit: Toolkit | None = None  # the tools its turns see
+    on_spawn: Any = None  # an awaitable from an async on_spawn, awaited before turn 1
+    checkpoint: str | None = None  # a durably parked turn's input, for its replay
+    checkpoint_spawns: list[tuple[str, Handle]] = field(default_factory=list)
+    checkpoint_drained: list[InboxItem] = field(default_factory=list)
+    replay_answers: list[Answer] = field(default_factory=list)  # to give the replay again
+
+
 class Handle:
     """A live agent instance: its state, inbox, children, usage and remaining pools.
 
     Ids are `<parent id>/<def name>.<n>`; the store keeps one transcript per handle under
     `conv_id` (= `id`). Read the attributes; change a handle only through the runtime's verbs.
+    `runtime_state` is the runtime's own scheduling state (`HandleRuntimeState`).
     """
 
     def __init__(
@@ -96,20 +121,7 @@ class Handle:
         self.last_result: TaskResult | None = None
         self.budget = budget if budget is not None else (defn.budget or Budget())
         self.spawned_at = spawned_at
-        self._spawned = 0  # children ever spawned (closed ones count)
-        self._wakes: deque[Wake] = deque()
-        self._waiters: list[asyncio.Future[TaskResult]] = []
-        self._turn: Turn | None = None
-        self._queued = False  # waiting in the parent's FIFO for a concurrency slot
-        self._fifo: deque[Handle] = deque()
-        self._active_children = 0
-        self._closing: asyncio.Future[None] | None = None  # set while (and after) closing
-        self._toolkit: Toolkit | None = None
-        self._on_spawn: Any = None  # an awaitable from an async on_spawn, awaited before turn 1
-        self._checkpoint: str | None = None  # a durable turn's input, for its replay
-        self._checkpoint_spawns: list[tuple[str, Handle]] = []
-        self._checkpoint_drained: list[InboxItem] = []
-        self._replay_answers: list[Answer] = []
+        self.runtime_state = HandleRuntimeState()
 
     @property
     def conv_id(self) -> str:
@@ -127,7 +139,19 @@ class Handle:
 
     @property
     def durably_suspended(self) -> bool:
-        return self.state == "suspended" and self._turn is None
+        """Suspended with no turn running: parked until `resume` answers its request."""
+        return self.state == "suspended" and self.runtime_state.turn is None
+
+    @property
+    def closed_or_closing(self) -> bool:
+        """Closed, or being closed: it takes no more work."""
+        return self.state == "closed" or self.runtime_state.closing is not None
+
+    @property
+    def at_rest(self) -> bool:
+        """Idle, with no wake of its own accepted and not yet admitted."""
+        state = self.runtime_state
+        return self.state == "idle" and not state.wakes and not state.queued
 
     def __repr__(self) -> str:
         return f"<Handle {self.id} {self.state}>"

@@ -208,7 +208,7 @@ def agent_from_dir(
     if memory:
         all_tools.append(memory_tool(home))
     uses["tools"] = all_tools
-    persona = Agent(
+    persona = _Persona(
         name if name is not None else sanitize(home.resolve().name)[:64],
         does=does if does is not None else f"persona agent from {dir}",
         uses=uses,
@@ -216,8 +216,15 @@ def agent_from_dir(
         **spec,
     )
     persona.home = str(home)
-    persona._compose = lambda: compose_soul(home)[0]
     return persona
+
+
+class _Persona(Agent):
+    """An agent whose soul is composed anew from its home folder at every session start."""
+
+    def session_soul(self) -> str:
+        assert self.home is not None  # agent_from_dir sets it
+        return compose_soul(Path(self.home))[0]
 
 
 class StartedAgent:
@@ -276,8 +283,8 @@ def start_agent(
             return
         state["timer"] = clock.call_later(every_ms / 1000, beat)  # type: ignore[operator]
         rt.post(handle, InboxItem(from_="clock", channel="timer", text="tick"))
-        if handle.state == "idle" and not handle._wakes and not handle._queued:
-            _, future = rt._enqueue(handle, HEARTBEAT_PROMPT)
+        if handle.at_rest:
+            _, future = rt.enqueue(handle, HEARTBEAT_PROMPT)
             if future is not None:
                 task = asyncio.ensure_future(report(future))
                 reports.add(task)

@@ -43,7 +43,7 @@ from toolnexus.agents._defs import (
     check_name,
     merge_budgets,
 )
-from toolnexus.agents._handle import Handle, Pool, Turn, Wake
+from toolnexus.agents._handle import Handle, HandleTurn, Pool, Wake
 from toolnexus.agents._harness import guarded_hooks, run_gated
 from toolnexus.agents._results import HandleView, InboxItem, PostResult, SpawnError, TaskResult
 from toolnexus.agents._sources import TurnGate, TurnLedger, derive_client, resolve_model_source
@@ -114,7 +114,8 @@ class AgentRuntime:
     `create_client`), `in_process=` (a `generate(request)`) or `transport=` (a published-style
     synchronous transport), or `llm=` with `transport=` (the transport doing `llm`'s I/O); all
     but `client=` are closed with `close(rt.root)`. `async with` closes
-    the root on exit.
+    the root on exit. A `one_shot` runtime (the one `Agent.run` makes) closes its tree once a
+    `resume` settles.
     """
 
     def __init__(
@@ -167,7 +168,7 @@ class AgentRuntime:
         self._transport = self._gate.wrap(self._client._endpoint.transport)
         self._trace: deque[str] = deque(maxlen=trace_limit)
         self._tasks: set[asyncio.Task[None]] = set()
-        self._one_shot = False  # made by Agent.run: closes itself once a resume settles
+        self.one_shot = False  # made by Agent.run: closes itself once a resume settles
         root_def = AgentDef(name="root", description="", system_prompt="", model="inherit")
         self._root = Handle("root", root_def, None, budget=Budget(), pool=Pool(), spawned_at=0.0)
 
@@ -299,7 +300,7 @@ class AgentRuntime:
             handle.last_result = result
         if wake is not None and not wake.future.done():
             wake.future.set_result(result)
-        waiters, handle._waiters = handle._waiters, []
+        waiters, handle.runtime_state.waiters = handle.runtime_state.waiters, []
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(result)
@@ -343,13 +344,13 @@ class AgentRuntime:
         if defn is None:
             known = ", ".join(sorted(self._registry))
             return SpawnError(f'unknown agent "{def_name}" (known: {known})')
-        if parent.state == "closed" or parent._closing is not None:
+        if parent.closed_or_closing:
             return SpawnError("parent closed")
         max_depth = self._max_depth(parent)
         if parent.depth + 1 > max_depth:
             return SpawnError(f"maxDepth {format_number(max_depth)} exceeded")
         max_children = parent.budget.max_children if parent.parent is not None else None
-        if max_children is not None and parent._spawned + 1 > max_children:
+        if max_children is not None and parent.runtime_state.spawned + 1 > max_children:
             return SpawnError(f"maxChildren {format_number(max_children)} exceeded")
         limit = self._walk(parent)
         if limit is not None:
@@ -366,10 +367,10 @@ class AgentRuntime:
             ),
             children=math.inf if effective.max_children is None else effective.max_children,
         )
-        parent._spawned += 1
+        parent.runtime_state.spawned += 1
         parent.pool.children -= 1
         child = Handle(
-            f"{parent.id}/{def_name}.{parent._spawned}",
+            f"{parent.id}/{def_name}.{parent.runtime_state.spawned}",
             defn,
             parent,
             budget=effective,
@@ -379,7 +380,7 @@ class AgentRuntime:
         tools: list[Tool] = list(defn.tools or ())
         if defn.task_targets:
             tools.append(make_task_tool(self, child))
-        child._toolkit = Toolkit(builtins=False, extra_tools=tools)
+        child.runtime_state.toolkit = Toolkit(builtins=False, extra_tools=tools)
         parent.children.append(child)
         self._log(
             child, f"spawned (depth {child.depth}, tokens {format_number(child.pool.tokens)})"
@@ -391,7 +392,7 @@ class AgentRuntime:
                 warn(f"agent {defn.name}: on_spawn raised: {error_message(exc)}")
             else:
                 if asyncio.iscoroutine(reply) or hasattr(reply, "__await__"):
-                    child._on_spawn = reply
+                    child.runtime_state.on_spawn = reply
         return child
 
     def task_tool(self, h: Handle) -> Tool:
@@ -400,7 +401,7 @@ class AgentRuntime:
 
     def post(self, h: Handle, item: InboxItem) -> PostResult:
         """Append to `h`'s inbox (no transition); refused at once when closed or full."""
-        if h.state == "closed" or h._closing is not None:
+        if h.closed_or_closing:
             return PostResult(False, f"inbox closed: {h.id}")
         if len(h.inbox) >= self._inbox_cap:
             self._log(h, f"post REJECTED (inbox full, cap {self._inbox_cap}) from {item.from_}")
@@ -410,56 +411,60 @@ class AgentRuntime:
 
     def wake(self, h: Handle, prompt: str | None = None) -> PostResult:
         """Start a turn on `h` (idle), or queue it as its next one (running)."""
-        return self._enqueue(h, prompt)[0]
+        return self.enqueue(h, prompt)[0]
 
-    def _enqueue(
-        self, h: Handle, prompt: str | None, wait_for: Callable[..., Any] | None = None
+    def enqueue(
+        self, h: Handle, prompt: str | None = None, wait_for: Callable[..., Any] | None = None
     ) -> tuple[PostResult, asyncio.Future[TaskResult] | None]:
-        if h.state == "closed" or h._closing is not None:
+        """`wake`, with the future of that very turn's result (`None` when refused);
+        `wait_for` is an interpreter for that turn only."""
+        if h.closed_or_closing:
             return PostResult(False, "closed"), None
         if h is self._root:
             return PostResult(False, "the root is never run"), None
         if h.durably_suspended:
             return PostResult(False, "suspended"), None
         wake = Wake(prompt, asyncio.get_running_loop().create_future(), wait_for=wait_for)
-        h._wakes.append(wake)
+        h.runtime_state.wakes.append(wake)
         self._admit(h)
         return PostResult(True), wake.future
 
     def _admit(self, h: Handle) -> None:
         """Admission, synchronously: budget walk, concurrency slot, drain, state flip."""
-        while h._wakes and h.state == "idle" and h._turn is None and not h._queued:
-            if h._closing is not None:
+        sched = h.runtime_state
+        while sched.wakes and h.state == "idle" and sched.turn is None and not sched.queued:
+            if sched.closing is not None:
                 return
-            wake = h._wakes[0]
+            wake = sched.wakes[0]
             limit = self._walk(h)
             if limit is not None:
-                h._wakes.popleft()
+                sched.wakes.popleft()
                 self._deliver(h, self._exhausted(h, limit), wake)
                 continue
             parent = h.parent
             assert parent is not None
+            parent_sched = parent.runtime_state
             cap = self._max_concurrent(parent)
-            if parent._active_children >= cap:
-                h._queued = True
-                parent._fifo.append(h)
+            if parent_sched.active_children >= cap:
+                sched.queued = True
+                parent_sched.fifo.append(h)
                 self._log(h, f"wake QUEUED (parent concurrency {format_number(cap)})")
                 return
-            h._wakes.popleft()
+            sched.wakes.popleft()
             if wake.replay is not None:
-                drained = h._checkpoint_drained
+                drained = sched.checkpoint_drained
                 text = wake.replay
             else:
                 drained = list(h.inbox)
                 h.inbox.clear()
                 text = (wake.prompt or "") + drain_block(drained)
-            turn = Turn(wake, text, drained, asyncio.Event(), answers=list(wake.answers))
+            turn = HandleTurn(wake, text, drained, asyncio.Event(), answers=list(wake.answers))
             if wake.replay is not None:
-                turn.reattach = h._checkpoint_spawns
-                h._checkpoint_spawns = []
-                h._checkpoint_drained = []
-            parent._active_children += 1
-            h._turn = turn
+                turn.reattach = sched.checkpoint_spawns
+                sched.checkpoint_spawns = []
+                sched.checkpoint_drained = []
+            parent_sched.active_children += 1
+            sched.turn = turn
             self._move(h, "running", "wake")
             turn.timer = self._wall_timer(h, turn)
             task = asyncio.get_running_loop().create_task(
@@ -470,7 +475,7 @@ class AgentRuntime:
             task.add_done_callback(self._tasks.discard)
             return
 
-    def _wall_timer(self, h: Handle, turn: Turn) -> Any:
+    def _wall_timer(self, h: Handle, turn: HandleTurn) -> Any:
         left: float | None = None
         now = self._clock.now()
         for node in h.chain():
@@ -482,18 +487,19 @@ class AgentRuntime:
             return None
         return self._clock.call_later(max(0.0, left), lambda: self._cut(h, turn, "wall"))
 
-    def _cut(self, h: Handle, turn: Turn, kind: str) -> None:
+    def _cut(self, h: Handle, turn: HandleTurn, kind: str) -> None:
         """Ask a running turn to abort (request, tools, a pending interpreter call)."""
-        if h._turn is turn and turn.abort is None:
+        if h.runtime_state.turn is turn and turn.abort is None:
             turn.abort = kind
             turn.cancel.set()
 
     def _release_slot(self, parent: Handle) -> None:
-        parent._active_children -= 1
-        while parent._fifo and parent._active_children < self._max_concurrent(parent):
-            head = parent._fifo.popleft()
-            head._queued = False
-            if head.state == "closed" or head._closing is not None:
+        sched = parent.runtime_state
+        sched.active_children -= 1
+        while sched.fifo and sched.active_children < self._max_concurrent(parent):
+            head = sched.fifo.popleft()
+            head.runtime_state.queued = False
+            if head.closed_or_closing:
                 continue
             self._log(head, "DEQUEUED wake (slot freed)")
             self._admit(head)
@@ -510,7 +516,7 @@ class AgentRuntime:
                 return ("self" if node is h else node.id, node.defn.wait_for)
         return None
 
-    def _escalator(self, h: Handle, turn: Turn) -> Callable[..., Any] | None:
+    def _escalator(self, h: Handle, turn: HandleTurn) -> Callable[..., Any] | None:
         one_shot = turn.wake.wait_for
         holder = ("self", one_shot) if one_shot is not None else self._holder(h)
         if holder is None and not turn.answers:
@@ -534,7 +540,7 @@ class AgentRuntime:
 
         return escalate
 
-    def _derived(self, h: Handle, turn: Turn) -> Client:
+    def _derived(self, h: Handle, turn: HandleTurn) -> Client:
         defn = h.defn
         turn.ledger = TurnLedger(self._client._metrics)
         base = self._client
@@ -560,7 +566,7 @@ class AgentRuntime:
             output_type=defn.output_type,
         )
 
-    async def _run_turn(self, h: Handle, turn: Turn) -> None:
+    async def _run_turn(self, h: Handle, turn: HandleTurn) -> None:
         outcome: Any
         try:
             with agent_scope(h.defn.name, h.id):
@@ -573,14 +579,15 @@ class AgentRuntime:
             outcome = exc
         self._end_turn(h, turn, outcome)
 
-    async def _ask_turn(self, h: Handle, turn: Turn) -> Any:
-        if h._on_spawn is not None:
-            pending_start, h._on_spawn = h._on_spawn, None
+    async def _ask_turn(self, h: Handle, turn: HandleTurn) -> Any:
+        sched = h.runtime_state
+        if sched.on_spawn is not None:
+            pending_start, sched.on_spawn = sched.on_spawn, None
             await pending_start
         client = self._derived(h, turn)
         # Only a turn without an interpreter can park durably (and be rewound).
         snapshot = await self._store.get(h.conv_id) if client.wait_for is None else None
-        toolkit = h._toolkit
+        toolkit = sched.toolkit
 
         async def ask(text: str) -> Any:
             return await client.ask(text, toolkit, id=h.conv_id, cancel=turn.cancel)
@@ -598,11 +605,11 @@ class AgentRuntime:
             node.pool.tokens -= tokens
             node.pool.tool_calls -= tool_calls
 
-    def _end_turn(self, h: Handle, turn: Turn, outcome: Any) -> None:
+    def _end_turn(self, h: Handle, turn: HandleTurn, outcome: Any) -> None:
         """Settle one turn: state, inbox, ledger, waiters, the parent's slot, the next wake."""
         if turn.timer is not None:
             turn.timer.cancel()
-        h._turn = None
+        h.runtime_state.turn = None
         wake = turn.wake
         record = True
         if isinstance(outcome, BaseException) and turn.ledger is not None:
@@ -652,15 +659,16 @@ class AgentRuntime:
         self._release_slot(h.parent)
         self._admit(h)
 
-    def _park(self, h: Handle, turn: Turn, request: Request) -> TaskResult:
+    def _park(self, h: Handle, turn: HandleTurn, request: Request) -> TaskResult:
         # The replay re-runs the turn's tools from its start: answers it already used must be
         # given again, in order, before the one that resumes this new request.
-        h._replay_answers = list(turn.used)
+        sched = h.runtime_state
+        sched.replay_answers = list(turn.used)
         stamped = _stamp(request, h)
         h.pending_req = stamped
-        h._checkpoint = turn.input
-        h._checkpoint_spawns = turn.spawns
-        h._checkpoint_drained = turn.drained
+        sched.checkpoint = turn.input
+        sched.checkpoint_spawns = turn.spawns
+        sched.checkpoint_drained = turn.drained
         old, h.state = h.state, "suspended"
         self._log(h, f'{old}→suspended DURABLE (pending "{stamped.kind}", path preserved)')
         return self._result(h, stamped.prompt, TASK_STATUS_PENDING, pending=stamped)
@@ -677,10 +685,10 @@ class AgentRuntime:
                 return last
             req = h.pending_req
             return self._result(h, req.prompt if req else "", TASK_STATUS_PENDING, pending=req)
-        if h.state == "idle" and h.last_result is not None and not h._wakes and not h._queued:
+        if h.at_rest and h.last_result is not None:
             return h.last_result
         waiter: asyncio.Future[TaskResult] = asyncio.get_running_loop().create_future()
-        h._waiters.append(waiter)
+        h.runtime_state.waiters.append(waiter)
         timer = None
         if timeout_ms:
 
@@ -699,8 +707,8 @@ class AgentRuntime:
         finally:
             if timer is not None:
                 timer.cancel()
-            if waiter in h._waiters:
-                h._waiters.remove(waiter)
+            if waiter in h.runtime_state.waiters:
+                h.runtime_state.waiters.remove(waiter)
 
     async def run_turn(
         self,
@@ -710,9 +718,9 @@ class AgentRuntime:
     ) -> TaskResult:
         """`wake`, then the result of that very turn. `one_shot_wait_for` is an interpreter for
         this turn only, asked before any on the handle's chain."""
-        accepted, future = self._enqueue(h, prompt, one_shot_wait_for)
+        accepted, future = self.enqueue(h, prompt, one_shot_wait_for)
         if future is None:
-            closed = h.state == "closed" or h._closing is not None
+            closed = h.closed_or_closing
             status = TASK_STATUS_CLOSED if closed else TASK_STATUS_ERROR
             return self._result(h, accepted.error or "refused", status)
         return await future
@@ -720,20 +728,21 @@ class AgentRuntime:
     def interrupt(self, h: Handle) -> None:
         """Abort the running turn (its items go back to the inbox front), or drop a durable
         request. Never a kill: the handle ends idle."""
-        turn = h._turn
+        sched = h.runtime_state
+        turn = sched.turn
         if turn is not None:
             self._cut(h, turn, "interrupted")
         elif h.durably_suspended:
             kind = h.pending_req.kind if h.pending_req is not None else ""
-            abandoned = [child for _, child in h._checkpoint_spawns if child.state != "closed"]
+            abandoned = [child for _, child in sched.checkpoint_spawns if child.state != "closed"]
             h.pending_req = None
-            h._checkpoint = None
-            h._checkpoint_spawns = []
-            h._replay_answers = []
+            sched.checkpoint = None
+            sched.checkpoint_spawns = []
+            sched.replay_answers = []
             for child in abandoned:  # the dropped turn's task calls are abandoned
                 self._spawn_task(self.close(child, force=True, reason="interrupted"))
-            h.inbox[:0] = h._checkpoint_drained
-            h._checkpoint_drained = []
+            h.inbox[:0] = sched.checkpoint_drained
+            sched.checkpoint_drained = []
             self._move(h, "idle", f'interrupt cancelled pending "{kind}"')
             self._admit(h)
 
@@ -744,23 +753,24 @@ class AgentRuntime:
         `force`. Never raises. Closing the root stops everything."""
         if h.state == "closed":
             return
-        if h._closing is not None:
-            await asyncio.shield(h._closing)
+        sched = h.runtime_state
+        if sched.closing is not None:
+            await asyncio.shield(sched.closing)
             return
-        h._closing = asyncio.get_running_loop().create_future()
+        closing = sched.closing = asyncio.get_running_loop().create_future()
         try:
             for child in list(h.children):
                 await self.close(child, force=force, reason=reason)
-            turn = h._turn
+            turn = sched.turn
             if turn is not None and turn.task is not None:
                 if not force and self._shutdown_s > 0:
                     await self._grace(turn.task)
-                if h._turn is turn:
+                if sched.turn is turn:
                     self._cut(h, turn, "close")
                     await asyncio.wait((turn.task,))
-            if h._on_spawn is not None:
-                h._on_spawn.close() if asyncio.iscoroutine(h._on_spawn) else None
-                h._on_spawn = None
+            if sched.on_spawn is not None:
+                sched.on_spawn.close() if asyncio.iscoroutine(sched.on_spawn) else None
+                sched.on_spawn = None
             why = reason or ("interrupted" if force else "closed")
             if h.defn.on_close is not None and h.parent is not None:
                 try:
@@ -771,19 +781,19 @@ class AgentRuntime:
             closed = self._result(h, "closed", TASK_STATUS_CLOSED)
             if h.last_result is None:  # it never ran: its result says it was closed
                 h.last_result = closed
-            for wake in h._wakes:
+            for wake in sched.wakes:
                 if not wake.future.done():
                     wake.future.set_result(closed)
-            h._wakes.clear()
+            sched.wakes.clear()
             self._deliver(h, closed, None, record=False)
-            if h._queued and h.parent is not None:
-                h._queued = False
-                if h in h.parent._fifo:
-                    h.parent._fifo.remove(h)
+            if sched.queued and h.parent is not None:
+                sched.queued = False
+                if h in h.parent.runtime_state.fifo:
+                    h.parent.runtime_state.fifo.remove(h)
         finally:
             h.state = "closed"
-            if not h._closing.done():
-                h._closing.set_result(None)
+            if not closing.done():
+                closing.set_result(None)
         if h is self._root:
             pending_tasks = [t for t in self._tasks if t is not asyncio.current_task()]
             if pending_tasks:
@@ -838,29 +848,30 @@ class AgentRuntime:
             deepest,
             f"resume with Answer(ok={ok}) at checkpoint (turns so far: {deepest.turns_total})",
         )
-        result = await self._replay(deepest, [*deepest._replay_answers, coerced])
+        result = await self._replay(deepest, [*deepest.runtime_state.replay_answers, coerced])
         node = deepest.parent
         while node is not None and node.parent is not None:
             if node.durably_suspended:
                 self._log(node, "cascade resume (replay reattaches by task key)")
                 result = await self._replay(node, [])
             node = node.parent
-        if self._one_shot:
+        if self.one_shot:
             result.runtime = self
             if result.status != TASK_STATUS_PENDING:
                 await self.close(self._root)
         return result
 
     async def _replay(self, h: Handle, answers: Sequence[Answer]) -> TaskResult:
-        text = h._checkpoint or ""
-        h._replay_answers = []
+        sched = h.runtime_state
+        text = sched.checkpoint or ""
+        sched.replay_answers = []
         h.pending_req = None
-        h._checkpoint = None
+        sched.checkpoint = None
         self._move(h, "idle", "Answer accepted, checkpoint restored")
         wake = Wake(
             None, asyncio.get_running_loop().create_future(), replay=text, answers=[*answers]
         )
-        h._wakes.appendleft(wake)
+        sched.wakes.appendleft(wake)
         self._admit(h)
         return await wake.future
 
@@ -871,7 +882,11 @@ class AgentRuntime:
         awaited when running."""
         if child.state == "closed" or child.durably_suspended:
             return await self.wait(child)
-        if child.state == "idle" and child.last_result is not None and not child._wakes:
+        if (
+            child.state == "idle"
+            and child.last_result is not None
+            and not child.runtime_state.wakes
+        ):
             return child.last_result
         return await self.wait(child)
 

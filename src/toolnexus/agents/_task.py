@@ -69,7 +69,7 @@ def make_task_tool(rt: Delegator, caller: Handle) -> Tool:
         if agent not in team:
             members = ", ".join(team) or "none"
             return ToolResult(f'agent "{agent}" not in this agent\'s team ({members})', True)
-        turn = caller._turn
+        turn = caller.runtime_state.turn
         key = f"{agent}:{prompt}"
         child: Handle | None = None
         if turn is not None and turn.reattach is not None:

@@ -13,7 +13,8 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from dataclasses import dataclass
 from typing import Any
 
 from toolnexus._backends import RenewalWatch, decode_json_row, guarded
@@ -190,18 +191,43 @@ class LeasedStore(abc.ABC):
 
     def claim(self, id: str) -> contextlib.AbstractAsyncContextManager[ConversationLease]:
         """Hold `id` against every client and process sharing this store (see the protocol)."""
-        return _Lease(self, id)
+        ops = (self._guarded_acquire, self._guarded_write, self._renew, self._release)
+        return _Lease(LeaseBackend(self, self._local, *ops, keep=self._keep), id)
+
+    async def _guarded_acquire(self, id: str, owner: str) -> bool:
+        return bool(await self._io("claiming", id, self._acquire(id, owner)))
+
+    async def _guarded_write(self, id: str, payload: str, owner: str) -> bool:
+        return bool(await self._io("saving", id, self._write(id, payload, owner)))
 
     def _keep(self, task: asyncio.Task[Any]) -> None:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
 
+@dataclass(frozen=True, slots=True)
+class LeaseBackend:
+    """What one claim uses of its `LeasedStore`, handed over by the store's `claim`.
+
+    `acquire` and `write` turn a backend failure into a `StoreError`; `renew` and `release`
+    raise what the backend raises (a claim retries a renewal and lets a lost release expire).
+    """
+
+    store: LeasedStore  # its name, lease period, renewal watch and plain reads
+    local: KeyedLock  # claims on one id within this process queue here first
+    acquire: Callable[[str, str], Awaitable[bool]]  # (id, owner): the lease, if free
+    write: Callable[[str, str, str], Awaitable[bool]]  # (id, payload, owner): a fenced save
+    renew: Callable[[str, str], Awaitable[bool]]  # (id, owner): False once no longer held
+    release: Callable[[str, str], Awaitable[None]]  # (id, owner)
+    keep: Callable[[asyncio.Task[Any]], None]  # holds a background task until it ends
+
+
 class _Lease:
     """One claim on one id of a `LeasedStore`, as an async context manager."""
 
-    def __init__(self, store: LeasedStore, id: str) -> None:
-        self.store = store
+    def __init__(self, backend: LeaseBackend, id: str) -> None:
+        self.backend = backend
+        self.store = backend.store
         self.id = id
         self.owner = uuid.uuid4().hex
         self.lost = False
@@ -209,7 +235,7 @@ class _Lease:
         self._renewer: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> _Lease:
-        local = self.store._local.hold(self.id)
+        local = self.backend.local.hold(self.id)
         await local.__aenter__()
         try:
             delay = _POLL_FIRST_S
@@ -224,10 +250,7 @@ class _Lease:
         return self
 
     async def _attempt(self) -> bool:
-        store = self.store
-        attempt = asyncio.ensure_future(
-            store._io("claiming", self.id, store._acquire(self.id, self.owner))
-        )
+        attempt = asyncio.ensure_future(self.backend.acquire(self.id, self.owner))
         try:
             return await asyncio.shield(attempt)
         except asyncio.CancelledError:
@@ -237,11 +260,11 @@ class _Lease:
 
     def _release_if_taken(self, attempt: asyncio.Future[bool]) -> None:
         if not attempt.cancelled() and attempt.exception() is None and attempt.result():
-            self.store._keep(asyncio.ensure_future(self._release()))
+            self.backend.keep(asyncio.ensure_future(self._release()))
 
     async def _release(self) -> None:
         try:
-            await self.store._release(self.id, self.owner)
+            await self.backend.release(self.id, self.owner)
         except Exception as exc:  # the lease expires by itself
             _log.debug("[toolnexus] %s: releasing %r failed: %s", self.store.name, self.id, exc)
 
@@ -252,7 +275,7 @@ class _Lease:
         while True:
             await asyncio.sleep(period / 3)
             try:
-                held: bool | None = await self.store._renew(self.id, self.owner)
+                held: bool | None = await self.backend.renew(self.id, self.owner)
             except Exception as exc:
                 held = None  # unknown: the store is unreachable; retry until the lease is over
                 self.store.renewals.failed(f"renewing the claim on conversation {self.id!r}", exc)
@@ -275,9 +298,8 @@ class _Lease:
     async def save(self, messages: Messages) -> None:
         if self.lost:
             raise self._lost_error()
-        store = self.store
         payload = to_compact_json(list(messages))
-        if not await store._io("saving", self.id, store._write(self.id, payload, self.owner)):
+        if not await self.backend.write(self.id, payload, self.owner):
             self.lost = True
             raise self._lost_error()
 
@@ -291,7 +313,7 @@ class _Lease:
                     await renewer
             if not self.lost:
                 release = asyncio.ensure_future(self._release())
-                self.store._keep(release)
+                self.backend.keep(release)
                 # A claim left by an error (a run past its deadline, a store that stopped
                 # answering) is released in the background: the error is not held up by a
                 # store that may not answer. Otherwise the release is awaited, shielded: if the
