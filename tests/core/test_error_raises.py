@@ -158,7 +158,7 @@ _CAUGHT_INSIDE = {
     "client/_responses.py",
     "client/_wire.py",
     "client/_loop.py",  # `# pragma: no cover` invariants
-    "client/_sync_transport.py",  # UrllibTransport.post: the adapter maps it
+    "client/_blocking.py",  # UrllibTransport.post: the adapter maps it
     "serve/_app.py",  # JSON number hooks: a parse error answered as such
     "serve/_tasks.py",  # the task-store protocol's documented ValueError
     "serve/_shared_tasks.py",

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from toolnexus.client import Client, create_client, create_in_process_client
+from toolnexus.client._blocking import ThreadedTransport
 from toolnexus.client._hooks import resolve_hooks
 from toolnexus.client._metrics import Metrics
-from toolnexus.client._sync_transport import ThreadedTransport
 from toolnexus.client._transport import StreamBody, Transport
 from toolnexus.client.memory import ConversationStore, KeyedLock
 from toolnexus.errors import ConfigError, ConfigTypeError, StreamingUnsupported

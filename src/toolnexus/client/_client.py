@@ -25,7 +25,7 @@ from toolnexus.client._results import RunResult, TranslateResult, UsageLimits
 from toolnexus.client._settings import RunSettings
 from toolnexus.client._sync import SyncRunner
 from toolnexus.client._tool_search import ToolSearch, check_tool_search
-from toolnexus.client._transport import HttpTransport, Transport
+from toolnexus.client._transport import HttpxTransport, Transport
 from toolnexus.client.memory import (
     ConversationStore,
     InMemoryConversationStore,
@@ -184,11 +184,11 @@ class Client:
             if http_client is not None:
                 raise ConfigError("pass http_client or http_transport, not both")
             # The published package's blocking post/open seam, run in worker threads.
-            from toolnexus.client._sync_transport import ThreadedTransport
+            from toolnexus.client._blocking import ThreadedTransport
 
             transport = ThreadedTransport(http_transport, read_timeout_ms / 1000)
         else:
-            transport = HttpTransport(http_client, read_timeout_ms / 1000, max_response_bytes)
+            transport = HttpxTransport(http_client, read_timeout_ms / 1000, max_response_bytes)
         self._endpoint = Endpoint(
             DIALECTS[style],
             transport,
@@ -1019,6 +1019,6 @@ def create_in_process_client(
     options.setdefault("retries", 0)
     options.pop("read_timeout_ms", None)  # nothing to read from without HTTP
     options.pop("max_response_bytes", None)
-    from toolnexus.client._inprocess import InProcessTransport
+    from toolnexus.client._inprocess import InProcessModel
 
-    return Client._over(InProcessTransport(generate), model=model, **options)
+    return Client._over(InProcessModel(generate), model=model, **options)
