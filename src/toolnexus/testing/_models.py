@@ -166,7 +166,7 @@ class _Model(ABC):
         from toolnexus.client import Client
 
         options.setdefault("retry_base_ms", 1)
-        return Client._over(self.transport(style), style=style, model=model, **options)  # type: ignore[arg-type]
+        return Client.over_transport(self.transport(style), style=style, model=model, **options)  # type: ignore[arg-type]
 
     @property
     def last_request(self) -> SeenRequest:
