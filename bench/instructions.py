@@ -24,7 +24,7 @@ request built once, sent straight through `Http1Transport.handle_async_request`)
 (`httpx2.AsyncClient` on our `Http1Transport`), `post_httpx2` (`httpx2.AsyncClient` on its own
 transport: httpcore2 + h11 on anyio), `post_aiohttp` (an `aiohttp.ClientSession`, the other
 well-kept asyncio client, when installed), `post_client` (the LLM client's HTTP step alone: its
-`HttpTransport.post`, request building, `AsyncClient.send` and the body read whole and decoded).
+`HttpxTransport.post`, request building, `AsyncClient.send` and the body read whole and decoded).
 `own`: toolnexus's own code alone, `bench/hotpath.py --own`'s request (the model answered
 in-process, two plain tools): the loop, endpoint, dialect, hooks, events, metrics, dispatch.
 """
@@ -141,9 +141,9 @@ async def _post(scenario: str, base_url: str, n: int) -> None:
             await raw.close()
         return
     if scenario == "post_client":
-        from toolnexus.client._transport import HttpTransport
+        from toolnexus.client._transport import HttpxTransport
 
-        client_transport = HttpTransport(None, 600.0)
+        client_transport = HttpxTransport(None, 600.0)
         chat_url = base_url.rstrip("/") + "/chat/completions"
         try:
             await _measure(

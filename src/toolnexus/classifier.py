@@ -38,7 +38,7 @@ from toolnexus.errors import ProviderConnectionError, ProviderError, ToolnexusEr
 
 if TYPE_CHECKING:
     from toolnexus.client._retry import RetryPolicy
-    from toolnexus.client._transport import HttpTransport
+    from toolnexus.client._transport import HttpxTransport
 
 __all__ = [
     "CLASSIFIER_BACKENDS",
@@ -484,9 +484,9 @@ class _SystemOne:
 
     def __init__(self, owner: Classifier) -> None:
         self._owner = owner
-        self._http: HttpTransport | None = None
+        self._http: HttpxTransport | None = None
         self._http_timeout = owner.timeout
-        self._retired: list[HttpTransport] = []  # closed by `aclose` (a `timeout` was changed)
+        self._retired: list[HttpxTransport] = []  # closed by `aclose` (a `timeout` was changed)
 
     def _url(self) -> str:
         return self._owner.base_url.rstrip("/") + "/systemone"
@@ -502,14 +502,14 @@ class _SystemOne:
         headers.update(self._owner.headers)
         return headers
 
-    def _transport(self) -> HttpTransport:
-        from toolnexus.client._transport import HttpTransport
+    def _transport(self) -> HttpxTransport:
+        from toolnexus.client._transport import HttpxTransport
 
         timeout = self._owner.timeout
         if self._http is None or self._http_timeout != timeout:
             if self._http is not None:
                 self._retired.append(self._http)
-            self._http, self._http_timeout = HttpTransport(None, timeout), timeout
+            self._http, self._http_timeout = HttpxTransport(None, timeout), timeout
         return self._http
 
     def _retry_policy(self) -> RetryPolicy:

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolnexus.client._replies import ReplyCall, ReplySpec, render_events, render_json
+from toolnexus.testing._replies import ReplyCall, ReplySpec, render_events, render_json
 
 __all__ = [
     "Call",

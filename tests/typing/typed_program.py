@@ -95,6 +95,14 @@ def scripted(client: Client) -> int:
     return result.output.population + len(seen.tool_names) + len(echo.requests)
 
 
+async def variant(client: Client) -> int:
+    """A variant of a client: another model and turn limit, the same connections."""
+    fast: Client = client.derive(model="small-model", max_turns=2, output_type=City)
+    fast.system_prompt = "answer briefly"
+    result = await fast.run("?", output_type=City, usage_limits=None, raise_on_limit=True)
+    return result.output.population
+
+
 def main() -> None:
     with create_in_process_client(model="local", generate=generate) as client:
         print(population(client), describe(client))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -10,12 +9,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from toolnexus.agents._constants import LIMIT_COMPLETION, TASK_STATUS_DONE
 from toolnexus.agents._harness import guarded_hooks, run_gated
 from toolnexus.client import Client, create_client
-from toolnexus.client._hooks import resolve_hooks
 from toolnexus.errors import ConfigTypeError
 
 if TYPE_CHECKING:
     from toolnexus.agents._defs import Budget
     from toolnexus.client import RunResult
+    from toolnexus.client._options import ClientChanges
     from toolnexus.toolkit import Toolkit
 
 __all__ = ["Loop", "LoopAgent", "Outcome", "RunOptions"]
@@ -68,21 +67,21 @@ class Loop:
         soul = agent.session_soul()
         max_turns = agent.budget.max_turns if agent.budget is not None else None
         if isinstance(options, Client):
-            client = copy.copy(options)
+            changes: ClientChanges = {
+                "output_type": agent.output_type,
+                "hooks": guarded_hooks(agent.guardrails, agent.hooks or options.hooks),
+            }
             if soul:
-                client.system_prompt = soul
+                changes["system_prompt"] = soul
             if agent.model and agent.model != "inherit":
-                client.model = agent.model
+                changes["model"] = agent.model
             if max_turns is not None:
-                client.max_turns = max_turns
+                changes["max_turns"] = max_turns
             if agent.wait_for is not None:
-                client.wait_for = agent.wait_for
+                changes["wait_for"] = agent.wait_for
             if agent.on_metric is not None:
-                client._on_metric = agent.on_metric
-            client.output_type = agent.output_type
-            client.hooks = resolve_hooks(
-                guarded_hooks(agent.guardrails, agent.hooks or options.hooks)
-            )
+                changes["on_metric"] = agent.on_metric
+            client = options.derive(**changes)
             self._owned = False
         elif isinstance(options, Mapping):
             opts = dict(options)
@@ -112,8 +111,7 @@ class Loop:
         """
         client = self.client
         if model:
-            client = copy.copy(client)
-            client.model = model
+            client = client.derive(model=model)
         attempts = 0
         history: list[dict[str, Any]] | None = None
 

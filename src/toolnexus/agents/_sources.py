@@ -1,24 +1,24 @@
 """Where an agent's model comes from, and the per-turn client derived from it.
 
 A runtime takes exactly one model source (a `Client`, `create_client` options, an in-process
-`generate`, or a published-style synchronous transport) and runs every handle turn on a copy
-of that client that shares its connections, retry policy and metric registry but carries the
-agent's own model, soul, turn limit, escalator, hooks and store. The runtime-wide turn gate
-sits between that copy and the shared transport, around each request attempt.
+`generate`, or a published-style synchronous transport) and runs every handle turn on a client
+derived from it (`Client.derive`) that shares its connections, retry policy and metric registry
+but carries the agent's own model, soul, turn limit, escalator, hooks and store. The
+runtime-wide turn gate sits between that client and the shared transport, around each request
+attempt.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from toolnexus.client import Client, create_client, create_in_process_client
-from toolnexus.client._hooks import resolve_hooks
+from toolnexus.client._blocking import ThreadedTransport
 from toolnexus.client._metrics import Metrics
-from toolnexus.client._sync_transport import ThreadedTransport
+from toolnexus.client._options import ClientChanges
 from toolnexus.client._transport import StreamBody, Transport
 from toolnexus.client.memory import ConversationStore, KeyedLock
 from toolnexus.errors import ConfigError, ConfigTypeError, StreamingUnsupported
@@ -109,7 +109,9 @@ def resolve_model_source(
 def client_over_transport(transport: Any) -> Client:
     """An OpenAI-style client whose requests go to a published synchronous transport (each
     call in a worker thread; a cancelled turn stops waiting at once)."""
-    return Client._over(ThreadedTransport(transport, _TRANSPORT_TIMEOUT_S), model="inherit")
+    return Client.over_transport(
+        ThreadedTransport(transport, _TRANSPORT_TIMEOUT_S), model="inherit"
+    )
 
 
 # -- the turn gate and derived clients -----------------------------------------------------------
@@ -159,9 +161,9 @@ class _GatedTransport:
 
 
 class TurnLedger:
-    """The metric registry of one turn's derived client: every event goes on to the shared
-    registry unchanged, and the turn's spend is tallied, so a turn that is aborted or fails
-    (no `RunResult` to read) is still charged to the budgets for the calls it made."""
+    """The spend of one turn's derived client, tallied from its metric events as they are
+    emitted (the events themselves go to the shared registry), so a turn that is aborted or
+    fails (no `RunResult` to read) is still charged to the budgets for the calls it made."""
 
     __slots__ = ("_registry", "llm_calls", "tokens", "tool_calls")
 
@@ -171,8 +173,7 @@ class TurnLedger:
         self.tokens = 0
         self.tool_calls = 0
 
-    def record(self, event: dict[str, Any]) -> None:
-        self._registry.record(event)
+    def record(self, event: Mapping[str, Any]) -> None:
         kind = event.get("event")
         if kind == "llm" and event.get("status") == "ok":
             self.llm_calls += 1
@@ -180,6 +181,18 @@ class TurnLedger:
             self.tokens += int(event.get("completion_tokens") or 0)
         elif kind == "tool" and not event.get("pending"):
             self.tool_calls += 1
+
+    def observer(
+        self, on_metric: Callable[[dict[str, Any]], Any] | None
+    ) -> Callable[[dict[str, Any]], Any]:
+        """The `on_metric` of the turn's client: tally the event, then hand it to `on_metric`
+        (whose reply, an awaitable included, the client deals with as usual)."""
+
+        def observe(event: dict[str, Any]) -> Any:
+            self.record(event)
+            return None if on_metric is None else on_metric(event)
+
+        return observe
 
     def render(self) -> str:
         return self._registry.render()
@@ -200,20 +213,18 @@ def derive_client(
     ledger: TurnLedger,
     output_type: Any = None,
 ) -> Client:
-    """A copy of `base` for one handle turn: shared pool, policy and metric registry; the
+    """`base` derived for one handle turn: shared pool, policy and metric registry; the
     agent's own model (unless `"inherit"`), soul, turn limit, escalator, hooks, store and
     typed output (none unless the agent asks: the host's `output_type` is the host's answer)."""
-    derived = copy.copy(base)
+    changes: ClientChanges = {
+        "system_prompt": system_prompt or None,
+        "output_type": output_type,
+        "max_turns": max_turns,
+        "wait_for": wait_for,
+        "hooks": hooks,
+        "on_metric": ledger.observer(on_metric),
+        "store": store,
+    }
     if model != "inherit":
-        derived.model = model
-    derived.system_prompt = system_prompt or None
-    derived.output_type = output_type
-    derived.max_turns = max_turns
-    derived.wait_for = wait_for
-    derived.hooks = resolve_hooks(hooks)
-    derived._on_metric = on_metric
-    derived._store = store
-    derived._locks = locks
-    derived._endpoint = base._endpoint.with_transport(transport)
-    derived._metrics = cast("Metrics", ledger)  # the same registry, seen through the ledger
-    return derived
+        changes["model"] = model
+    return base.derive(transport=transport, locks=locks, **changes)

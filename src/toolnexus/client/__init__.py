@@ -84,7 +84,7 @@ from toolnexus.client.memory import (
 
 TYPE_CHECKING = False  # no `typing` import just for this
 if TYPE_CHECKING:
-    from toolnexus.client._sync_transport import HttpTransport, InProcessTransport, UrllibTransport
+    from toolnexus.client._blocking import HttpTransport, InProcessTransport, UrllibTransport
     from toolnexus.client.memory import (
         PostgresConversationStore,
         RedisConversationStore,
@@ -92,10 +92,10 @@ if TYPE_CHECKING:
     )
 
 
-def _sync_transports() -> object:
-    from toolnexus.client import _sync_transport
+def _blocking_seam() -> object:
+    from toolnexus.client import _blocking
 
-    return _sync_transport
+    return _blocking
 
 
 def _memory() -> object:
@@ -107,9 +107,9 @@ def _memory() -> object:
 # Loaded on first use: the shared stores (SQLite's driver, the Postgres and Redis plumbing) and
 # the blocking transports, which a client over HTTP with memory in-process never touches.
 _LAZY = {
-    "HttpTransport": _sync_transports,
-    "InProcessTransport": _sync_transports,
-    "UrllibTransport": _sync_transports,
+    "HttpTransport": _blocking_seam,
+    "InProcessTransport": _blocking_seam,
+    "UrllibTransport": _blocking_seam,
     "PostgresConversationStore": _memory,
     "RedisConversationStore": _memory,
     "SQLiteConversationStore": _memory,

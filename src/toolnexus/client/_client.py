@@ -6,26 +6,36 @@ import asyncio
 import inspect
 import os
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, overload
 from urllib.parse import urlsplit
 
 from toolnexus._aio import call_maybe_async
 from toolnexus._body_limit import DEFAULT_MAX_RESPONSE_BYTES
 from toolnexus._log import warn
 from toolnexus._secrets import redact_url
-from toolnexus.client._endpoint import DIALECTS, CallOptions, Endpoint
+from toolnexus.client._endpoint import DIALECTS, Endpoint
 from toolnexus.client._events import MetricEvent, StreamEvent
-from toolnexus.client._hooks import Hooks, resolve_hooks
+from toolnexus.client._hooks import Hooks
 from toolnexus.client._loop import RunLoop
 from toolnexus.client._metrics import Metrics
 from toolnexus.client._model_settings import ModelSettings, merge_settings
-from toolnexus.client._output import OutputMode, OutputSpec, resolve_output
+from toolnexus.client._options import (
+    CALL_FIELDS,
+    ClientChanges,
+    ClientOptions,
+    RunOptions,
+    check_run_options,
+    option_attribute,
+    require_callable,
+    require_int,
+)
+from toolnexus.client._output import OutputMode, resolve_output
 from toolnexus.client._parts import PartPolicy, Prompt
 from toolnexus.client._results import RunResult, TranslateResult, UsageLimits
 from toolnexus.client._settings import RunSettings
 from toolnexus.client._sync import SyncRunner
 from toolnexus.client._tool_search import ToolSearch, check_tool_search
-from toolnexus.client._transport import HttpTransport, Transport
+from toolnexus.client._transport import HttpxTransport, Transport
 from toolnexus.client.memory import (
     ConversationStore,
     InMemoryConversationStore,
@@ -56,35 +66,7 @@ class _Unset:
 
 
 UNSET: Any = _Unset()
-
-# Body keys the library owns; `request_params` may not set them (body_transform may).
-FORBIDDEN_PARAMS = ("messages", "tools", "stream")
-
-
-def _require_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, not {value!r}")
-    return value
-
-
-def _require_callable(name: str, value: Any) -> Any:
-    if value is not None and not callable(value):
-        raise ConfigTypeError(f"{name} must be callable, not {type(value).__name__}")
-    return value
-
-
-def _filtered_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
-    if params is None:
-        return {}
-    if not isinstance(params, Mapping):
-        raise ConfigTypeError(f"request_params must be a dict, not {type(params).__name__}")
-    out: dict[str, Any] = {}
-    for key, value in params.items():
-        if key in FORBIDDEN_PARAMS:
-            warn(f'request_params key "{key}" is not allowed — ignored (use body_transform)')
-        else:
-            out[key] = value
-    return out
+_NO_RUN_OPTIONS: RunOptions = {}
 
 
 class Client:
@@ -93,7 +75,36 @@ class Client:
     Create one per provider configuration and reuse it: it keeps one pooled HTTP client, the
     conversation store and the metric registry for its lifetime. Close it with `await aclose()`
     (or `async with`) to release the connections it owns. `create_client(...)` is the same call.
+    `derive(**changes)` makes a variant that shares them.
     """
+
+    # The options a run reads, as attributes: each reads (and setting one replaces) the
+    # client's `ClientOptions`, so a change takes effect from the next run on.
+    model = option_attribute[str]()
+    system_prompt = option_attribute[str | None]()
+    max_turns = option_attribute[int]()
+    hooks = option_attribute[Hooks | None]()
+    timeout_ms = option_attribute[float | None]()
+    wait_for = option_attribute[Callable[..., Any] | None]()
+    output_type = option_attribute[Any]()
+    output_mode = option_attribute[OutputMode | None]()
+    output_retries = option_attribute[int]()
+    tool_search = option_attribute[ToolSearch | None]()
+    usage_limits = option_attribute[UsageLimits | None]()
+    raise_on_limit = option_attribute[bool]()
+    model_settings = option_attribute[ModelSettings | None]()
+
+    # Given by `_start`: the options, and the state they are not (shared by a derived client).
+    _options: ClientOptions
+    _endpoint: Endpoint
+    _owns_endpoint: bool
+    _store: ConversationStore
+    _owned_store: Any
+    _locks: KeyedLock
+    _parts: PartPolicy
+    _metrics: Metrics
+    _metric_tasks: set[asyncio.Future[Any]]
+    _sync: SyncRunner
 
     def __init__(
         self,
@@ -153,134 +164,30 @@ class Client:
             raise ConfigError(
                 f"max_response_bytes must be a whole number >= 1024, not {max_response_bytes!r}"
             )
-        options = self._configure(
-            model=model,
-            system_prompt=system_prompt,
-            max_turns=max_turns,
-            hooks=hooks,
-            retries=retries,
-            retry_base_ms=retry_base_ms,
-            timeout_ms=timeout_ms,
-            store=store,
-            on_metric=on_metric,
-            wait_for=wait_for,
-            request_params=request_params,
-            body_transform=body_transform,
-            on_error=on_error,
-            retryable_statuses=retryable_statuses,
-            tool_concurrency=tool_concurrency,
-            on_unsupported_part=on_unsupported_part,
-            max_part_bytes=max_part_bytes,
-            output_type=output_type,
-            output_mode=output_mode,
-            output_retries=output_retries,
-            tool_search=tool_search,
-            usage_limits=usage_limits,
-            raise_on_limit=raise_on_limit,
-            model_settings=model_settings,
-        )
+        # The parameters above are named as `ClientOptions`' fields: the rest of them make it.
+        options = ClientOptions.pick(locals())
         transport: Transport
         if http_transport is not None:
             if http_client is not None:
                 raise ConfigError("pass http_client or http_transport, not both")
             # The published package's blocking post/open seam, run in worker threads.
-            from toolnexus.client._sync_transport import ThreadedTransport
+            from toolnexus.client._blocking import ThreadedTransport
 
             transport = ThreadedTransport(http_transport, read_timeout_ms / 1000)
         else:
-            transport = HttpTransport(http_client, read_timeout_ms / 1000, max_response_bytes)
-        self._endpoint = Endpoint(
+            transport = HttpxTransport(http_client, read_timeout_ms / 1000, max_response_bytes)
+        endpoint = Endpoint(
             DIALECTS[style],
             transport,
-            options,
+            options.call_options(),
             base_url=base_url,
             api_key=api_key,
             headers=headers,
         )
-        if self.model_settings is not None:
-            self._endpoint.dialect.check_settings(self.model_settings)
-
-    def _configure(
-        self,
-        *,
-        model: str,
-        system_prompt: str | None = None,
-        max_turns: int = 10,
-        hooks: Hooks | Mapping[str, Any] | Any = None,
-        retries: int = 2,
-        retry_base_ms: float = 500,
-        timeout_ms: float | None = None,
-        store: ConversationStore | str | os.PathLike[str] | None = None,
-        on_metric: OnMetricOption | None = None,
-        wait_for: Callable[..., Any] | None = None,
-        request_params: Mapping[str, Any] | None = None,
-        body_transform: Callable[[dict[str, Any]], Any] | None = None,
-        on_error: Callable[[dict[str, Any]], Any] | None = None,
-        retryable_statuses: Iterable[int] | None = None,
-        tool_concurrency: int = 16,
-        on_unsupported_part: Literal["error", "text"] | None = None,
-        max_part_bytes: int | None = None,
-        output_type: Any = None,
-        output_mode: OutputMode | None = None,
-        output_retries: int = 1,
-        tool_search: ToolSearch | None = "auto",
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool = False,
-        model_settings: ModelSettings | None = None,
-    ) -> CallOptions:
-        """Check and keep the options every client has, whatever its endpoint."""
-        if not isinstance(model, str) or not model:
-            raise ConfigError("model is required: the provider's model id, sent verbatim")
-        if system_prompt is not None and not isinstance(system_prompt, str):
-            raise ConfigTypeError(
-                f"system_prompt must be a string, not {type(system_prompt).__name__}"
-            )
-        if timeout_ms is not None and (isinstance(timeout_ms, bool) or timeout_ms <= 0):
-            raise ConfigError(f"timeout_ms must be > 0 or None, not {timeout_ms!r}")
-        if retry_base_ms is None or retry_base_ms < 0:
-            raise ConfigError(f"retry_base_ms must be >= 0, not {retry_base_ms!r}")
-        # A config string or path opens a store this client owns (and closes); an object is used
-        # as given. Unusable values raise here.
-        opened = open_conversation_store(store) if store is not None else None
-        self.model = model
-        self.system_prompt = system_prompt
-        self.max_turns = _require_int("max_turns", max_turns, 1)
-        self._tool_concurrency = _require_int("tool_concurrency", tool_concurrency, 1)
-        self.timeout_ms = timeout_ms
-        self.hooks = resolve_hooks(hooks)
-        self.wait_for = _require_callable("wait_for", wait_for)
-        self._on_metric = _require_callable("on_metric", on_metric)
-        self._parts = PartPolicy(on_unsupported_part, max_part_bytes)
-        self._store: ConversationStore = (
-            opened if opened is not None else InMemoryConversationStore()
-        )
-        self._owned_store = opened if opened is not store else None
-        self._locks = KeyedLock()
-        self._metrics = Metrics()
-        self._metric_tasks: set[asyncio.Future[Any]] = set()
-        self.output_type = output_type
-        self.output_mode = output_mode
-        self.output_retries = _require_int("output_retries", output_retries, 0)
-        self.tool_search = check_tool_search(tool_search)
-        self._sync = SyncRunner()
-        if usage_limits is not None and not isinstance(usage_limits, UsageLimits):
-            raise ConfigTypeError(
-                f"usage_limits must be UsageLimits, not {type(usage_limits).__name__}"
-            )
-        self.usage_limits = usage_limits
-        self.raise_on_limit = bool(raise_on_limit)
-        self.model_settings = merge_settings(None, model_settings)
-        return CallOptions(
-            retries=_require_int("retries", retries, 0),
-            retry_base_ms=retry_base_ms,
-            retryable_statuses=retryable_statuses,
-            on_error=_require_callable("on_error", on_error),
-            request_params=_filtered_params(request_params),
-            body_transform=_require_callable("body_transform", body_transform),
-        )
+        self._start(options, endpoint, store)
 
     @classmethod
-    def _over(
+    def over_transport(
         cls,
         transport: Transport,
         *,
@@ -288,23 +195,106 @@ class Client:
         base_url: str | None = None,
         api_key: str | None = None,
         headers: Mapping[str, str] | None = None,
+        store: ConversationStore | str | os.PathLike[str] | None = None,
         **options: Any,
     ) -> Client:
-        """A client whose requests go to `transport` (a model in this process, a caller's
-        sender) instead of an HTTP provider; `base_url=None` means no URL and no API key."""
+        """A client whose requests go to `transport` (a model in this process, a test model, a
+        caller's sender) instead of an HTTP provider; `base_url=None` means no URL and no API
+        key. `options` are `Client`'s other options (`model` among them)."""
+        checked = ClientOptions(**options)
         client = cls.__new__(cls)
-        call_options = client._configure(**options)
-        client._endpoint = Endpoint(
+        endpoint = Endpoint(
             DIALECTS[style],
             transport,
-            call_options,
+            checked.call_options(),
             base_url=base_url,
             api_key=api_key,
             headers=headers,
         )
-        if client.model_settings is not None:
-            client._endpoint.dialect.check_settings(client.model_settings)
+        client._start(checked, endpoint, store)
         return client
+
+    def derive(
+        self,
+        *,
+        transport: Transport | None = None,
+        locks: KeyedLock | None = None,
+        **changes: Unpack[ClientChanges],
+    ) -> Client:
+        """A client like this one with `changes` to its options: another model, system prompt,
+        hooks, store, typed output, ... (any option of `Client(...)` but those that pick the
+        endpoint: `base_url`, `style`, `api_key`, `headers` and the HTTP ones).
+
+        The variant shares this client's endpoint and its connections, its metric registry
+        (`metrics()` of either shows both), and, unless `store` is changed, its conversation
+        store. Closing the variant closes only a store it opened from a config string; closing
+        this client closes the connections they share. Changed options are checked as
+        `Client(...)` checks them. `transport` (a model transport of this library, e.g. one
+        that wraps this client's) and `locks` (the conversation locks of a shared store) are
+        for the library's own wrappers.
+        """
+        keep_store = "store" not in changes
+        store = changes.get("store")
+        given = {name: value for name, value in changes.items() if name != "store"}
+        options = self._options.replace(**given) if given else self._options
+        endpoint = self._endpoint
+        call = endpoint.options if CALL_FIELDS.isdisjoint(given) else options.call_options()
+        if transport is not None or call is not endpoint.options:
+            endpoint = endpoint.with_transport(
+                transport if transport is not None else endpoint.transport, call
+            )
+        derived = type(self).__new__(type(self))
+        derived._start(
+            options,
+            endpoint,
+            store,
+            shared=self,
+            locks=locks if locks is not None else (self._locks if keep_store else None),
+            keep_store=keep_store,
+            keep_parts="on_unsupported_part" not in given and "max_part_bytes" not in given,
+        )
+        return derived
+
+    def _start(
+        self,
+        options: ClientOptions,
+        endpoint: Endpoint,
+        store: ConversationStore | str | os.PathLike[str] | None,
+        *,
+        shared: Client | None = None,
+        locks: KeyedLock | None = None,
+        keep_store: bool = False,
+        keep_parts: bool = False,
+    ) -> None:
+        """Give a client built from `options` its state: fresh, or shared with `shared` (the
+        client it derives from) for the endpoint, the metric registry, and the store and part
+        policy when they are kept."""
+        if options.model_settings is not None:
+            endpoint.dialect.check_settings(options.model_settings)
+        self._options = options
+        self._endpoint = endpoint
+        self._owns_endpoint = shared is None
+        if shared is not None and keep_store:
+            self._store = shared._store
+            self._owned_store = None
+        else:
+            # A config string or path opens a store this client owns (and closes); an object
+            # is used as given. Unusable values raise here.
+            opened = open_conversation_store(store) if store is not None else None
+            self._store = opened if opened is not None else InMemoryConversationStore()
+            self._owned_store = opened if opened is not store else None
+        self._locks = locks if locks is not None else KeyedLock()
+        if shared is not None and keep_parts:
+            self._parts = shared._parts  # its warn-once memory too
+        else:
+            self._parts = PartPolicy(options.on_unsupported_part, options.max_part_bytes)
+        self._metrics = shared._metrics if shared is not None else Metrics()
+        self._metric_tasks = set()
+        self._sync = SyncRunner()
+
+    @property
+    def _on_metric(self) -> Callable[..., Any] | None:
+        return self._options.on_metric
 
     @property
     def style(self) -> Style:
@@ -329,64 +319,67 @@ class Client:
         self._endpoint.check_credentials()
 
     def _settings(
-        self,
-        output_type: Any = UNSET,
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
-        tool_search: ToolSearch | None = UNSET,
+        self, output_type: Any = UNSET, options: RunOptions = _NO_RUN_OPTIONS
     ) -> RunSettings:
-        knobs = merge_settings(self.model_settings, model_settings)
+        """One run's snapshot: this client's options, with the run's own over them."""
+        o = self._options
+        if options:
+            check_run_options(options)
+            output_retries = options.get("output_retries")
+            raise_on_limit = options.get("raise_on_limit")
+            usage_limits = options.get("usage_limits")
+            tool_search = options.get("tool_search", UNSET)
+            knobs = merge_settings(o.model_settings, options.get("model_settings"))
+            output_mode = options.get("output_mode")
+            deps = options.get("deps")
+        else:
+            output_retries = raise_on_limit = usage_limits = output_mode = deps = None
+            tool_search = UNSET
+            knobs = o.model_settings
         if knobs is not None:
             self._endpoint.dialect.check_settings(knobs)
+        if output_type is UNSET:
+            output_type = o.output_type
         return RunSettings(
             endpoint=self._endpoint,
-            model=self.model,
-            system_prompt=self.system_prompt,
-            max_turns=self.max_turns,
-            hooks=self.hooks,
-            timeout_ms=self.timeout_ms,
-            wait_for=self.wait_for,
-            tool_concurrency=self._tool_concurrency,
+            model=o.model,
+            system_prompt=o.system_prompt,
+            max_turns=o.max_turns,
+            hooks=o.hooks,
+            timeout_ms=o.timeout_ms,
+            wait_for=o.wait_for,
+            tool_concurrency=o.tool_concurrency,
             parts=self._parts,
             store=self._store,
             locks=self._locks,
             emit=self._emit,
-            output=self._output(output_type, output_mode),
+            output=(
+                None
+                if output_type is None
+                else resolve_output(
+                    output_type, output_mode or o.output_mode, self._endpoint.dialect.style
+                )
+            ),
             output_retries=(
-                self.output_retries
+                o.output_retries
                 if output_retries is None
-                else _require_int("output_retries", output_retries, 0)
+                else require_int("output_retries", output_retries, 0)
             ),
             deps=deps,
-            usage_limits=usage_limits if usage_limits is not None else self.usage_limits,
-            raise_on_limit=self.raise_on_limit if raise_on_limit is None else raise_on_limit,
+            usage_limits=usage_limits if usage_limits is not None else o.usage_limits,
+            raise_on_limit=o.raise_on_limit if raise_on_limit is None else raise_on_limit,
             model_settings=knobs,
-            tool_search=(
-                self.tool_search if tool_search is UNSET else check_tool_search(tool_search)
-            ),
-        )
-
-    def _output(self, output_type: Any, output_mode: OutputMode | None) -> OutputSpec | None:
-        """The run's typed-result spec: the per-run `output_type`, else the client's."""
-        if output_type is UNSET:
-            output_type = self.output_type
-        if output_type is None:
-            return None
-        return resolve_output(
-            output_type, output_mode or self.output_mode, self._endpoint.dialect.style
+            tool_search=o.tool_search if tool_search is UNSET else check_tool_search(tool_search),
         )
 
     def _emit(self, event: MetricEvent) -> None:
         """Record a metric event and hand it to `on_metric` (whose failure never breaks a run)."""
         self._metrics.record(event)
-        if self._on_metric is None:
+        on_metric = self._options.on_metric
+        if on_metric is None:
             return
         try:
-            reply = self._on_metric(event)
+            reply = on_metric(event)
         except Exception as exc:
             warn(f"on_metric raised: {error_message(exc)}")
             return
@@ -401,6 +394,9 @@ class Client:
             warn(f"on_metric raised: {error_message(task.exception())}")  # type: ignore[arg-type]
 
     # -- public API -------------------------------------------------------------------------
+    # `options` are the per-run `RunOptions` (`output_mode`, `output_retries`, `tool_search`,
+    # `deps`, `usage_limits`, `raise_on_limit`, `model_settings`); `output_type` stays a
+    # parameter of its own so that the overloads type the result by it.
 
     @overload
     async def run(
@@ -411,13 +407,7 @@ class Client:
         cancel: asyncio.Event | None = None,
         *,
         output_type: type[T],
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> RunResult[T]: ...
 
     @overload
@@ -429,13 +419,7 @@ class Client:
         cancel: asyncio.Event | None = None,
         *,
         output_type: Any = UNSET,
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> RunResult[Any]: ...
 
     async def run(
@@ -446,29 +430,14 @@ class Client:
         cancel: asyncio.Event | None = None,
         *,
         output_type: Any = UNSET,
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> RunResult[Any]:
         """Run the loop once: call the model, run its tools, repeat until it answers.
 
         With `output_type`, `result.output` is the answer validated as that type (see
         `output_mode` and `output_retries`); `deps` reaches every tool as `ctx.deps`.
         """
-        settings = self._settings(
-            output_type,
-            output_mode,
-            output_retries,
-            deps,
-            usage_limits,
-            raise_on_limit,
-            model_settings,
-            tool_search,
-        )
+        settings = self._settings(output_type, options)
         return await RunLoop(settings, prompt, toolkit, history, cancel, streaming=False).result()
 
     @overload
@@ -481,13 +450,7 @@ class Client:
         on_text: Callable[[str], Any] | None = None,
         cancel: asyncio.Event | None = None,
         output_type: type[T],
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> RunResult[T]: ...
 
     @overload
@@ -500,13 +463,7 @@ class Client:
         on_text: Callable[[str], Any] | None = None,
         cancel: asyncio.Event | None = None,
         output_type: Any = UNSET,
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> RunResult[Any]: ...
 
     async def ask(
@@ -518,34 +475,25 @@ class Client:
         on_text: Callable[[str], Any] | None = None,
         cancel: asyncio.Event | None = None,
         output_type: Any = UNSET,
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> RunResult[Any]:
         """`run` with memory: with `id`, continue and save that conversation (atomic per id).
 
         With `on_text`, the answer streams and `on_text(delta)` (sync or async) sees every delta.
         """
-        typed = {
-            "output_type": output_type,
-            "output_mode": output_mode,
-            "output_retries": output_retries,
-            "tool_search": tool_search,
-            "deps": deps,
-            "usage_limits": usage_limits,
-            "raise_on_limit": raise_on_limit,
-            "model_settings": model_settings,
-        }
         if on_text is None:
             return await RunLoop(
-                self._settings(**typed), prompt, toolkit, None, cancel, conversation_id=id
+                self._settings(output_type, options),
+                prompt,
+                toolkit,
+                None,
+                cancel,
+                conversation_id=id,
             ).result()
-        _require_callable("on_text", on_text)
-        events = self.stream(prompt, toolkit, id=id, cancel=cancel, **typed)
+        require_callable("on_text", on_text)
+        events = self.stream(
+            prompt, toolkit, id=id, cancel=cancel, output_type=output_type, **options
+        )
         result: RunResult[Any] | None = None
         try:
             async for event in events:
@@ -571,13 +519,7 @@ class Client:
         id: str | None = None,
         cancel: asyncio.Event | None = None,
         output_type: type[T],
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> AsyncGenerator[StreamEvent[T], None]: ...
 
     @overload
@@ -589,13 +531,7 @@ class Client:
         id: str | None = None,
         cancel: asyncio.Event | None = None,
         output_type: Any = UNSET,
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> AsyncGenerator[StreamEvent[Any], None]: ...
 
     def stream(
@@ -606,13 +542,7 @@ class Client:
         id: str | None = None,
         cancel: asyncio.Event | None = None,
         output_type: Any = UNSET,
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> AsyncGenerator[StreamEvent[Any], None]:
         """The loop as an async iterator of events; the last one is `{"type": "done", ...}`.
 
@@ -623,16 +553,7 @@ class Client:
             from toolnexus.client._inprocess import STREAM_UNSUPPORTED
 
             raise StreamingUnsupported(STREAM_UNSUPPORTED)
-        settings = self._settings(
-            output_type,
-            output_mode,
-            output_retries,
-            deps,
-            usage_limits,
-            raise_on_limit,
-            model_settings,
-            tool_search,
-        )
+        settings = self._settings(output_type, options)
         return RunLoop(
             settings, prompt, toolkit, None, cancel, streaming=True, conversation_id=id
         ).events()
@@ -643,25 +564,13 @@ class Client:
         cancel: asyncio.Event | None = None,
         *,
         output_type: Any = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> Conversation:
         """A stateful conversation: `await send(prompt)` keeps the transcript between turns.
 
-        `output_type` and `deps` apply to every `send`.
+        `output_type` and the run options (`deps`, ...) apply to every `send`.
         """
-        return Conversation(
-            self,
-            toolkit,
-            cancel,
-            output_type=output_type,
-            deps=deps,
-            usage_limits=usage_limits,
-            raise_on_limit=raise_on_limit,
-            model_settings=model_settings,
-        )
+        return Conversation(self, toolkit, cancel, output_type=output_type, **options)
 
     # -- the same, for synchronous code ---------------------------------------------------------
 
@@ -673,13 +582,7 @@ class Client:
         history: Sequence[dict[str, Any]] | None = None,
         *,
         output_type: type[T],
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> RunResult[T]: ...
 
     @overload
@@ -690,13 +593,7 @@ class Client:
         history: Sequence[dict[str, Any]] | None = None,
         *,
         output_type: Any = UNSET,
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> RunResult[Any]: ...
 
     def run_sync(
@@ -706,13 +603,7 @@ class Client:
         history: Sequence[dict[str, Any]] | None = None,
         *,
         output_type: Any = UNSET,
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> RunResult[Any]:
         """`run` for code without an event loop (or in a loop's worker thread); blocks.
 
@@ -720,19 +611,7 @@ class Client:
         calls (so pooled connections are reused); `close()` releases it. Ctrl-C cancels the run.
         """
         loop = self._sync.loop_for(toolkit)
-        coro = self.run(
-            prompt,
-            toolkit,
-            history,
-            output_type=output_type,
-            output_mode=output_mode,
-            output_retries=output_retries,
-            tool_search=tool_search,
-            deps=deps,
-            usage_limits=usage_limits,
-            raise_on_limit=raise_on_limit,
-            model_settings=model_settings,
-        )
+        coro = self.run(prompt, toolkit, history, output_type=output_type, **options)
         return self._sync.call(loop, coro)
 
     @overload
@@ -743,13 +622,7 @@ class Client:
         *,
         id: str | None = None,
         output_type: type[T],
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> RunResult[T]: ...
 
     @overload
@@ -760,13 +633,7 @@ class Client:
         *,
         id: str | None = None,
         output_type: Any = UNSET,
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> RunResult[Any]: ...
 
     def ask_sync(
@@ -776,29 +643,11 @@ class Client:
         *,
         id: str | None = None,
         output_type: Any = UNSET,
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> RunResult[Any]:
         """`ask` for synchronous code (see `run_sync`)."""
         loop = self._sync.loop_for(toolkit)
-        coro = self.ask(
-            prompt,
-            toolkit,
-            id=id,
-            output_type=output_type,
-            output_mode=output_mode,
-            output_retries=output_retries,
-            tool_search=tool_search,
-            deps=deps,
-            usage_limits=usage_limits,
-            raise_on_limit=raise_on_limit,
-            model_settings=model_settings,
-        )
+        coro = self.ask(prompt, toolkit, id=id, output_type=output_type, **options)
         return self._sync.call(loop, coro)
 
     @overload
@@ -809,13 +658,7 @@ class Client:
         *,
         id: str | None = None,
         output_type: type[T],
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> Iterator[StreamEvent[T]]: ...
 
     @overload
@@ -826,13 +669,7 @@ class Client:
         *,
         id: str | None = None,
         output_type: Any = UNSET,
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> Iterator[StreamEvent[Any]]: ...
 
     def stream_sync(
@@ -842,32 +679,14 @@ class Client:
         *,
         id: str | None = None,
         output_type: Any = UNSET,
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        tool_search: ToolSearch | None = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> Iterator[StreamEvent[Any]]:
         """`stream` as a plain iterator of the same events (see `run_sync`).
 
         Stopping early (`break`, or closing the iterator) ends the run and closes its answer.
         """
         loop = self._sync.loop_for(toolkit)
-        events = self.stream(
-            prompt,
-            toolkit,
-            id=id,
-            output_type=output_type,
-            output_mode=output_mode,
-            output_retries=output_retries,
-            tool_search=tool_search,
-            deps=deps,
-            usage_limits=usage_limits,
-            raise_on_limit=raise_on_limit,
-            model_settings=model_settings,
-        )
+        events = self.stream(prompt, toolkit, id=id, output_type=output_type, **options)
         return self._sync.iterate(loop, events)
 
     def close(self) -> None:
@@ -916,9 +735,11 @@ class Client:
         return self._store
 
     async def aclose(self) -> None:
-        """Close the HTTP connections this client owns (an injected `http_client` stays open),
-        and the store it opened from a config string."""
-        await self._endpoint.aclose()
+        """Close the HTTP connections this client owns (an injected `http_client` stays open;
+        a derived client's belong to the client it derives from), and the store it opened from
+        a config string."""
+        if self._owns_endpoint:
+            await self._endpoint.aclose()
         store, self._owned_store = self._owned_store, None
         close = getattr(store, "aclose", None)
         if close is not None:
@@ -945,19 +766,14 @@ class Conversation:
         cancel: asyncio.Event | None = None,
         *,
         output_type: Any = UNSET,
-        deps: Any = None,
-        usage_limits: UsageLimits | None = None,
-        raise_on_limit: bool | None = None,
-        model_settings: ModelSettings | None = None,
+        **options: Unpack[RunOptions],
     ) -> None:
+        check_run_options(options)
         self._client = client
         self._toolkit = toolkit
         self._cancel = cancel
         self._output_type = output_type
-        self._deps = deps
-        self._usage_limits = usage_limits
-        self._raise_on_limit = raise_on_limit
-        self._model_settings = model_settings
+        self._options = options
         self._messages: list[dict[str, Any]] = []
         self._lock = asyncio.Lock()
 
@@ -975,10 +791,7 @@ class Conversation:
                 history=self._messages or None,
                 cancel=self._cancel,
                 output_type=self._output_type,
-                deps=self._deps,
-                usage_limits=self._usage_limits,
-                raise_on_limit=self._raise_on_limit,
-                model_settings=self._model_settings,
+                **self._options,
             )
             self._messages = result.messages
             return result
@@ -1019,6 +832,6 @@ def create_in_process_client(
     options.setdefault("retries", 0)
     options.pop("read_timeout_ms", None)  # nothing to read from without HTTP
     options.pop("max_response_bytes", None)
-    from toolnexus.client._inprocess import InProcessTransport
+    from toolnexus.client._inprocess import InProcessModel
 
-    return Client._over(InProcessTransport(generate), model=model, **options)
+    return Client.over_transport(InProcessModel(generate), model=model, **options)

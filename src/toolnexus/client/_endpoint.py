@@ -245,9 +245,10 @@ class Endpoint:
     def can_stream(self) -> bool:
         return self.transport.can_stream
 
-    def with_transport(self, transport: Transport) -> Endpoint:
-        """The same endpoint over another transport (e.g. one that wraps this one's)."""
-        other = Endpoint(self.dialect, transport, self.options)
+    def with_transport(self, transport: Transport, options: CallOptions | None = None) -> Endpoint:
+        """The same endpoint over another transport (e.g. one that wraps this one's), and with
+        other call options when given."""
+        other = Endpoint(self.dialect, transport, options if options is not None else self.options)
         other.base_url, other.url, other.credentials = self.base_url, self.url, self.credentials
         return other
 

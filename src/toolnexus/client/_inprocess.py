@@ -11,7 +11,7 @@ from toolnexus._json import compact_json
 from toolnexus.client._transport import StreamBody
 from toolnexus.errors import ConfigTypeError, StreamingUnsupported
 
-__all__ = ["STREAM_UNSUPPORTED", "InProcessTransport", "generate_request", "to_completion"]
+__all__ = ["STREAM_UNSUPPORTED", "InProcessModel", "generate_request", "to_completion"]
 
 STREAM_UNSUPPORTED = (
     "an in-process client does not support streaming: generate() returns whole answers; "
@@ -105,10 +105,10 @@ def generate_request(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class InProcessTransport:
+class InProcessModel:
     """Calls `generate(request)` instead of an HTTP endpoint (sync ones run in a worker thread).
 
-    Not `toolnexus.InProcessTransport`, the published blocking seam in `_sync_transport.py`."""
+    Not `toolnexus.InProcessTransport`, the published blocking seam in `_blocking.py`."""
 
     transport_errors: tuple[type[BaseException], ...] = (Exception,)
     can_stream = False

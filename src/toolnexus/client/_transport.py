@@ -1,6 +1,6 @@
 """How an LLM request leaves the process: one pooled `httpx2.AsyncClient` per `Client`.
 
-`Transport` is what the model seam (`_endpoint.py`) sends one attempt through; `HttpTransport`
+`Transport` is what the model seam (`_endpoint.py`) sends one attempt through; `HttpxTransport`
 is the HTTP one. Every LLM request goes through an `httpx2.AsyncClient`: the caller's, or one
 of our own (`toolnexus._http.new_client`: on `Http1Transport`).
 """
@@ -21,7 +21,7 @@ from toolnexus.client._errors import ProviderConnectionError, ProviderError
 from toolnexus.client._wire import CREDENTIAL_HEADERS
 from toolnexus.errors import WireFormatError
 
-__all__ = ["HttpTransport", "StreamBody", "Transport", "status_failure"]
+__all__ = ["HttpxTransport", "StreamBody", "Transport", "status_failure"]
 
 
 class StreamBody(Protocol):
@@ -160,9 +160,9 @@ def _decode(status: int, raw: bytes) -> Any:
         ) from None
 
 
-class HttpTransport:
+class HttpxTransport:
     """HTTP/1.1 keep-alive to the provider through one `httpx2.AsyncClient` (not
-    `toolnexus.HttpTransport`, the published blocking seam in `_sync_transport.py`).
+    `toolnexus.HttpTransport`, the published blocking seam in `_blocking.py`).
 
     The client is the caller's `http_client` (never closed here) or one of our own, made per
     event loop (a client's connections belong to the loop that opened them) on

@@ -319,7 +319,7 @@ class DurableClient:
         self, prompt: Prompt, history: list[dict[str, Any]] | None, typed: dict[str, Any]
     ) -> RunResult[Any]:
         """Run the loop streaming, writing each event to the run's stream as it comes."""
-        settings = self.client._settings(deps=self.deps, **typed)
+        settings = self.client._settings(options={"deps": self.deps}, **typed)
         loop = RunLoop(settings, prompt, self.toolkit, history, None, streaming=True)
         events = loop.events()
         result: RunResult[Any] | None = None

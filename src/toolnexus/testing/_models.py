@@ -1,18 +1,5 @@
-"""Test doubles for code that uses a `Client`: models that answer from a script or a function.
-
-A `ScriptedModel` is given turns (`text(...)`, `tools(tool_call(...))`, `refusal(...)`,
-`error(...)`, each with an optional `delay`) and answers each request with the next one,
-rendered in the wire style of the client that asked (OpenAI chat completions, Anthropic
-messages or OpenAI responses), whole or streamed chunk by chunk as server-sent events. Nothing
-leaves the process. A `FunctionModel` computes each turn from the request instead.
-`override(client, model)` points an existing client at a model for the duration of a `with`
-block, so host code needs no change::
-
-    model = ScriptedModel(tools(tool_call("add", {"a": 1, "b": 2})), text("3"))
-    with override(client, model):
-        result = await client.run("1+2?", toolkit)
-    assert model.requests[0].tool_names == ["add"]
-"""
+"""The test models, their scripted turns and the transport that renders those turns as a
+provider would send them (the wire shapes come from `_replies.py`)."""
 
 from __future__ import annotations
 
@@ -27,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from toolnexus._aio import as_async
-from toolnexus.client._replies import ReplyCall, ReplySpec, render_events, render_json
 from toolnexus.errors import ConfigError, ProviderError
+from toolnexus.testing._replies import ReplyCall, ReplySpec, render_events, render_json
 
 if TYPE_CHECKING:
     from toolnexus.client import Client
@@ -179,7 +166,7 @@ class _Model(ABC):
         from toolnexus.client import Client
 
         options.setdefault("retry_base_ms", 1)
-        return Client._over(self.transport(style), style=style, model=model, **options)  # type: ignore[arg-type]
+        return Client.over_transport(self.transport(style), style=style, model=model, **options)  # type: ignore[arg-type]
 
     @property
     def last_request(self) -> SeenRequest:
