@@ -146,6 +146,11 @@ async def test_an_upstream_list_change_reaches_the_caller_after_the_lists_change
 ) -> None:
     heard = Heard()
     async with session(gateway, heard) as caller:
+        declared = caller.server_capabilities
+        assert declared.tools and declared.tools.list_changed
+        assert declared.resources and declared.resources.list_changed
+        assert declared.resources.subscribe
+        assert declared.prompts and declared.prompts.list_changed
         before = {t.name for t in (await caller.list_tools()).tools}
         await caller.call_tool("up_grow", {"what": "tools"})
         await until(lambda: heard.of(types.ToolListChangedNotification), "tools changed")
@@ -205,3 +210,45 @@ async def test_a_request_without_a_session_cannot_subscribe(gateway: str) -> Non
         answer = (await http.post(gateway, json=body, headers=headers)).json()
     assert answer["error"]["code"] == types.INVALID_REQUEST
     assert answer["error"]["message"].startswith("resources/subscribe needs a session")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def mixed(upstreams: dict[str, ThreadedHttpServer]) -> AsyncIterator[tuple[Any, str]]:
+    """A gateway whose toolkit declares a resource of its own beside the upstream ones."""
+    kit = await create_toolkit(
+        mcp_config={"up": {"url": upstreams["watched"].url(), "protocol": "legacy"}},
+        builtins=False,
+    )
+
+    @kit.resource("own://note")
+    def note() -> str:
+        return "mine"
+
+    handle = await kit.serve("127.0.0.1:0", mcp={"name": "gw"})
+    yield kit, handle.url + "/mcp"
+    await handle.stop()
+    await kit.close()
+
+
+async def test_the_toolkits_own_resources_keep_their_subscriptions(
+    mixed: tuple[Any, str],
+) -> None:
+    kit, gateway = mixed
+    heard = Heard()
+    async with session(gateway, heard) as caller:
+        await caller.subscribe_resource("own://note")
+        await caller.subscribe_resource(WATCHED)
+        await until_held(caller, [WATCHED])  # only the upstream URI went upstream
+        await kit.notify_resource_updated("own://note")
+        await caller.call_tool("up_touch", {"uri": WATCHED})
+        await until(lambda: len(heard.updates()) == 2, "both updates")
+        assert sorted(heard.updates()) == ["own://note", WATCHED]
+        await caller.unsubscribe_resource(WATCHED)
+        await until_held(caller, [])
+    async with Client(gateway) as listener, session(gateway) as observer:
+        wanted = ["own://note", WATCHED, "plain://nobody"]
+        async with listener.listen(resource_subscriptions=wanted) as stream:
+            assert stream.honored.resource_subscriptions == wanted
+            await until_held(observer, sorted(["plain://nobody", WATCHED]))
+            await kit.notify_resource_updated("own://note")
+            assert await asyncio.wait_for(anext(stream), 15) == ResourceUpdated(uri="own://note")

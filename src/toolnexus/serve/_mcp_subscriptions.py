@@ -140,6 +140,21 @@ class RelayedChanges:
         server.middleware.append(self._follow)
         self._source.changes.listeners.append(self._heard)
         self._source.watch_changes(self._among)
+        from mcp.server.lowlevel.server import NotificationOptions
+
+        # 2025-11-25 capabilities: `listChanged` where changes are relayed. The SDK's runner
+        # asks the server for its options with no arguments, so the defaults are set here.
+        told = NotificationOptions(
+            prompts_changed=self._prompts,
+            resources_changed=self._resources,
+            tools_changed=self._refresh_tools is not None,
+        )
+        options = server.create_initialization_options
+
+        def with_changes(notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+            return options(notification_options or told, *args, **kwargs)
+
+        server.create_initialization_options = with_changes  # type: ignore[method-assign]
 
     # -- sessions -------------------------------------------------------------------------------
 
