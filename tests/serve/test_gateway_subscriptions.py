@@ -92,9 +92,12 @@ async def until(check: Callable[[], Any], what: str, within: float = 15) -> Any:
     return found
 
 
-async def held(client: Client) -> list[str]:
-    """The URIs the upstream server holds subscriptions to now (its `held` tool)."""
+async def held(client: Client) -> list[str] | None:
+    """The URIs the upstream server holds subscriptions to now (its `held` tool); `None` while
+    the gateway cannot reach it."""
     result = await client.call_tool("up_held", {})
+    if result.is_error:
+        return None
     return json.loads(result.content[0].text)  # type: ignore[union-attr]
 
 
@@ -252,3 +255,23 @@ async def test_the_toolkits_own_resources_keep_their_subscriptions(
             await until_held(observer, sorted(["plain://nobody", WATCHED]))
             await kit.notify_resource_updated("own://note")
             assert await asyncio.wait_for(anext(stream), 15) == ResourceUpdated(uri="own://note")
+
+
+async def test_a_restarted_upstream_is_subscribed_again() -> None:
+    server = ThreadedHttpServer(watched_app())
+    port = server.port
+    kit = await create_toolkit(
+        mcp_config={"up": {"url": server.url(), "protocol": "legacy"}}, builtins=False
+    )
+    handle = await kit.serve("127.0.0.1:0", mcp={"name": "gw"})
+    try:
+        async with session(handle.url + "/mcp") as caller:
+            await caller.subscribe_resource(WATCHED)
+            await until_held(caller, [WATCHED])
+            server.stop()
+            server = ThreadedHttpServer(watched_app(), port=port)  # knows no subscription
+            await until_held(caller, [WATCHED])  # the gateway reconnected and subscribed again
+    finally:
+        await handle.stop()
+        await kit.close()
+        server.stop()

@@ -461,9 +461,13 @@ class McpSource:
     async def unsubscribe_resource(self, server: str, uri: str) -> None:
         """Drop the subscription to `uri` held at `server` (none held: nothing is sent)."""
         found = self._servers.get(server)
-        if found is not None and uri in self.changes.held(server):
-            what = f"unsubscribe from {uri}"
-            await _relayed(found, what, lambda s: self.changes.unsubscribe(s, uri))
+        if found is None or uri not in self.changes.held(server):
+            return
+        if not found.usable:  # nothing is held at a server that went away: not reconnected
+            self.changes.forget(server, uri)
+            return
+        what = f"unsubscribe from {uri}"
+        await _relayed(found, what, lambda s: self.changes.unsubscribe(s, uri))
 
     def watch_changes(self, among: Collection[str] | None = None) -> None:
         """Hear the resource and prompt list changes of the servers (of `among`) that speak

@@ -192,6 +192,8 @@ class UpstreamChanges:
         if not _legacy(session):
             return  # the stream asks for them when it opens
         for uri in sorted(uris):
+            if uri not in self._held.get(server.name, ()):
+                continue  # let go meanwhile
             try:
                 await _send(server, session, "resources/subscribe", uri)
             except Exception as exc:
@@ -201,6 +203,10 @@ class UpstreamChanges:
                     uri,
                     error_message(exc),
                 )
+
+    def forget(self, server: str, uri: str) -> None:
+        """Let `uri` go at `server` without a word to it (it went away)."""
+        self._drop(server, uri)
 
     def _drop(self, server: str, uri: str) -> None:
         held = self._held.get(server)

@@ -114,7 +114,7 @@ class RelayedChanges:
         self._sessions: dict[Any, set[str]] = {}  # open sessions ⇒ the URIs each subscribed to
         self._subscribers: dict[str, set[object]] = {}  # URI ⇒ sessions and listen streams
         self._owners: dict[str, str] = {}  # URI subscribed upstream ⇒ its server
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks: dict[str, asyncio.Lock] = {}  # one per URI ever subscribed, kept
         self._pending: set[asyncio.Task[None]] = set()
 
     @property
@@ -181,9 +181,7 @@ class RelayedChanges:
         return getattr(ctx, "request", None) is None or connection.session_id is not None
 
     async def _ended(self, connection: Any) -> None:
-        uris = self._sessions.pop(connection, set())
-        for uri in uris:
-            await self._release(uri, connection)
+        await self._release_all(list(self._sessions.pop(connection, ())), connection)
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -238,9 +236,12 @@ class RelayedChanges:
                 )
                 params = params.model_copy(update={"notifications": notifications})
             return await self._listen(ctx, params)
-        finally:
-            for uri in held:
-                await asyncio.shield(self._release(uri, stream))
+        finally:  # all let go, even when the stream is cancelled (its caller went away)
+            await asyncio.shield(self._release_all(held, stream))
+
+    async def _release_all(self, uris: list[str], subscriber: object) -> None:
+        for uri in uris:
+            await self._release(uri, subscriber)
 
     # -- upstream subscriptions -----------------------------------------------------------------
 
@@ -269,7 +270,6 @@ class RelayedChanges:
             if subscribers:
                 return
             del self._subscribers[uri]
-            self._locks.pop(uri, None)
             server = self._owners.pop(uri, None)
             if server is None:
                 return
