@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -255,6 +257,7 @@ async def test_the_toolkits_own_resources_keep_their_subscriptions(
             await until_held(observer, sorted(["plain://nobody", WATCHED]))
             await kit.notify_resource_updated("own://note")
             assert await asyncio.wait_for(anext(stream), 15) == ResourceUpdated(uri="own://note")
+        await until_held(observer, [])
 
 
 async def test_a_restarted_upstream_is_subscribed_again() -> None:
@@ -275,3 +278,22 @@ async def test_a_restarted_upstream_is_subscribed_again() -> None:
         await handle.stop()
         await kit.close()
         server.stop()
+
+
+async def test_a_caller_over_stdio_hears_its_update(
+    upstreams: dict[str, ThreadedHttpServer],
+) -> None:
+    from mcp.client.stdio import StdioServerParameters
+
+    gateway = Path(__file__).parents[1] / "support" / "mcp_gateway_stdio.py"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[str(gateway), "--upstream", upstreams["watched"].url(), "--protocol", "legacy"],
+    )
+    heard = Heard()
+    async with Client(params, mode="legacy", message_handler=heard) as caller:
+        await caller.subscribe_resource(OTHER)
+        await caller.call_tool("asks_touch", {"uri": OTHER})
+        await until(heard.updates, "the update over stdio")
+        assert heard.updates() == [OTHER]
+        await caller.unsubscribe_resource(OTHER)
