@@ -297,3 +297,42 @@ async def test_a_caller_over_stdio_hears_its_update(
         await until(heard.updates, "the update over stdio")
         assert heard.updates() == [OTHER]
         await caller.unsubscribe_resource(OTHER)
+
+
+async def test_an_expired_session_lets_its_subscriptions_go(
+    upstreams: dict[str, ThreadedHttpServer],
+) -> None:
+    import httpx2
+
+    kit = await create_toolkit(
+        mcp_config={"up": {"url": upstreams["watched"].url(), "protocol": "legacy"}},
+        builtins=False,
+    )
+    handle = await kit.serve("127.0.0.1:0", mcp={"name": "gw", "sessionIdleTimeout": 300})
+    gateway = handle.url + "/mcp"
+    headers = {"accept": "application/json, text/event-stream"}
+    hello = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    }
+    try:
+        # a caller without the standalone stream: idle between its requests
+        async with httpx2.AsyncClient(headers=headers) as http:
+            opened = await http.post(
+                gateway, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
+            )
+            headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+            headers["mcp-protocol-version"] = "2025-11-25"
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            await http.post(gateway, json=initialized, headers=headers)
+            subscribe = {"uri": OTHER}
+            body = {"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": subscribe}
+            answered = await http.post(gateway, json=body, headers=headers)
+            # answered only once the upstream server took the subscription
+            assert '"result":{}' in answered.text.replace(" ", "")
+        async with session(gateway) as observer:  # kept alive by its own stream
+            await until_held(observer, [])  # the raw session ended 300 ms after its request
+    finally:
+        await handle.stop()
+        await kit.close()
