@@ -60,9 +60,9 @@ PASSING = {
 }
 
 
-# Through the gateway, until it relays them: resource subscriptions (the rest of PASSING, log
-# messages, sampling and elicitation included, is relayed to the caller).
-THROUGH_THE_GATEWAY = PASSING - {"resources-subscribe", "resources-unsubscribe"}
+# Through the gateway: every one (log messages, sampling, elicitation and resource
+# subscriptions are relayed to the caller).
+THROUGH_THE_GATEWAY = PASSING
 
 # In front of an SDK server at 2025-11-25 (which pushes its requests during the call): the same.
 THROUGH_THE_GATEWAY_TO_THE_SDK = THROUGH_THE_GATEWAY

@@ -257,6 +257,8 @@ class Connection:
         self._era_changed = asyncio.Event()  # wakes the listener after a new negotiation
         self._listen_scope: anyio.CancelScope | None = None
         self.refused: str | None = None  # why negotiating again failed (the loss reason)
+        # a gateway's listener of the server's change notifications (`_subscriptions.py`)
+        self.on_change: Callable[[Any], None] | None = None
 
     # -- life cycle (any task) ------------------------------------------------------------------
 
@@ -805,6 +807,8 @@ class Connection:
     # -- session callbacks ----------------------------------------------------------------------
 
     async def _on_message(self, message: Any) -> None:
+        if self.on_change is not None and not isinstance(message, Exception):
+            self.on_change(message)  # resource and prompt changes, for a gateway
         if isinstance(message, types.ToolListChangedNotification):
             self._ask_relist()
         elif isinstance(message, types.ElicitCompleteNotification):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import importlib
 import os
@@ -43,6 +44,7 @@ from toolnexus.mcp_source._state import (
     ToolInfo,
     Transport,
 )
+from toolnexus.mcp_source._subscriptions import UpstreamChange, UpstreamChanges
 from toolnexus.types import Request, Tool, ToolContext, ToolResult, error_message, sanitize
 
 if TYPE_CHECKING:
@@ -167,6 +169,8 @@ class McpSource:
         self._owners: OrderedDict[str, str] = OrderedDict()
         self._tools: list[Tool] | None = None
         self._closed = False
+        # what a gateway subscribed to upstream, and the changes it hears (_subscriptions.py)
+        self.changes = UpstreamChanges()
 
     def prefix_of(self, server: str) -> str:
         """What goes before the names of `server`'s tools and prompts."""
@@ -444,6 +448,55 @@ class McpSource:
             lambda s: features.wire_complete(s.session(), ref, argument, context, s.timeout),
         )
 
+    # -- resource subscriptions and change notifications a gateway relays (`_subscriptions.py`) -
+
+    async def subscribe_resource(self, uri: str, among: Collection[str] | None = None) -> str:
+        """Subscribe to `uri` at the server owning it (of `among`, when given); its name.
+        `UpstreamFailed` when the server refuses or cannot be reached (its cause a
+        `SubscriptionsUnsupported` when it does not declare `resources.subscribe`)."""
+        owner = await self._subscription_owner(uri, among)
+        await _relayed(owner, f"subscribe to {uri}", lambda s: self.changes.subscribe(s, uri))
+        return owner.name
+
+    async def unsubscribe_resource(self, server: str, uri: str) -> None:
+        """Drop the subscription to `uri` held at `server` (none held: nothing is sent)."""
+        found = self._servers.get(server)
+        if found is None or uri not in self.changes.held(server):
+            return
+        if not found.usable:  # nothing is held at a server that went away: not reconnected
+            self.changes.forget(server, uri)
+            return
+        what = f"unsubscribe from {uri}"
+        await _relayed(found, what, lambda s: self.changes.unsubscribe(s, uri))
+
+    def watch_changes(self, among: Collection[str] | None = None) -> None:
+        """Hear the resource and prompt list changes of the servers (of `among`) that speak
+        2026-07-28 too (those at 2025-11-25 send theirs on their session)."""
+        servers = self._servers.values()
+        self.changes.watch(
+            s for s in servers if s.wants_connection and (among is None or s.name in among)
+        )
+
+    async def _subscription_owner(self, uri: str, among: Collection[str] | None) -> _Server:
+        """The server a subscription to `uri` goes to: the one that last named it, else the
+        only one offering resources, else the one listing it, else the first declaring
+        `resources.subscribe` (config order)."""
+        candidates = self._among(among, "resources") + self._lost_offering(among, "resources")
+        if not candidates:
+            raise ConfigError("no connected MCP server offers resources")
+        for attempt in range(2):
+            remembered = self._owners.get(uri)
+            named = [s for s in candidates if s.name == remembered]
+            if named:
+                return named[0]
+            if len(candidates) == 1:
+                return candidates[0]
+            if attempt == 0:
+                with contextlib.suppress(UpstreamFailed):
+                    await self.wire_resources(among)  # remembers who lists what
+        subscribing = [s for s in candidates if s.offers("resources") and _subscribes(s)]
+        return (subscribing or candidates)[0]
+
     async def _relay_target(self, server: str, capability: str, what: str) -> _Server:
         """The server a relayed request names, reconnected when it went away (as for a tool
         call); `UpstreamFailed` when it is not connected."""
@@ -519,6 +572,7 @@ class McpSource:
     async def close(self) -> None:
         """Close every session; stdio servers' process trees are killed. Idempotent."""
         self._closed = True
+        await self.changes.close()
         await asyncio.gather(*(server.close() for server in self._servers.values()))
 
     async def __aenter__(self) -> McpSource:
@@ -539,6 +593,8 @@ class McpSource:
                     f'on_tools_changed raised after MCP server "{server}" changed its tools: '
                     f"{error_message(exc)}"
                 )
+        if not self._closed:  # after the host rebuilt its tools: a gateway tells its callers
+            self.changes.heard(UpstreamChange(server, "tools"))
 
     def __repr__(self) -> str:
         return f"<McpSource {self.status}>"
@@ -655,6 +711,8 @@ class _Server:
             roots=server_roots(self.spec.roots, self._roots, self._workspace),
             oauth=self._authorization(),
         )
+        if self.source is not None:  # the server's change notifications, for a gateway
+            conn.on_change = self.source.changes.listener_for(self.name)
         conn.start()
         return conn
 
@@ -795,6 +853,8 @@ class _Server:
         self._respawn_failures = 0
         if not list_only:  # the inventory is unfiltered: no tools, no filter warnings
             self.tools = self._build_tools(conn.tools)
+            if self.source is not None:  # subscriptions held before a reconnect, again
+                self.source.changes.adopted(self)
 
     def _failed(self, reason: str, transport: Transport | None) -> None:
         self.status = "failed"
@@ -1213,6 +1273,12 @@ async def _relayed(server: _Server, what: str, send: Callable[[_Server], Awaitab
         await server.relay_lost(exc)
         timeout = server.spec.timeout if server.spec is not None else None
         raise UpstreamFailed(server.name, what, exc, timeout) from exc
+
+
+def _subscribes(server: _Server) -> bool:
+    """Whether `server` declares `resources.subscribe`."""
+    resources = ((server.conn.capabilities if server.conn else None) or {}).get("resources")
+    return isinstance(resources, Mapping) and resources.get("subscribe") is True
 
 
 def _not_found(exc: BaseException) -> bool:

@@ -233,6 +233,7 @@ async def serve_toolkit(
                 offers=getattr(toolkit, "offers", None),
                 tasks=tasks,
                 skills=toolkit.skill_source,
+                current_tools=lambda: exposed_mcp_tools(toolkit.tools(), mcp_cfg),
             )
             if mcp_cfg is not None
             else None
@@ -306,6 +307,7 @@ async def serve_toolkit_stdio(
             offers=getattr(toolkit, "offers", None),
             tasks=tasks,
             skills=toolkit.skill_source,
+            current_tools=lambda: exposed_mcp_tools(toolkit.tools(), cfg),
         )
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())

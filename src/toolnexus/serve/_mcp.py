@@ -39,6 +39,7 @@ from toolnexus.serve._mcp_caller import LogLevels, McpCaller
 from toolnexus.serve._mcp_offers import offer_handlers, part_block
 from toolnexus.serve._mcp_relay import relay_handlers
 from toolnexus.serve._mcp_skills import skills_provider
+from toolnexus.serve._mcp_subscriptions import relayed_changes
 from toolnexus.serve._mcp_tasks import McpTasks, runs_as_task
 from toolnexus.types import (
     Answer,
@@ -282,6 +283,7 @@ def make_mcp_server(
     offers: Offers | None = None,
     tasks: A2AEndpoint | None = None,
     skills: SkillSource | None = None,
+    current_tools: Callable[[], Sequence[Tool]] | None = None,
 ) -> Server[Any]:
     """An SDK server exposing `tools` (already filtered); `execute` runs one validated call.
     With `tool_scopes`, a caller holding an OAuth access token sees only the tools its scopes
@@ -292,10 +294,12 @@ def make_mcp_server(
     resources, prompts and completions are served before the upstream ones. With `tasks` (the
     endpoint keeping the A2A tasks), the tools that declare task support run as MCP tasks
     (`serve/_mcp_tasks.py`). With `skills`, the gateway is a Skills provider (`_mcp_skills.py`)
-    unless the profile says `skills: false`."""
+    unless the profile says `skills: false`. With `current_tools` (the exposed tools now), the
+    listing follows the upstream servers' tool changes (`_mcp_subscriptions.py`)."""
     cfg = cfg or {}
     by_name = {t.name: t for t in tools}
     listed = list(tools)
+    search: Tool | None = None
     if _searchable(cfg) and any(t.defer_loading for t in tools):
         # The deferred tools are left out of the listing but stay callable by name; the
         # search tool runs here, not through the toolkit, which has no such tool.
@@ -312,6 +316,24 @@ def make_mcp_server(
     name = str(cfg.get("name") or DEFAULT_NAME)
     scoped = _scoped_listings(listed, tool_scopes) if tool_scopes else None
     log_levels = LogLevels()
+
+    def refresh_tools() -> bool:
+        """Serve the exposed tools now (an upstream server's changed); true when the listing
+        changed. The search index stays the one built first."""
+        nonlocal listing, scoped
+        if current_tools is None:
+            return False
+        now = list(current_tools())
+        shown = [t for t in now if not t.defer_loading] + [search] if search else now
+        fresh = types.ListToolsResult(tools=[_listed(t) for t in shown])
+        if fresh == listing:
+            return False
+        by_name.clear()
+        by_name.update({t.name: t for t in [*now, *([search] if search else [])]})
+        output_schemas.clear()
+        output_schemas.update({t.name: (t.metadata or {}).get("outputSchema") for t in now})
+        listing, scoped = fresh, _scoped_listings(shown, tool_scopes) if tool_scopes else None
+        return True
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> Any:
         return listing if scoped is None else scoped()
@@ -394,7 +416,12 @@ def make_mcp_server(
 
     version = cfg.get("version")
     instructions = cfg.get("instructions")
-    handlers = offer_handlers(offers, relay_handlers(upstream, cfg, _upstream_servers(tools, cfg)))
+    among = _upstream_servers(tools, cfg)
+    changes = relayed_changes(upstream, cfg, among, offers=offers, refresh_tools=refresh_tools)
+    relayed = relay_handlers(upstream, cfg, among)
+    if changes is not None:  # resource subscriptions and change notifications relayed
+        relayed.update(changes.handlers())
+    handlers = offer_handlers(offers, relayed)
     provider = skills_provider(skills, cfg)
     if provider is not None:
         handlers = provider.resource_handlers(handlers)
@@ -421,6 +448,8 @@ def make_mcp_server(
         ).install(server, call_tool)
     if provider is not None:
         provider.install(server)
+    if changes is not None:
+        changes.install(server)
     return server
 
 

@@ -158,12 +158,19 @@ def offer_handlers(offers: Offers | None, relayed: dict[str, Any]) -> dict[str, 
 
         async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
             seen(ctx)
+            relay = upstream("on_subscribe_resource")
+            if relay is not None and match(str(params.uri))[0] is None:  # an upstream URI
+                result: types.EmptyResult = await relay(ctx, params)
+                return result
             connection = connection_of(ctx)
             if connection is not None:
                 offers.sessions.setdefault(connection, set()).add(str(params.uri))
             return types.EmptyResult()
 
         async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> Any:
+            relay = upstream("on_unsubscribe_resource")
+            if relay is not None and match(str(params.uri))[0] is None:  # an upstream URI
+                return await relay(ctx, params)
             connection = connection_of(ctx)
             subscribed = None if connection is None else offers.sessions.get(connection)
             if subscribed is not None:
@@ -247,5 +254,6 @@ def offer_handlers(offers: Offers | None, relayed: dict[str, Any]) -> dict[str, 
     if offers:  # 2026-07-28 clients hear of changes by listening
         from mcp.server.subscriptions import ListenHandler
 
-        handlers["on_subscriptions_listen"] = ListenHandler(offers.bus)
+        # the gateway's relay listens on the same bus (its upstream URIs held while listening)
+        handlers.setdefault("on_subscriptions_listen", ListenHandler(offers.bus))
     return handlers
