@@ -59,7 +59,7 @@ _EXPORTS: dict[str, str] = {
     "define_tool": "toolnexus.native",
     "tool": "toolnexus.native",
     # HTTP tools
-    "http_tool": "toolnexus.http_tools",
+    "http_tool": "toolnexus.http",
     "http_tools_from_openapi": "toolnexus.openapi",
     "expand_env_headers": "toolnexus._env",
     # skills
@@ -601,8 +601,7 @@ if TYPE_CHECKING:  # static view of the lazy exports, for type checkers and IDEs
         UsageLimitExceeded,
         WireFormatError,
     )
-    from toolnexus.http import HTTP_DEFAULT_TIMEOUT
-    from toolnexus.http_tools import http_tool
+    from toolnexus.http import HTTP_DEFAULT_TIMEOUT, http_tool
     from toolnexus.judge import (
         Bands,
         JudgeAnswer,
