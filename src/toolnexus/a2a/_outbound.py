@@ -17,7 +17,7 @@ from toolnexus._log import warn
 from toolnexus._numbers import format_number
 from toolnexus._secrets import redact_url, redacted_values, remember_url
 from toolnexus.a2a import _wire as wire
-from toolnexus.a2a._auth import AgentAuth, Credentials, Placed, parse_auth, unanswered
+from toolnexus.a2a._auth import AgentAuth, AgentCredentials, Placed, parse_auth, unanswered
 from toolnexus.a2a._wire import Dialect
 from toolnexus.errors import A2AError as A2AError  # re-exported: its old home
 from toolnexus.errors import ConfigError
@@ -29,7 +29,7 @@ __all__ = [
     "TASK_INPUT_SCHEMA",
     "A2AError",
     "Agent",
-    "Endpoint",
+    "AgentEndpoint",
     "agent",
     "agent_tools",
     "cancel_waiting",
@@ -69,7 +69,7 @@ T = TypeVar("T")
 
 @dataclass(slots=True)
 class Agent:
-    """A remote A2A agent (not `toolnexus.agents.Agent`, a sub-agent).
+    """A remote A2A agent; not `toolnexus.agents.Agent`: that is a sub-agent.
 
     Its card URL, request headers (`${ENV}` expanded per request), its time budget and polling
     interval in milliseconds, whether to stream when offered, the credentials its card's
@@ -109,8 +109,7 @@ def agent(
     auth: Mapping[str, Any] | None = None,
     defer_loading: bool = False,
 ) -> Agent:
-    """Declare a remote A2A agent by its Agent Card URL (not `toolnexus.agents.agent`, which
-    defines a sub-agent).
+    """A remote A2A agent by its card URL; not `toolnexus.agents.agent`: that is a sub-agent.
 
     `timeout`/`poll_every` are in milliseconds; `streaming=False` polls even when the agent
     offers a stream.
@@ -196,7 +195,7 @@ class _RpcFailure(A2AError):
 
 
 @dataclass(frozen=True, slots=True)
-class Endpoint:
+class AgentEndpoint:
     """Where and how to talk to an agent: JSON-RPC URL, dialect, tenant, streaming."""
 
     url: str
@@ -252,7 +251,7 @@ def card_url_of(card: str) -> str:
     return card
 
 
-def resolve_endpoint(card: Mapping[str, Any], card_url: str, *, streaming: bool) -> Endpoint:
+def resolve_endpoint(card: Mapping[str, Any], card_url: str, *, streaming: bool) -> AgentEndpoint:
     """The endpoint a card offers, by the SDK's choice of interface (1.0 first, then 0.3)."""
     offered = streaming and isinstance(card.get("capabilities"), Mapping)
     offered = offered and card["capabilities"].get("streaming") is True
@@ -263,7 +262,7 @@ def resolve_endpoint(card: Mapping[str, Any], card_url: str, *, streaming: bool)
             version = _version(chosen.get("protocolVersion"))
             dialect: Dialect = "1.0" if version is None or version[0] == 1 else "0.3"
             tenant = chosen.get("tenant")
-            return Endpoint(
+            return AgentEndpoint(
                 urljoin(card_url, chosen["url"]),
                 dialect,
                 tenant if isinstance(tenant, str) and dialect == "1.0" else "",
@@ -286,10 +285,10 @@ def resolve_endpoint(card: Mapping[str, Any], card_url: str, *, streaming: bool)
             if url:
                 version = _version(card.get("protocolVersion") or "0.3.0")
                 dialect = "1.0" if version is not None and version[0] == 1 else "0.3"
-                return Endpoint(urljoin(card_url, url), dialect, "", offered)
+                return AgentEndpoint(urljoin(card_url, url), dialect, "", offered)
         elif not url:
             origin = urlsplit(card_url)
-            return Endpoint(f"{origin.scheme}://{origin.netloc}/", "0.3", "", offered)
+            return AgentEndpoint(f"{origin.scheme}://{origin.netloc}/", "0.3", "", offered)
     raise A2AError(f"A2A agent card at {card_url} offers no JSON-RPC interface for A2A 1.0 or 0.3")
 
 
@@ -318,7 +317,7 @@ async def agent_tools(agent: Agent) -> list[Tool]:
     headers = {k: v for k, v in given.items() if k.lower() != "accept"}
     headers["Accept"] = "application/json"
     if auth is not None:
-        headers.update(Credentials.card_headers(auth))
+        headers.update(AgentCredentials.card_headers(auth))
     url = card_url_of(agent.card)
     card = await _fetch_json(url, headers, agent.timeout / 1000)
     if not isinstance(card, dict):
@@ -327,7 +326,7 @@ async def agent_tools(agent: Agent) -> list[Tool]:
     card_name = card.get("name") if isinstance(card.get("name"), str) else ""
     credentials = None
     if auth is not None:
-        credentials = Credentials(
+        credentials = AgentCredentials(
             auth, card=card, card_url=url, endpoint=endpoint.url, name=card_name or agent.card
         )
     elif wanted := unanswered(card, given):
@@ -395,8 +394,8 @@ class _RemoteAgent:
 
     agent: Agent
     name: str
-    endpoint: Endpoint
-    credentials: Credentials | None = None
+    endpoint: AgentEndpoint
+    credentials: AgentCredentials | None = None
     dialect: Dialect = "1.0"
     # Request.id of a suspension -> (taskId, contextId, the status it stopped at).
     waiting: dict[str, tuple[str, str, str]] = field(default_factory=dict)

@@ -80,8 +80,9 @@ def _has_list(message: Mapping[str, Any]) -> bool:
 
 
 def estimate_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
-    """A rough token count of a transcript (`toolnexus.estimate_tokens` counts one part): a
-    quarter of each message's compact JSON length, with media parts counted by their size
+    """A rough token count of a transcript; not `toolnexus.estimate_tokens`: one part's.
+
+    A quarter of each message's compact JSON length, with media parts counted by their size
     rather than their base64 text."""
     return sum(_message_tokens(m) for m in messages)
 
