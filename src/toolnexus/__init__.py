@@ -59,7 +59,7 @@ _EXPORTS: dict[str, str] = {
     "define_tool": "toolnexus.native",
     "tool": "toolnexus.native",
     # HTTP tools
-    "http_tool": "toolnexus.http_tools",
+    "http_tool": "toolnexus.http",
     "http_tools_from_openapi": "toolnexus.openapi",
     "expand_env_headers": "toolnexus._env",
     # skills
@@ -82,9 +82,9 @@ _EXPORTS: dict[str, str] = {
     "McpServerState": "toolnexus.mcp_source",
     "ToolInfo": "toolnexus.mcp_source",
     # built-ins
-    "create_builtin_tools": "toolnexus.builtins",
-    "select_builtins": "toolnexus.builtins",
-    "builtins_enabled": "toolnexus.builtins",
+    "create_builtin_tools": "toolnexus.builtin",
+    "select_builtins": "toolnexus.builtin",
+    "builtins_enabled": "toolnexus.builtin",
     # A2A outbound
     "agent": "toolnexus.a2a",
     "Agent": "toolnexus.a2a",
@@ -496,7 +496,7 @@ if TYPE_CHECKING:  # static view of the lazy exports, for type checkers and IDEs
     from toolnexus._env import expand_env_headers
     from toolnexus.a2a import Agent, agent, agent_tools, parse_agents_config
     from toolnexus.adapters import to_anthropic, to_gemini, to_openai, to_openai_responses
-    from toolnexus.builtins import builtins_enabled, create_builtin_tools, select_builtins
+    from toolnexus.builtin import builtins_enabled, create_builtin_tools, select_builtins
     from toolnexus.classifier import (
         ChoiceAnswer,
         ChoiceQuestion,
@@ -601,8 +601,7 @@ if TYPE_CHECKING:  # static view of the lazy exports, for type checkers and IDEs
         UsageLimitExceeded,
         WireFormatError,
     )
-    from toolnexus.http import HTTP_DEFAULT_TIMEOUT
-    from toolnexus.http_tools import http_tool
+    from toolnexus.http import HTTP_DEFAULT_TIMEOUT, http_tool
     from toolnexus.judge import (
         Bands,
         JudgeAnswer,

@@ -549,8 +549,9 @@ def summarize(part: PartLike) -> dict[str, Any]:
 
 
 def estimate_tokens(part: PartLike) -> int:
-    """A rough token count of one part, for budgeting (`toolnexus.agents.estimate_tokens` counts
-    a transcript): a quarter of a text's characters (at least 1); for any other part its decoded
+    """A rough token count of one part; not `toolnexus.agents.estimate_tokens`: a transcript's.
+
+    For budgeting: a quarter of a text's characters (at least 1); for any other part its decoded
     bytes / 750, at least 85 (a URL part counts 85)."""
     p = _as_part(part)
     if p.type == "text":

@@ -355,9 +355,9 @@ class SourceConnectionError(ToolnexusError, ConnectionError):
 
 
 class SpawnError(ToolnexusError, OSError):
-    """A server's program could not be started (the message says why).
+    """A server's program could not be started; not `toolnexus.agents.SpawnError`: a value.
 
-    Not `toolnexus.agents.SpawnError`, the value a refused sub-agent spawn returns."""
+    The message says why. The sub-agents' `SpawnError` is what a refused spawn returns."""
 
 
 class McpInputError(ToolnexusError):

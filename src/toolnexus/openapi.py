@@ -26,7 +26,7 @@ from toolnexus._schema import (
     resolve_pointer,
 )
 from toolnexus.errors import ConfigError, ConfigTypeError, SourceConnectionError
-from toolnexus.http_tools import HttpEndpoint, UrlTemplate
+from toolnexus.http import HttpEndpoint, UrlTemplate
 from toolnexus.types import Tool, error_message, sanitize
 
 __all__ = ["http_tools_from_openapi"]

@@ -761,7 +761,7 @@ def _builtin_tools(value: bool | Mapping[str, Any] | Sequence[Tool] | None) -> l
         and all(isinstance(t, Tool) for t in value)
     ):
         return list(value)
-    from toolnexus.builtins import select_builtins
+    from toolnexus.builtin import select_builtins
 
     return select_builtins(value)
 

@@ -9,7 +9,7 @@ import pytest
 from agents_driver import load
 
 from toolnexus.agents import agent, compactor, estimate_tokens
-from toolnexus.agents._compaction import FLUSH_REMINDER
+from toolnexus.agents.compaction import FLUSH_REMINDER
 from toolnexus.client import create_in_process_client
 
 FIXTURE = load("compaction.json")

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from support.builtin_tools import tools_for
-from toolnexus.builtins._glob import compile_glob
-from toolnexus.builtins._grep_scan import whole_text_filter
+from toolnexus.builtin._glob import compile_glob
+from toolnexus.builtin._grep_scan import whole_text_filter
 from toolnexus.types import Tool, ToolContext
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from toolnexus import create_toolkit
-from toolnexus.builtins import builtins_enabled, create_builtin_tools, select_builtins
+from toolnexus.builtin import builtins_enabled, create_builtin_tools, select_builtins
 
 ALL = [
     "bash",
@@ -272,9 +272,18 @@ async def test_config_workspace_key(tmp_path: Path) -> None:
 
 def test_import_is_light() -> None:
     code = (
-        "import sys, toolnexus.builtins as b; b.create_builtin_tools(); b.select_builtins(None); "
+        "import sys, toolnexus.builtin as b; b.create_builtin_tools(); b.select_builtins(None); "
         "heavy = [m for m in ('httpx2', 'markdownify', 'bs4', 'pydantic', 'jsonschema', 'mcp', "
         "'starlette', 'uvicorn', 'html.parser') if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_older_module_name_hands_out_the_same_objects() -> None:
+    import toolnexus.builtin
+    import toolnexus.builtins
+
+    assert toolnexus.builtins.__all__
+    for name in toolnexus.builtins.__all__:
+        assert getattr(toolnexus.builtins, name) is getattr(toolnexus.builtin, name), name

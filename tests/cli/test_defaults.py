@@ -22,7 +22,7 @@ from support.cli_runner import (
     write_config,
 )
 from support.fake_llm import FakeLLM, text
-from toolnexus.builtins import BUILTIN_NAMES
+from toolnexus.builtin import BUILTIN_NAMES
 
 QUICK = [f"quick_{name}" for name in QUICK_TOOLS]
 

@@ -34,7 +34,7 @@ from support.cli_runner import (
 )
 from support.fake_llm import FakeLLM, text
 from support.polling import wait_until
-from toolnexus.builtins import BUILTIN_NAMES
+from toolnexus.builtin import BUILTIN_NAMES
 from toolnexus.client._errors import NO_API_KEY_MESSAGE
 
 

@@ -17,7 +17,7 @@ from support.cli_runner import (
     toolnexus,
     write_config,
 )
-from toolnexus.builtins import BUILTIN_NAMES
+from toolnexus.builtin import BUILTIN_NAMES
 
 
 @pytest.fixture(scope="module")

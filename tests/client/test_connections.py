@@ -234,7 +234,7 @@ async def main() -> str:
 
 answer = asyncio.run(main())
 unwanted = ("jwt", "cryptography.x509", "mcp.client.auth", "toolnexus.oauth._authorization",
-            "toolnexus.builtins")
+            "toolnexus.builtin")
 print(answer, [m for m in unwanted if m in sys.modules])
 """
     done = subprocess.run(

@@ -8,7 +8,7 @@ import pytest
 
 from support.client_helpers import STYLES, add_tool, kit
 from support.fake_llm import call, text, tools
-from toolnexus.builtins import create_builtin_tools
+from toolnexus.builtin import create_builtin_tools
 from toolnexus.types import Answer, Request, Tool, ToolResult, answer_declined, pending
 
 

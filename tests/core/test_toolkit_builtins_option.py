@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from toolnexus import ConfigError, Toolkit, create_toolkit, define_tool
-from toolnexus.builtins import BUILTIN_NAMES, create_builtin_tools
+from toolnexus.builtin import BUILTIN_NAMES, create_builtin_tools
 
 DROP_BASH = {"tools": {"bash": False}}
 

@@ -110,7 +110,7 @@ async def test_a_child_with_a_cleared_environment_cannot_defeat_the_limit(
 HOST = textwrap.dedent(
     """
     import asyncio, sys
-    from toolnexus.builtins import create_builtin_tools
+    from toolnexus.builtin import create_builtin_tools
 
     async def main():
         bash = next(t for t in create_builtin_tools() if t.name == "bash")

@@ -405,3 +405,12 @@ def test_defining_a_tool_loads_no_http_client() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_older_module_name_hands_out_the_same_objects() -> None:
+    import toolnexus.http
+    import toolnexus.http_tools
+
+    assert toolnexus.http_tools.__all__
+    for name in toolnexus.http_tools.__all__:
+        assert getattr(toolnexus.http_tools, name) is getattr(toolnexus.http, name), name

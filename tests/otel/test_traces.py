@@ -25,7 +25,7 @@ from support.mcp_servers import ThreadedHttpServer
 from support.traced_mcp_server import http_app
 from toolnexus import Toolkit, create_toolkit
 from toolnexus.client import create_client
-from toolnexus.http_tools import http_tool
+from toolnexus.http import http_tool
 from toolnexus.types import Tool, ToolResult
 
 TESTS = Path(__file__).parents[1]

@@ -12,7 +12,7 @@ import sys
 
 from toolnexus import Context, auth_required, create_client, create_toolkit, pending, tool
 from toolnexus.acp import ask_editor
-from toolnexus.builtins import question_tool
+from toolnexus.builtin import question_tool
 
 LOGIN_URL = "https://login.example.test/authorize?client=acp&state=s1"
 REDIRECT_URI = "http://127.0.0.1:33418/callback"

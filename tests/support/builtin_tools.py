@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolnexus.builtins import create_builtin_tools
+from toolnexus.builtin import create_builtin_tools
 from toolnexus.types import Tool
 
 

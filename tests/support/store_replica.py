@@ -18,7 +18,7 @@ from typing import Any
 
 
 async def main(kind: str, url: str, folder: str) -> None:
-    from toolnexus.builtins import question_tool
+    from toolnexus.builtin import question_tool
     from toolnexus.client import create_in_process_client
     from toolnexus.serve import PostgresTaskStore, RedisTaskStore
     from toolnexus.toolkit import create_toolkit

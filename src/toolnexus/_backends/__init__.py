@@ -23,7 +23,7 @@ __all__ = [
     "decode_json_row",
     "guarded",
     "looks_like_a_path",
-    "redact_url",
+    "redact_dsn",
 ]
 
 T = TypeVar("T")
@@ -165,8 +165,9 @@ class RenewalWatch:
 _PASSWORD_PARAM = re.compile(r"(?i)\b(password|passwd|pwd)\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
 
 
-def redact_url(url: str) -> str:
-    """`url` with any password replaced by `***`: in the userinfo, the query, or a key=value DSN."""
+def redact_dsn(url: str) -> str:
+    """A store's URL or DSN with any password replaced by `***`: in the userinfo, the query, or a
+    key=value DSN (`_secrets.redact_url` hides a whole userinfo, for reprs)."""
     try:
         parts = urlsplit(url)
     except ValueError:

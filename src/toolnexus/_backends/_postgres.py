@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus._aio import mark_seen
-from toolnexus._backends import SCHEMA_VERSION, redact_url
+from toolnexus._backends import SCHEMA_VERSION, redact_dsn
 from toolnexus._extras import extra_hint
 from toolnexus._secrets import remember_url
 from toolnexus.errors import StoreConfigError
@@ -66,7 +66,7 @@ class PostgresPool:
             raise StoreConfigError(f"{label}: the PostgreSQL URL must be a non-empty string")
         self.dsn = dsn
         remember_url(dsn)  # its password never reaches a log line or an error
-        self.label = f"{label} {redact_url(dsn)}"
+        self.label = f"{label} {redact_dsn(dsn)}"
         self.component = component
         self.schema = tuple(schema)
         self.min_size = min_size

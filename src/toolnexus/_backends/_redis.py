@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-from toolnexus._backends import SCHEMA_VERSION, redact_url
+from toolnexus._backends import SCHEMA_VERSION, redact_dsn
 from toolnexus._extras import extra_hint
 from toolnexus._secrets import remember_url
 from toolnexus.errors import StoreConfigError
@@ -44,7 +44,7 @@ class RedisPool:
             raise StoreConfigError(f"{label}: the Redis URL must be a non-empty string")
         self.url = url
         remember_url(url)  # its password never reaches a log line or an error
-        self.label = f"{label} {redact_url(url)}"
+        self.label = f"{label} {redact_dsn(url)}"
         self.component = component
         self.prefix = prefix
         self.max_connections = max_connections

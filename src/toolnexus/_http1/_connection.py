@@ -1,6 +1,6 @@
 """One HTTP/1.1 client connection: an asyncio protocol, a request out, a response in.
 
-The event loop feeds received bytes into `Connection.buffer`; a reader that needs more waits
+The event loop feeds received bytes into `Http1Connection.buffer`; a reader that needs more waits
 on one future with one timer (the read timeout), and a writer whose socket buffer is full
 waits the same way (the write timeout). Unread bytes past a high-water mark pause the socket,
 so a consumer that reads a streamed body slowly sets the pace (back-pressure).
@@ -28,7 +28,7 @@ from toolnexus._http1._parse import (
     parse_trailers,
 )
 
-__all__ = ["Connection", "ResponseBody", "exchange", "wait"]
+__all__ = ["Http1Connection", "ResponseBody", "exchange", "wait"]
 
 _HIGH_WATER = 256 * 1024
 _LOW_WATER = 64 * 1024
@@ -68,7 +68,7 @@ async def wait(future: asyncio.Future[None], timeout: float | None) -> None:
         timer.cancel()
 
 
-class Connection(asyncio.Protocol):
+class Http1Connection(asyncio.Protocol):
     """A TCP (or TLS) connection to one origin and what it has received."""
 
     __slots__ = (
@@ -257,7 +257,7 @@ class Connection(asyncio.Protocol):
 
 
 async def _send_stream(
-    conn: Connection,
+    conn: Http1Connection,
     stream: AsyncIterable[bytes],
     chunked: bool,
     length: int | None,
@@ -282,7 +282,7 @@ async def _send_stream(
 
 
 async def exchange(
-    conn: Connection,
+    conn: Http1Connection,
     method: bytes,
     head: bytes | bytearray,
     body: bytes | AsyncIterable[bytes],
@@ -358,14 +358,14 @@ class ResponseBody(httpx2.AsyncByteStream):
 
     def __init__(
         self,
-        conn: Connection,
+        conn: Http1Connection,
         head: ResponseHead,
         body_framing: Framing,
         keep: bool,
-        release: Callable[[Connection, bool], None],
+        release: Callable[[Http1Connection, bool], None],
         read_timeout: float | None,
     ) -> None:
-        self._conn: Connection | None = conn
+        self._conn: Http1Connection | None = conn
         self._release = release
         self._timeout = read_timeout
         self._keep = (
@@ -419,7 +419,7 @@ class ResponseBody(httpx2.AsyncByteStream):
                 raise StopAsyncIteration
         return data
 
-    async def _read(self, conn: Connection) -> bytes:
+    async def _read(self, conn: Http1Connection) -> bytes:
         """The next piece of the body: every whole part already buffered, else what comes."""
         out = bytearray()
         while True:
@@ -465,7 +465,7 @@ class ResponseBody(httpx2.AsyncByteStream):
             if not await conn.more(self._timeout) and conn.eof and state != "close":
                 raise conn.lost("the server closed the connection before the body was complete")
 
-    def _trailers(self, conn: Connection) -> bool:
+    def _trailers(self, conn: Http1Connection) -> bool:
         buffer = conn.buffer
         if buffer[:1] == b"\n" or buffer[:2] == b"\r\n":
             conn.take(1 if buffer[:1] == b"\n" else 2)

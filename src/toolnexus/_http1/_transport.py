@@ -16,7 +16,13 @@ from typing import Any
 
 import httpx2
 
-from toolnexus._http1._connection import Connection, ResponseBody, _StaleConnection, exchange, wait
+from toolnexus._http1._connection import (
+    Http1Connection,
+    ResponseBody,
+    _StaleConnection,
+    exchange,
+    wait,
+)
 from toolnexus._http1._parse import request_head
 from toolnexus._tls import ssl_context
 
@@ -50,10 +56,10 @@ class Http1Transport(httpx2.AsyncBaseTransport):
         self._max_connections = limits.max_connections
         self._max_idle = limits.max_keepalive_connections
         self._expiry = limits.keepalive_expiry
-        self._idle: dict[Origin, list[Connection]] = {}
+        self._idle: dict[Origin, list[Http1Connection]] = {}
         self._idle_count = 0
         self._open = 0  # connections open or opening, idle ones included
-        self._busy: set[Connection] = set()
+        self._busy: set[Http1Connection] = set()
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._closed = False
 
@@ -70,7 +76,7 @@ class Http1Transport(httpx2.AsyncBaseTransport):
 
     def _evict_idle(self) -> bool:
         """Close the longest-idle connection (any origin) to make room; False if none is idle."""
-        oldest: list[Connection] | None = None
+        oldest: list[Http1Connection] | None = None
         for idle in self._idle.values():
             if idle and (oldest is None or (idle[0].expires_at or 0) < (oldest[0].expires_at or 0)):
                 oldest = idle
@@ -80,7 +86,7 @@ class Http1Transport(httpx2.AsyncBaseTransport):
         self._drop(oldest.pop(0))
         return True
 
-    def _drop(self, conn: Connection) -> None:
+    def _drop(self, conn: Http1Connection) -> None:
         conn.close()
         self._open -= 1
         self._wake_one()
@@ -92,7 +98,7 @@ class Http1Transport(httpx2.AsyncBaseTransport):
                 waiter.set_result(None)
                 return
 
-    def _release(self, conn: Connection, reusable: bool) -> None:
+    def _release(self, conn: Http1Connection, reusable: bool) -> None:
         """Take back a connection whose exchange is over: idle if it may carry more."""
         self._busy.discard(conn)
         if (
@@ -108,7 +114,7 @@ class Http1Transport(httpx2.AsyncBaseTransport):
         self._idle_count += 1
         self._wake_one()
 
-    def _reuse(self, origin: Origin, fresh: bool) -> Connection | None:
+    def _reuse(self, origin: Origin, fresh: bool) -> Http1Connection | None:
         """An idle connection to `origin` (unless `fresh`), now busy; `None` when one must be
         opened or waited for. The first step of every acquire, taken without a coroutine."""
         if self._closed:
@@ -127,7 +133,9 @@ class Http1Transport(httpx2.AsyncBaseTransport):
             self._drop(conn)
         return None
 
-    async def _acquire(self, origin: Origin, timeouts: dict[str, Any], fresh: bool) -> Connection:
+    async def _acquire(
+        self, origin: Origin, timeouts: dict[str, Any], fresh: bool
+    ) -> Http1Connection:
         """A connection to `origin` when `_reuse` found none: a new one within the limit, else
         the next one given back (for at most the pool timeout)."""
         deadline: float | None = None
@@ -166,7 +174,7 @@ class Http1Transport(httpx2.AsyncBaseTransport):
             if reused is not None:
                 return reused
 
-    async def _connect(self, origin: Origin, timeout: float | None) -> Connection:
+    async def _connect(self, origin: Origin, timeout: float | None) -> Http1Connection:
         scheme, host, port = origin
         name = host.decode("ascii")
         context = self._tls() if scheme == b"https" else None
@@ -174,7 +182,7 @@ class Http1Transport(httpx2.AsyncBaseTransport):
         try:
             async with asyncio.timeout(timeout):
                 _, conn = await loop.create_connection(
-                    lambda: Connection(origin),
+                    lambda: Http1Connection(origin),
                     name,
                     port,
                     ssl=context,

@@ -3,16 +3,14 @@
 from typing import Any, TypeAlias
 
 from toolnexus._config import AgentConfig, AgentsConfig, is_enabled
-from toolnexus.a2a._outbound import (
+from toolnexus.a2a._discovery import (
     DEFAULT_POLL_EVERY_MS,
     DEFAULT_TIMEOUT_MS,
-    TASK_INPUT_SCHEMA,
-    A2AError,
     Agent,
     agent,
-    agent_tools,
     parse_agents_config,
 )
+from toolnexus.a2a._outbound import TASK_INPUT_SCHEMA, A2AError, agent_tools
 from toolnexus.a2a._wire import TERMINAL_STATES
 
 __all__ = [

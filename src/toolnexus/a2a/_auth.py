@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AUTH_TYPES",
     "AgentAuth",
-    "Credentials",
+    "AgentCredentials",
     "Placed",
     "card_schemes",
     "parse_auth",
@@ -239,7 +239,7 @@ class Placed:
     params: dict[str, str] = field(default_factory=dict)
 
 
-class Credentials:
+class AgentCredentials:
     """An agent's credentials, placed on each request as its card says; client-credentials
     tokens are fetched, kept until shortly before they expire, and renewed after a `401`."""
 

@@ -16,7 +16,6 @@ agent descriptor.
 from toolnexus._current_agent import AgentIdentity, current_agent
 from toolnexus.agents._agent import Agent, agent
 from toolnexus.agents._clock import AsyncioClock, Clock
-from toolnexus.agents._compaction import compactor, estimate_tokens
 from toolnexus.agents._constants import (
     LIMIT_COMPLETION,
     LIMIT_MAX_CHILDREN,
@@ -60,6 +59,7 @@ from toolnexus.agents._persona import (
 )
 from toolnexus.agents._results import HandleView, InboxItem, PostResult, SpawnError, TaskResult
 from toolnexus.agents._runtime import AgentRuntime
+from toolnexus.agents.compaction import compactor, estimate_tokens
 
 __all__ = [
     "BOOTSTRAP_ORDER",

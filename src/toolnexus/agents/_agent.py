@@ -49,7 +49,7 @@ def check_runtime_options(options: Mapping[str, Any], where: str) -> None:
 
 
 class Agent:
-    """A sub-agent (not `toolnexus.Agent`, a remote A2A agent).
+    """A sub-agent; not `toolnexus.Agent`: that is a remote A2A agent.
 
     A system prompt (its soul) over a scoped tool set, running the client loop.
 
@@ -282,5 +282,5 @@ async def _bounded(work: Awaitable[T], ctx: ToolContext) -> T | _Cut:
 
 
 def agent(name: str, **spec: Any) -> Agent:
-    """`Agent(name, **spec)`: a sub-agent (not `toolnexus.agent`, a remote A2A agent)."""
+    """`Agent(name, **spec)`, a sub-agent; not `toolnexus.agent`: that is a remote A2A agent."""
     return Agent(name, **spec)

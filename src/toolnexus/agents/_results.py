@@ -68,8 +68,9 @@ class PostResult:
 
 @dataclass(slots=True, frozen=True)
 class SpawnError:
-    """A refused spawn. A value returned by `spawn`, never raised (not `toolnexus.SpawnError`,
-    an exception)."""
+    """A refused spawn; not `toolnexus.SpawnError`: that is an exception.
+
+    A value returned by `spawn`, never raised."""
 
     error: str
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolnexus._backends import backend_of, redact_url
+from toolnexus._backends import backend_of, redact_dsn
 from toolnexus.errors import ConfigError
 from toolnexus.serve._shared_tasks import PostgresTaskStore, RedisTaskStore
 from toolnexus.serve._tasks import TaskStore
@@ -28,7 +28,7 @@ def resolve_store(store: Any = None) -> TaskStore:
             return resolve_local_store(store)
         except ValueError:
             raise ConfigError(
-                f'Unknown A2A store: "{redact_url(store)}" (expected "memory", "file:<dir>", '
+                f'Unknown A2A store: "{redact_dsn(store)}" (expected "memory", "file:<dir>", '
                 "postgres://… or redis://…)"
             ) from None
     return resolve_local_store(store)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from toolnexus._backends import backend_of, looks_like_a_path, redact_url
+from toolnexus._backends import backend_of, looks_like_a_path, redact_dsn
 from toolnexus.client.memory._lease import KeyedLock, LeasedStore, claim_conversation
 from toolnexus.client.memory._memory import InMemoryConversationStore
 from toolnexus.client.memory._protocol import (
@@ -94,7 +94,7 @@ def open_conversation_store(store: Any) -> ConversationStore:
     path = store[len("sqlite:") :] if explicit else store
     if not (path.strip() and path.isprintable()) if explicit else not looks_like_a_path(path):
         raise StoreConfigError(
-            f'unknown conversation store {redact_url(store)!r}: expected "memory", a SQLite '
+            f'unknown conversation store {redact_dsn(store)!r}: expected "memory", a SQLite '
             "path, postgres://…, a PostgreSQL host=… connection string, or redis://…"
         )
     return _sqlite(path)

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterator
 from typing import IO, Any
 
-from toolnexus.builtins._common import (
+from toolnexus.builtin._common import (
     Settings,
     ToolError,
     builtin_tool,
@@ -17,8 +17,8 @@ from toolnexus.builtins._common import (
     required_text,
     tool_schema,
 )
-from toolnexus.builtins._output import HINT_READ, CappedBuffer
-from toolnexus.builtins._paths import open_file, os_reason, resolve
+from toolnexus.builtin._output import HINT_READ, CappedBuffer
+from toolnexus.builtin._paths import open_file, os_reason, resolve
 from toolnexus.content import decoded_len, media_part, mime_for_name
 from toolnexus.types import Tool, ToolContext, ToolResult
 

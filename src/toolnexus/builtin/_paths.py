@@ -7,7 +7,7 @@ import os
 import stat
 from typing import BinaryIO
 
-from toolnexus.builtins._common import Settings, ToolError
+from toolnexus.builtin._common import Settings, ToolError
 
 
 def resolve(settings: Settings, raw: str) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from toolnexus._aio import Signalled, until_signalled
 from toolnexus._numbers import format_number
-from toolnexus.builtins._common import (
+from toolnexus.builtin._common import (
     Settings,
     ToolError,
     budget,
@@ -19,7 +19,7 @@ from toolnexus.builtins._common import (
     required_str,
     tool_schema,
 )
-from toolnexus.builtins._output import HINT_WEB, cap_text, human_size
+from toolnexus.builtin._output import HINT_WEB, cap_text, human_size
 from toolnexus.types import Tool, ToolContext, ToolResult, error_message
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -75,7 +75,7 @@ def _is_html(content_type: str, body: str) -> bool:
 def _convert(body: str, html: bool, fmt: str) -> str:
     if fmt == "html" or not html:
         return body
-    from toolnexus.builtins._html import html_to_markdown, html_to_text
+    from toolnexus.builtin._html import html_to_markdown, html_to_text
 
     if fmt == "markdown":
         try:

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from toolnexus._aio import Expired, Signalled, bounded
 from toolnexus._numbers import format_number
 from toolnexus._proctree import ProcessTree, start_uncancelled
-from toolnexus.builtins._common import (
+from toolnexus.builtin._common import (
     Settings,
     ToolError,
     budget,
@@ -26,9 +26,9 @@ from toolnexus.builtins._common import (
     required_str,
     tool_schema,
 )
-from toolnexus.builtins._glob import compile_glob, walk
-from toolnexus.builtins._output import HINT_SEARCH, cap_text
-from toolnexus.builtins._paths import start_dir
+from toolnexus.builtin._glob import compile_glob, walk
+from toolnexus.builtin._output import HINT_SEARCH, cap_text
+from toolnexus.builtin._paths import start_dir
 from toolnexus.types import Tool, ToolContext, ToolResult
 
 DEFAULT_LIMIT = 100

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterable, Iterator
 
 try:
-    from toolnexus.builtins._glob import compile_glob, walk
+    from toolnexus.builtin._glob import compile_glob, walk
 except ImportError:  # run as a script: the package is not importable, its directory is on the path
     from _glob import compile_glob, walk  # type: ignore[import-not-found,no-redef]
 

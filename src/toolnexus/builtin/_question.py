@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolnexus._json import compact_json
-from toolnexus.builtins._common import ToolError, builtin_tool, item_object, prop, tool_schema
+from toolnexus.builtin._common import ToolError, builtin_tool, item_object, prop, tool_schema
 from toolnexus.types import Tool, ToolContext, ToolResult, pending
 
 DESCRIPTION = (

@@ -13,6 +13,7 @@ runs a command with, used verbatim (default `["/bin/bash", "-c"]`, `/bin/sh` wit
 Any other key is refused: a misspelt safety option must not pass silently.
 
 Importing this package is cheap: HTTP, HTML conversion and the like load on first use.
+`toolnexus.builtins` is an older spelling of this path and hands out the same objects.
 """
 
 from __future__ import annotations
@@ -22,20 +23,25 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from toolnexus.builtins._common import DEFAULT_MAX_OUTPUT_BYTES, Settings
-from toolnexus.builtins._files import edit_tool, read_tool, write_tool
-from toolnexus.builtins._patch import apply_patch_tool
-from toolnexus.builtins._question import question_tool, render_questions
-from toolnexus.builtins._search import glob_tool, grep_tool
-from toolnexus.builtins._shell import bash_tool
-from toolnexus.builtins._todo import todowrite_tool
-from toolnexus.builtins._web import webfetch_tool
+from toolnexus._config import BuiltinsConfig
+from toolnexus.builtin._common import DEFAULT_MAX_OUTPUT_BYTES, Settings
+from toolnexus.builtin._files import edit_tool, read_tool, write_tool
+from toolnexus.builtin._glob import SKIPPED_DIRS as IGNORE_DIRS
+from toolnexus.builtin._patch import apply_patch_tool
+from toolnexus.builtin._question import question_tool, render_questions
+from toolnexus.builtin._search import glob_tool, grep_tool
+from toolnexus.builtin._shell import bash_tool, shell_argv
+from toolnexus.builtin._todo import todowrite_tool
+from toolnexus.builtin._web import webfetch_tool
 from toolnexus.errors import ConfigError
 from toolnexus.types import Tool
 
 __all__ = [
     "BUILTIN_NAMES",
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "IGNORE_DIRS",
+    "BuiltinsConfig",
+    "builtin_shell",
     "builtins_enabled",
     "create_builtin_tools",
     "render_questions",
@@ -203,3 +209,13 @@ def select_builtins(cfg: Any) -> list[Tool]:
         if not isinstance(value, bool):
             raise ConfigError(f"builtins.tools.{name} must be true or false, not {value!r}")
     return [t for t in tools if drop.get(t.name) is not False]
+
+
+def builtin_shell(cfg: BuiltinsConfig | None = None) -> list[str]:
+    """The command prefix `bash` runs a command with: `cfg`'s `shell` option, else
+    `[bash or sh, "-c"]` — what `metadata["shell"]` of a bash result shows, space-joined.
+
+    `cfg` is checked like `select_builtins` checks it.
+    """
+    select_builtins(cfg)  # the same error for a bad config
+    return shell_argv(_settings(cfg))

@@ -12,7 +12,7 @@ DEFAULT_MAX_OUTPUT_BYTES = 51200
 
 
 class Settings:
-    """Options of the built-ins (see `toolnexus.builtins`).
+    """Options of the built-ins (see `toolnexus.builtin`).
 
     `base` is the real (symlink-free, absolute) directory relative paths start from and `bash`
     runs in, or `None` for the process's working directory. `confined` refuses paths whose

@@ -6,7 +6,7 @@ import asyncio
 import os
 from typing import Any
 
-from toolnexus.builtins._common import (
+from toolnexus.builtin._common import (
     Settings,
     ToolError,
     builtin_tool,
@@ -14,8 +14,8 @@ from toolnexus.builtins._common import (
     required_str,
     tool_schema,
 )
-from toolnexus.builtins._files import read_text
-from toolnexus.builtins._paths import os_reason, resolve
+from toolnexus.builtin._files import read_text
+from toolnexus.builtin._paths import os_reason, resolve
 from toolnexus.types import Tool, ToolContext, ToolResult
 
 BEGIN = "*** Begin Patch"

@@ -12,7 +12,7 @@ from toolnexus._aio import Expired, Signalled, bounded
 from toolnexus._http import call_owner
 from toolnexus._numbers import format_number
 from toolnexus._proctree import ProcessTree, owned_tree, start_uncancelled
-from toolnexus.builtins._common import (
+from toolnexus.builtin._common import (
     Settings,
     ToolError,
     budget,
@@ -23,8 +23,8 @@ from toolnexus.builtins._common import (
     required_str,
     tool_schema,
 )
-from toolnexus.builtins._output import HINT_BASH, CappedBuffer
-from toolnexus.builtins._paths import start_dir
+from toolnexus.builtin._output import HINT_BASH, CappedBuffer
+from toolnexus.builtin._paths import start_dir
 from toolnexus.types import Tool, ToolContext, ToolResult
 
 DEFAULT_TIMEOUT_MS = 60000.0
