@@ -178,8 +178,7 @@ async def create_toolkit(
         config=config,
         defer_loading=defer_loading,
     )
-    toolkit._http = http
-    toolkit._loop = asyncio.get_running_loop()
+    toolkit._settle(asyncio.get_running_loop(), http=http)
     return toolkit
 
 
@@ -279,6 +278,30 @@ class Toolkit:
         add_unique(self._registered.tools(), by_name, report=report)
         if self._defer_all:
             by_name = {name: t if t.defer_loading else _deferred(t) for name, t in by_name.items()}
+        self._use(by_name)
+
+    def _settle(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        http: HttpClients | None = None,
+        thread: LoopThread | None = None,
+    ) -> None:
+        """Record the loop the sources were opened on (and the thread running it, when the
+        toolkit owns one), and take over the HTTP clients its tools were built with."""
+        self._loop = loop
+        self._loop_thread = thread
+        if http is not None:
+            self._http = http
+
+    @property
+    def home_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop this toolkit's sessions were opened on (`None` for a toolkit built
+        by hand); its `*_sync` methods and a synchronous client run there."""
+        return self._loop
+
+    def _use(self, by_name: dict[str, Tool]) -> None:
+        """Expose exactly `by_name`; the declarations and the search index are rebuilt lazily."""
         self._by_name = by_name
         self._tools = list(by_name.values())
         self._declarations = {}
@@ -321,22 +344,17 @@ class Toolkit:
         served agent runs a caller's task without the tools its scopes do not allow). The view
         follows no later change of the tool set and is never closed on its own."""
         view = copy.copy(self)
-        view._by_name = {n: t for n, t in self._by_name.items() if n not in names}
-        view._tools = list(view._by_name.values())
-        view._declarations = {}
-        view._search = None
+        view._use({n: t for n, t in self._by_name.items() if n not in names})
         return view
 
     def _with_tool(self, tool: Tool) -> Toolkit:
         """This toolkit plus `tool` (a run's own tool, such as `search_tools`), sharing its
         sources and clients; a tool of the same name stays and `tool` is left out. Like
         `_without_tools`, the view follows no later change and is never closed on its own."""
+        by_name = dict(self._by_name)
+        by_name.setdefault(tool.name, tool)
         view = copy.copy(self)
-        view._by_name = dict(self._by_name)
-        view._by_name.setdefault(tool.name, tool)
-        view._tools = list(view._by_name.values())
-        view._declarations = {}
-        view._search = None
+        view._use(by_name)
         return view
 
     def register(self, *tools: Tool) -> Toolkit:
@@ -847,6 +865,5 @@ def create_toolkit_sync(**options: Any) -> Toolkit:
     except BaseException:
         runner.stop()
         raise
-    toolkit._loop = runner.loop
-    toolkit._loop_thread = runner
+    toolkit._settle(runner.loop, thread=runner)
     return toolkit

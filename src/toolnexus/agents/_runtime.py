@@ -549,7 +549,7 @@ class AgentRuntime:
             hooks = base.hooks
         on_metric = defn.on_metric if defn.on_metric is not None else self._on_metric
         if on_metric is None:
-            on_metric = base._on_metric
+            on_metric = base.options.on_metric
         max_turns = h.budget.max_turns if h.budget.max_turns is not None else DEFAULT_MAX_TURNS
         return derive_client(
             base,

@@ -11,7 +11,8 @@ attempt.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,6 +129,17 @@ class TurnGate:
     def wrap(self, transport: Transport) -> Transport:
         return _GatedTransport(transport, self)
 
+    @contextlib.asynccontextmanager
+    async def attempt(self) -> AsyncIterator[None]:
+        """Hold one of the `limit` places for the length of one request attempt."""
+        async with self._semaphore:
+            self.in_flight += 1
+            self.max_observed = max(self.max_observed, self.in_flight)
+            try:
+                yield
+            finally:
+                self.in_flight -= 1
+
 
 class _GatedTransport:
     __slots__ = ("_gate", "_inner", "can_stream", "transport_errors", "unwinds_promptly")
@@ -142,14 +154,8 @@ class _GatedTransport:
     async def post(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]
     ) -> tuple[int, Any, bytes]:
-        gate = self._gate
-        async with gate._semaphore:
-            gate.in_flight += 1
-            gate.max_observed = max(gate.max_observed, gate.in_flight)
-            try:
-                return await self._inner.post(url, headers, body)
-            finally:
-                gate.in_flight -= 1
+        async with self._gate.attempt():
+            return await self._inner.post(url, headers, body)
 
     async def open_stream(
         self, url: str, headers: Mapping[str, str], body: dict[str, Any]

@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import os
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, overload
 from urllib.parse import urlsplit
 
@@ -67,6 +68,15 @@ class _Unset:
 
 UNSET: Any = _Unset()
 _NO_RUN_OPTIONS: RunOptions = {}
+
+
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """What a variant takes over from the client it derives from (`None`: its own)."""
+
+    metrics: Metrics
+    store: ConversationStore | None
+    parts: PartPolicy | None
 
 
 class Client:
@@ -202,7 +212,6 @@ class Client:
         caller's sender) instead of an HTTP provider; `base_url=None` means no URL and no API
         key. `options` are `Client`'s other options (`model` among them)."""
         checked = ClientOptions(**options)
-        client = cls.__new__(cls)
         endpoint = Endpoint(
             DIALECTS[style],
             transport,
@@ -211,8 +220,7 @@ class Client:
             api_key=api_key,
             headers=headers,
         )
-        client._start(checked, endpoint, store)
-        return client
+        return cls._started(checked, endpoint, store)
 
     def derive(
         self,
@@ -243,17 +251,33 @@ class Client:
             endpoint = endpoint.with_transport(
                 transport if transport is not None else endpoint.transport, call
             )
-        derived = type(self).__new__(type(self))
-        derived._start(
+        keep_parts = "on_unsupported_part" not in given and "max_part_bytes" not in given
+        return type(self)._started(
             options,
             endpoint,
             store,
-            shared=self,
+            shared=_Shared(
+                metrics=self._metrics,
+                store=self._store if keep_store else None,
+                parts=self._parts if keep_parts else None,  # its warn-once memory too
+            ),
             locks=locks if locks is not None else (self._locks if keep_store else None),
-            keep_store=keep_store,
-            keep_parts="on_unsupported_part" not in given and "max_part_bytes" not in given,
         )
-        return derived
+
+    @classmethod
+    def _started(
+        cls,
+        options: ClientOptions,
+        endpoint: Endpoint,
+        store: ConversationStore | str | os.PathLike[str] | None,
+        *,
+        shared: _Shared | None = None,
+        locks: KeyedLock | None = None,
+    ) -> Client:
+        """A client built from checked `options` without running `__init__` again."""
+        client = cls.__new__(cls)
+        client._start(options, endpoint, store, shared=shared, locks=locks)
+        return client
 
     def _start(
         self,
@@ -261,21 +285,19 @@ class Client:
         endpoint: Endpoint,
         store: ConversationStore | str | os.PathLike[str] | None,
         *,
-        shared: Client | None = None,
+        shared: _Shared | None = None,
         locks: KeyedLock | None = None,
-        keep_store: bool = False,
-        keep_parts: bool = False,
     ) -> None:
-        """Give a client built from `options` its state: fresh, or shared with `shared` (the
-        client it derives from) for the endpoint, the metric registry, and the store and part
-        policy when they are kept."""
+        """Give a client built from `options` its state: fresh, or with what `shared` (from
+        the client it derives from) carries: the metric registry always, and the store and
+        the part policy when the variant keeps them."""
         if options.model_settings is not None:
             endpoint.dialect.check_settings(options.model_settings)
         self._options = options
         self._endpoint = endpoint
         self._owns_endpoint = shared is None
-        if shared is not None and keep_store:
-            self._store = shared._store
+        if shared is not None and shared.store is not None:
+            self._store = shared.store
             self._owned_store = None
         else:
             # A config string or path opens a store this client owns (and closes); an object
@@ -284,17 +306,18 @@ class Client:
             self._store = opened if opened is not None else InMemoryConversationStore()
             self._owned_store = opened if opened is not store else None
         self._locks = locks if locks is not None else KeyedLock()
-        if shared is not None and keep_parts:
-            self._parts = shared._parts  # its warn-once memory too
+        if shared is not None and shared.parts is not None:
+            self._parts = shared.parts
         else:
             self._parts = PartPolicy(options.on_unsupported_part, options.max_part_bytes)
-        self._metrics = shared._metrics if shared is not None else Metrics()
+        self._metrics = shared.metrics if shared is not None else Metrics()
         self._metric_tasks = set()
         self._sync = SyncRunner()
 
     @property
-    def _on_metric(self) -> Callable[..., Any] | None:
-        return self._options.on_metric
+    def options(self) -> ClientOptions:
+        """This client's options as one checked, frozen value (`derive` makes a variant)."""
+        return self._options
 
     @property
     def style(self) -> Style:

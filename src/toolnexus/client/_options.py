@@ -235,7 +235,10 @@ class ClientChanges(TypedDict, total=False):
 
 
 class _HasOptions(Protocol):
-    _options: ClientOptions
+    _options: ClientOptions  # written only here, by a checked replace
+
+    @property
+    def options(self) -> ClientOptions: ...
 
 
 class option_attribute(Generic[V]):
@@ -259,8 +262,8 @@ class option_attribute(Generic[V]):
     def __get__(self, client: _HasOptions | None, owner: type) -> V | option_attribute[V]:
         if client is None:
             return self
-        value: V = getattr(client._options, self.name)
+        value: V = getattr(client.options, self.name)
         return value
 
     def __set__(self, client: _HasOptions, value: V) -> None:
-        client._options = client._options.replace(**{self.name: value})
+        client._options = client.options.replace(**{self.name: value})

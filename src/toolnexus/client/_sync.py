@@ -38,7 +38,7 @@ class SyncRunner:
     def loop_for(self, toolkit: Any) -> asyncio.AbstractEventLoop:
         """The loop a run with `toolkit` must use."""
         if isinstance(toolkit, Toolkit):
-            home = toolkit._loop
+            home = toolkit.home_loop
             if home is not None and home.is_running() and not home.is_closed():
                 return home
         loop = self._own_loop()

@@ -111,6 +111,27 @@ class _SharedTasks(ABC):
         """Whether announcements flow right now (none can have been missed since)."""
         return self._listening
 
+    def add_watcher(self, changes: TaskChanges) -> None:
+        """Route the announcements of `changes.id` to `changes` from now on."""
+        self._watchers.setdefault(changes.id, set()).add(changes)
+
+    def drop_watcher(self, changes: TaskChanges) -> None:
+        """Stop routing announcements to `changes` (idempotent)."""
+        watchers = self._watchers.get(changes.id)
+        if watchers is not None:
+            watchers.discard(changes)
+            if not watchers:
+                del self._watchers[changes.id]
+
+    async def await_listening(self, timeout: float) -> None:
+        """Start the change listener if it is not running and wait up to `timeout` seconds
+        for announcements to flow (returning either way)."""
+        self._start_listening()
+        if not self._listening:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self._ready_event().wait()
+
     def _ready_event(self) -> asyncio.Event:
         if self._listening_event is None:
             self._listening_event = asyncio.Event()
@@ -174,18 +195,14 @@ class TaskChanges:
         self.id = id
         self._event = asyncio.Event()
         # Registered at once, so that nothing announced from now on is missed.
-        store._watchers.setdefault(id, set()).add(self)
+        store.add_watcher(self)
         self.missed = not store.listening  # announcements may have been lost before entry
 
     def notify(self) -> None:
         self._event.set()
 
     async def __aenter__(self) -> TaskChanges:
-        self.store._start_listening()
-        if not self.store.listening:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.store.lease_ms / 1000):
-                    await self.store._ready_event().wait()
+        await self.store.await_listening(self.store.lease_ms / 1000)
         return self
 
     async def wait(self, timeout: float | None = None) -> bool:
@@ -203,11 +220,7 @@ class TaskChanges:
 
     def close(self) -> None:
         """Stop watching (idempotent; leaving the `async with` block does it too)."""
-        watchers = self.store._watchers.get(self.id)
-        if watchers is not None:
-            watchers.discard(self)
-            if not watchers:
-                del self.store._watchers[self.id]
+        self.store.drop_watcher(self)
 
     async def __aexit__(self, *exc_info: object) -> None:
         self.close()
