@@ -14,13 +14,18 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from toolnexus._json import compact_json
 from toolnexus._log import warn
 from toolnexus._secrets import remember
+from toolnexus._served import Served, ToolList
 from toolnexus.errors import ConfigError, ConfigTypeError
-from toolnexus.serve._a2a import (
+from toolnexus.serve._a2a._endpoint import (
     DEFAULT_MAX_IN_FLIGHT,
     A2AConfig,
     A2AEndpoint,
     build_agent_card,
 )
+from toolnexus.serve._a2a._run_task import RunTask, RunTaskClient
+from toolnexus.serve._a2a._shared_tasks import PostgresTaskStore, RedisTaskStore
+from toolnexus.serve._a2a._stores import resolve_store
+from toolnexus.serve._a2a._tasks import FileTaskStore, InMemoryTaskStore, TaskStore
 from toolnexus.serve._addr import bind_socket, is_loopback, parse_addr, public_url
 from toolnexus.serve._app import (
     MAX_BODY_BYTES,
@@ -35,7 +40,8 @@ from toolnexus.serve._auth import (
     TokenVerifierImpl,
     served_tool_scopes,
 )
-from toolnexus.serve._mcp import (
+from toolnexus.serve._mcp._http import session_policy
+from toolnexus.serve._mcp._profile import (
     DEFAULT_VERSION,
     MCPServeConfig,
     OnCall,
@@ -44,13 +50,7 @@ from toolnexus.serve._mcp import (
     exposed_mcp_tools,
     make_mcp_server,
 )
-from toolnexus.serve._mcp_http import session_policy
-from toolnexus.serve._mcp_tasks import runs_as_task
-from toolnexus.serve._run_task import RunTask, RunTaskClient
-from toolnexus.serve._served import Served, ToolList
-from toolnexus.serve._shared_tasks import PostgresTaskStore, RedisTaskStore
-from toolnexus.serve._stores import resolve_store
-from toolnexus.serve._tasks import FileTaskStore, InMemoryTaskStore, TaskStore
+from toolnexus.serve._mcp._tasks import runs_as_task
 from toolnexus.types import Tool
 
 if TYPE_CHECKING:

@@ -28,13 +28,13 @@ from toolnexus._log import warn
 from toolnexus.a2a import _wire as wire
 from toolnexus.a2a._wire import Dialect
 from toolnexus.errors import ConfigError
+from toolnexus.serve._a2a._tasks import DEFAULT_PAGE_SIZE, TaskStore, task_owner
 from toolnexus.serve._auth import caller_identity
-from toolnexus.serve._tasks import DEFAULT_PAGE_SIZE, TaskStore, task_owner
 from toolnexus.types import Request, Tool, error_message
 
 if TYPE_CHECKING:
+    from toolnexus._served import Served
     from toolnexus.serve._auth import PerScopeSet
-    from toolnexus.serve._served import Served
 
 __all__ = [
     "DEFAULT_MAX_IN_FLIGHT",
@@ -800,8 +800,8 @@ class A2AEndpoint:
         return self._views.get(granted)
 
     def _view(self, granted: frozenset[str]) -> Served | None:
+        from toolnexus._served import without_tools
         from toolnexus.serve._auth import visible_tools
-        from toolnexus.serve._served import without_tools
 
         names = [t.name for t in self._viewed]
         hidden = set(names).difference(visible_tools(self.tool_scopes, granted, names))

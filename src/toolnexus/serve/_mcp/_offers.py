@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 
 from toolnexus._aio import call_in_thread_maybe_async, call_maybe_async
 from toolnexus.offers import DeclaredResource, Offers
-from toolnexus.serve._mcp_caller import connection_of
+from toolnexus.serve._mcp._caller import connection_of
 from toolnexus.types import error_message
 
 __all__ = ["offer_handlers", "part_block"]

@@ -34,12 +34,12 @@ from toolnexus._tool_search import (
     shadowed_message,
 )
 from toolnexus.errors import ConfigError, ConfigTypeError
-from toolnexus.serve._asking import answer_of, ask_client
-from toolnexus.serve._mcp_caller import LogLevels, McpCaller
-from toolnexus.serve._mcp_offers import offer_handlers, part_block
-from toolnexus.serve._mcp_relay import relay_handlers
-from toolnexus.serve._mcp_skills import skills_provider
-from toolnexus.serve._mcp_tasks import McpTasks, runs_as_task
+from toolnexus.serve._mcp._asking import answer_of, ask_client
+from toolnexus.serve._mcp._caller import LogLevels, McpCaller
+from toolnexus.serve._mcp._offers import offer_handlers, part_block
+from toolnexus.serve._mcp._relay import relay_handlers
+from toolnexus.serve._mcp._skills import skills_provider
+from toolnexus.serve._mcp._tasks import McpTasks, runs_as_task
 from toolnexus.types import (
     Answer,
     Request,
@@ -51,10 +51,10 @@ from toolnexus.types import (
 )
 
 if TYPE_CHECKING:
+    from toolnexus._served import Served
     from toolnexus.mcp_source import McpSource
     from toolnexus.offers import Offers
-    from toolnexus.serve._a2a import A2AEndpoint
-    from toolnexus.serve._served import Served
+    from toolnexus.serve._a2a._endpoint import A2AEndpoint
     from toolnexus.skill import SkillSource
 
 __all__ = [
@@ -463,7 +463,7 @@ def build_mcp_server(
 
     `mcp.Client(build_mcp_server(toolkit.tools()))` talks to it without HTTP.
     """
-    from toolnexus.serve._served import ToolList
+    from toolnexus._served import ToolList
 
     exposed = exposed_mcp_tools(tools, cfg)
     # Calls get the same validation as `Toolkit.execute`.
