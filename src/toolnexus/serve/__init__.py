@@ -16,12 +16,8 @@ from toolnexus._log import warn
 from toolnexus._secrets import remember
 from toolnexus._served import Served, ToolList
 from toolnexus.errors import ConfigError, ConfigTypeError
-from toolnexus.serve._a2a._endpoint import (
-    DEFAULT_MAX_IN_FLIGHT,
-    A2AConfig,
-    A2AEndpoint,
-    build_agent_card,
-)
+from toolnexus.serve._a2a._card import build_agent_card
+from toolnexus.serve._a2a._endpoint import DEFAULT_MAX_IN_FLIGHT, A2AConfig, A2AEndpoint
 from toolnexus.serve._a2a._run_task import RunTask, RunTaskClient
 from toolnexus.serve._a2a._shared_tasks import PostgresTaskStore, RedisTaskStore
 from toolnexus.serve._a2a._stores import resolve_store

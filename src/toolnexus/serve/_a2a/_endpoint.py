@@ -1,4 +1,5 @@
-"""The A2A profile: the Agent Card and `POST /` in the A2A 1.0, 0.3 and legacy dialects.
+"""The A2A profile's endpoint: `POST /` in the A2A 1.0, 0.3 and legacy dialects (`_rpc.py`), and
+the lifecycle of its tasks.
 
 Tasks are fulfilled in background asyncio tasks through the client's `ask`, kept in a
 `TaskStore` in the 1.0 form and rendered in each request's dialect on the way out.
@@ -15,7 +16,7 @@ import asyncio
 import contextlib
 import hashlib
 import inspect
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -28,6 +29,27 @@ from toolnexus._log import warn
 from toolnexus.a2a import _wire as wire
 from toolnexus.a2a._wire import Dialect
 from toolnexus.errors import ConfigError
+from toolnexus.serve._a2a._rpc import (
+    EXTENDED_CARD_NOT_CONFIGURED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    PUSH_NOT_SUPPORTED,
+    TASK_NOT_CANCELABLE,
+    UNSUPPORTED_OPERATION,
+    VERSION_NOT_SUPPORTED,
+    Reply,
+    _RpcError,
+    answer_body,
+    dialect_of,
+    error_body,
+    history_length,
+    params_of,
+    sse_chunk,
+    task_id_of,
+    task_not_found,
+)
 from toolnexus.serve._a2a._tasks import DEFAULT_PAGE_SIZE, TaskStore, task_owner
 from toolnexus.serve._auth import caller_identity
 from toolnexus.types import Request, Tool, error_message
@@ -36,28 +58,10 @@ if TYPE_CHECKING:
     from toolnexus._served import Served
     from toolnexus.serve._auth import PerScopeSet
 
-__all__ = [
-    "DEFAULT_MAX_IN_FLIGHT",
-    "A2AConfig",
-    "A2AEndpoint",
-    "Reply",
-    "build_agent_card",
-]
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "A2AConfig", "A2AEndpoint"]
 
 DEFAULT_MAX_IN_FLIGHT = 32
 PING_EVERY_S = 15.0
-
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-TASK_NOT_FOUND = -32001
-TASK_NOT_CANCELABLE = -32002
-PUSH_NOT_SUPPORTED = -32003
-UNSUPPORTED_OPERATION = -32004
-EXTENDED_CARD_NOT_CONFIGURED = -32007
-VERSION_NOT_SUPPORTED = -32009
 
 RESTARTED = "the server restarted before the task finished"
 STOPPED = "the server stopped before the task finished"
@@ -76,187 +80,7 @@ class A2AConfig(TypedDict, total=False):
     maxInFlight: int
 
 
-# -- the card -----------------------------------------------------------------------------------
-
-
-def _skill_fields(skill: Any) -> tuple[str, str | None]:
-    if isinstance(skill, Mapping):
-        return str(skill["name"]), skill.get("description")
-    return str(skill.name), getattr(skill, "description", None)
-
-
-def build_agent_card(
-    cfg: Mapping[str, Any] | None,
-    skills: Iterable[Any],
-    url: str,
-    *,
-    auth: bool = False,
-    oauth: Mapping[str, Mapping[str, Any]] | None = None,
-    oauth_scopes: Sequence[str] = (),
-) -> dict[str, Any]:
-    """The Agent Card every A2A client accepts: the 1.0 card (interfaces for 1.0 and 0.3) with
-    the 0.3 connection keys merged in.
-
-    `skills` are objects or dicts with `name`/`description` (or a name→skill mapping), `url`
-    the endpoint's base URL, `auth` whether a bearer token guards the agent. `oauth` holds the
-    security schemes (by name) of an agent that takes OAuth access tokens: each is one way in,
-    listed before the bearer and needing `oauth_scopes`.
-    """
-    cfg = cfg or {}
-    if isinstance(skills, Mapping):
-        skills = skills.values()
-
-    def text(key: str, default: str) -> str:
-        got = cfg.get(key)
-        return got if isinstance(got, str) and got else default
-
-    description = text("description", "A toolnexus agent.")
-    listed = cfg.get("skills")
-    wanted = None if listed is None else set(listed)
-    entries = []
-    for skill in skills:
-        name, skill_description = _skill_fields(skill)
-        if wanted is None or name in wanted:
-            entries.append(
-                {"id": name, "name": name, "description": skill_description or name, "tags": [name]}
-            )
-    if not entries:
-        entries = [
-            {"id": "general", "name": "general", "description": description, "tags": ["general"]}
-        ]
-    endpoint = url if url.endswith("/") else url + "/"
-    card: dict[str, Any] = {
-        "name": text("name", "toolnexus-agent"),
-        "description": description,
-        "version": text("version", "0.1.0"),
-    }
-    if cfg.get("provider") is not None:
-        card["provider"] = cfg["provider"]
-    card["supportedInterfaces"] = [
-        {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-        {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
-    ]
-    card["capabilities"] = {"streaming": True, "pushNotifications": False}
-    schemes: dict[str, Any] = {}
-    requirements: list[dict[str, Any]] = []
-    legacy_requirements: list[dict[str, Any]] = []
-    if auth:
-        schemes["bearer"] = {
-            "httpAuthSecurityScheme": {"scheme": "Bearer"},
-            "type": "http",
-            "scheme": "Bearer",
-        }
-    scopes = list(oauth_scopes)
-    for name, scheme in (oauth or {}).items():
-        schemes[name] = dict(scheme)
-        requirements.append({"schemes": {name: {"list": scopes} if scopes else {}}})
-        legacy_requirements.append({name: scopes})
-    if auth:
-        requirements.append({"schemes": {"bearer": {}}})
-        legacy_requirements.append({"bearer": []})
-    if schemes:
-        card["securitySchemes"] = schemes
-        card["securityRequirements"] = requirements
-    card["defaultInputModes"] = ["text/plain"]
-    card["defaultOutputModes"] = ["text/plain"]
-    card["skills"] = entries
-    card["url"] = endpoint
-    card["preferredTransport"] = "JSONRPC"
-    card["protocolVersion"] = "0.3.0"
-    if legacy_requirements:
-        card["security"] = legacy_requirements
-    return card
-
-
-# -- methods and dialects -----------------------------------------------------------------------
-
-_V03 = {
-    "message/send": "send",
-    "message/stream": "stream",
-    "tasks/get": "get",
-    "tasks/cancel": "cancel",
-    "tasks/resubscribe": "subscribe",
-    "tasks/pushNotificationConfig/set": "push",
-    "tasks/pushNotificationConfig/get": "push",
-    "tasks/pushNotificationConfig/list": "push",
-    "tasks/pushNotificationConfig/delete": "push",
-    "agent/getAuthenticatedExtendedCard": "card",
-}
-_V10 = {
-    "SendMessage": "send",
-    "SendStreamingMessage": "stream",
-    "GetTask": "get",
-    "ListTasks": "list",
-    "CancelTask": "cancel",
-    "SubscribeToTask": "subscribe",
-    "CreateTaskPushNotificationConfig": "push",
-    "GetTaskPushNotificationConfig": "push",
-    "ListTaskPushNotificationConfigs": "push",
-    "DeleteTaskPushNotificationConfig": "push",
-    "GetExtendedAgentCard": "card",
-}
-_LEGACY = frozenset({"SendMessage", "GetTask", "CancelTask"})
-
-
-class _RpcError(Exception):
-    def __init__(self, code: int, message: str, reason: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.reason = reason
-
-
-def _major(version: str) -> int | None:
-    head = version.split(".", 1)[0]
-    return int(head) if head.isdigit() else None
-
-
-def _dialect(method: str, version: str | None) -> tuple[Dialect, str]:
-    """The dialect and operation of a request (raises the error answer for a bad pairing)."""
-    if method in _V03:
-        return "0.3", _V03[method]
-    if method not in _V10:
-        raise _RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
-    value = (version or "").strip()
-    major = _major(value) if value else 0
-    if major == 1:
-        return "1.0", _V10[method]
-    if major == 0 and method in _LEGACY:
-        return "legacy", _V10[method]
-    shown = value or "0.3"
-    raise _RpcError(
-        VERSION_NOT_SUPPORTED,
-        f"A2A version '{shown}' is not supported by this handler. Expected version '1.0'.",
-    )
-
-
-def _history_length(params: Mapping[str, Any], key: str = "historyLength") -> int | None:
-    value = params.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _RpcError(INVALID_PARAMS, "history length must be non-negative")
-    return value
-
-
-def _params(params: Any) -> dict[str, Any]:
-    if params is None:
-        return {}
-    if not isinstance(params, dict):
-        raise _RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
-    return params
-
-
-def _task_id(params: Mapping[str, Any]) -> str:
-    task_id = params.get("id")
-    if not isinstance(task_id, str) or not task_id:
-        raise _RpcError(INVALID_PARAMS, "Invalid params: params.id must be a task id (a string)")
-    return task_id
-
-
-def _not_found(task_id: str) -> _RpcError:
-    """The one answer for a task that does not exist and for another identity's task."""
-    return _RpcError(TASK_NOT_FOUND, f"Task not found: {task_id}")
+# -- stored tasks -------------------------------------------------------------------------------
 
 
 def _read_stored(stored: Mapping[str, Any]) -> dict[str, Any]:
@@ -333,27 +157,6 @@ def _history_messages(task: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 # -- replies ------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Reply:
-    """What `POST /` answers: a JSON body, or a stream of SSE chunks."""
-
-    body: bytes | None = None
-    stream: AsyncIterator[bytes] | None = None
-
-
-def _answer(rid: Any, result: Any) -> bytes:
-    return wire.dumps({"jsonrpc": "2.0", "id": rid, "result": result})
-
-
-def _error(rid: Any, exc: _RpcError, dialect: Dialect) -> bytes:
-    error = wire.error_object(exc.code, exc.message, dialect, reason=exc.reason)
-    return wire.dumps({"jsonrpc": "2.0", "id": rid, "error": error})
-
-
-def _sse(data: bytes, *, error: bool = False) -> bytes:
-    return (b"event: error\n" if error else b"") + b"data: " + data + b"\n\n"
 
 
 def _takes_owner(lister: Callable[..., Any]) -> bool:
@@ -470,34 +273,34 @@ class A2AEndpoint:
             if not isinstance(method, str) or not method:
                 raise _RpcError(INVALID_REQUEST, "Invalid Request: method must be a string")
             try:
-                dialect, operation = _dialect(method, version)
+                dialect, operation = dialect_of(method, version)
             except _RpcError as exc:
                 if exc.code == VERSION_NOT_SUPPORTED:
                     dialect = "1.0"
                 raise
-            params = _params(request.get("params"))
+            params = params_of(request.get("params"))
             if operation in ("stream", "subscribe"):
                 events = await self._open_stream(operation, params, dialect)
                 return Reply(stream=self._sse_stream(rid, events, dialect))
             result = await self._dispatch(operation, params, dialect)
-            return Reply(body=_answer(rid, result))
+            return Reply(body=answer_body(rid, result))
         except _RpcError as exc:
-            return Reply(body=_error(rid, exc, dialect))
+            return Reply(body=error_body(rid, exc, dialect))
         except Exception as exc:  # e.g. the task store failed: an answer, never a crash
             failure = _RpcError(INTERNAL_ERROR, f"Internal error: {error_message(exc)}")
-            return Reply(body=_error(rid, failure, dialect))
+            return Reply(body=error_body(rid, failure, dialect))
 
     async def _dispatch(self, operation: str, params: dict[str, Any], dialect: Dialect) -> Any:
         if operation == "send":
             return await self._send(params, dialect)
         if operation == "get":
-            length = _history_length(params)
-            task = await self._load(_task_id(params))
+            length = history_length(params)
+            task = await self._load(task_id_of(params))
             return wire.render_task(task, dialect, history_length=length)
         if operation == "list":
             return await self._list(params)
         if operation == "cancel":
-            task = await self._cancel(_task_id(params))
+            task = await self._cancel(task_id_of(params))
             return wire.render_task(task, dialect)
         if operation == "push":
             raise _RpcError(PUSH_NOT_SUPPORTED, "Push Notification is not supported")
@@ -522,14 +325,14 @@ class A2AEndpoint:
     def _owned(task: dict[str, Any]) -> dict[str, Any]:
         """`task` when the current caller owns it; else the answer for an unknown task."""
         if task_owner(task) != caller_identity():
-            raise _not_found(task["id"])
+            raise task_not_found(task["id"])
         return task
 
     async def _stored(self, task_id: str) -> dict[str, Any]:
         """The stored task, when it exists and the current caller owns it."""
         stored = await self.store.get(task_id)
         if stored is None:
-            raise _not_found(task_id)
+            raise task_not_found(task_id)
         return self._owned(_read_stored(stored))
 
     async def _orphaned(self, task: dict[str, Any]) -> bool:
@@ -564,7 +367,7 @@ class A2AEndpoint:
             raise _RpcError(INVALID_PARAMS, "minimum page size is 1")
         if size > 100:
             raise _RpcError(INVALID_PARAMS, "maximum page size is 100")
-        length = _history_length(params)
+        length = history_length(params)
         token = params.get("pageToken")
         context_id = params.get("contextId")
         status = params.get("status")
@@ -673,7 +476,7 @@ class A2AEndpoint:
         run = await self._accept(params)
         config = params.get("configuration")
         config = config if isinstance(config, dict) else {}
-        length = _history_length(config)
+        length = history_length(config)
         if dialect == "legacy":
             immediate = True
         elif dialect == "1.0":
@@ -698,7 +501,7 @@ class A2AEndpoint:
         ):
             raise _RpcError(PUSH_NOT_SUPPORTED, "Push Notification is not supported")
         if isinstance(config, dict):
-            _history_length(config)
+            history_length(config)
         read = wire.read_message(message)
         read["role"] = "ROLE_USER"
         read.pop("metadata", None)
@@ -982,7 +785,7 @@ class A2AEndpoint:
         if operation == "stream":
             run = await self._accept(params)
         else:
-            task_id = _task_id(params)
+            task_id = task_id_of(params)
             task = await self._load(task_id)
             state = wire.state_name(task["status"]["state"])
             if state in wire.TERMINAL_STATES:
@@ -1120,12 +923,12 @@ class A2AEndpoint:
                     wire.is_terminal(event["statusUpdate"]["status"]["state"])
                     or wire.is_interrupted(event["statusUpdate"]["status"]["state"])
                 )
-                yield _sse(_answer(rid, wire.render_event(event, dialect, final=final)))
+                yield sse_chunk(answer_body(rid, wire.render_event(event, dialect, final=final)))
                 if final:
                     return
         except Exception as exc:
             failure = _RpcError(INTERNAL_ERROR, f"Internal error: {error_message(exc)}")
-            yield _sse(_error(rid, failure, dialect), error=dialect == "1.0")
+            yield sse_chunk(error_body(rid, failure, dialect), error=dialect == "1.0")
         finally:
             if pending is not None:
                 pending.cancel()

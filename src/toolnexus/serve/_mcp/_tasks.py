@@ -49,7 +49,7 @@ from toolnexus._json import compact_json
 from toolnexus._log import warn
 from toolnexus._task_ledger import ledger
 from toolnexus.a2a import _wire as wire
-from toolnexus.serve._a2a._endpoint import TASK_NOT_FOUND, _RpcError
+from toolnexus.serve._a2a._rpc import TASK_NOT_FOUND, _RpcError
 from toolnexus.serve._auth import caller_identity
 from toolnexus.serve._mcp._asking import _elicitation, answer_of
 from toolnexus.types import Request, Tool, ToolContext, ToolResult, error_message, pending_of
