@@ -171,7 +171,7 @@ def _takes_owner(lister: Callable[..., Any]) -> bool:
 
 
 @dataclass(eq=False)
-class _Run:
+class TaskRun:
     """A task whose run is in progress: its cancel event, latest version and listeners."""
 
     task: dict[str, Any]
@@ -191,7 +191,10 @@ class _Run:
 
 
 class A2AEndpoint:
-    """Answers A2A JSON-RPC requests; fulfils tasks through `client.ask` in the background."""
+    """Answers A2A JSON-RPC requests; fulfils tasks through `client.ask` in the background.
+
+    Its methods without an underscore are also the served MCP tasks' (`serve/_mcp/_tasks.py`),
+    which the endpoint keeps too: one task, two views."""
 
     def __init__(
         self,
@@ -224,7 +227,7 @@ class A2AEndpoint:
             from toolnexus.serve._auth import PerScopeSet
 
             self._views = PerScopeSet(self._view)
-        self._runs: dict[str, _Run] = {}
+        self._runs: dict[str, TaskRun] = {}
         # Streams subscribed to an interrupted task, waiting for the reply that resumes it.
         self._watchers: dict[str, list[asyncio.Queue[dict[str, Any] | None]]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -237,6 +240,10 @@ class A2AEndpoint:
     def in_flight(self) -> int:
         """How many tasks have a run in progress right now."""
         return len(self._runs)
+
+    def is_running(self, task_id: str) -> bool:
+        """Whether a run of the task is in progress in this process."""
+        return task_id in self._runs
 
     # -- JSON-RPC -------------------------------------------------------------------------------
 
@@ -295,12 +302,12 @@ class A2AEndpoint:
             return await self._send(params, dialect)
         if operation == "get":
             length = history_length(params)
-            task = await self._load(task_id_of(params))
+            task = await self.load(task_id_of(params))
             return wire.render_task(task, dialect, history_length=length)
         if operation == "list":
             return await self._list(params)
         if operation == "cancel":
-            task = await self._cancel(task_id_of(params))
+            task = await self.cancel(task_id_of(params))
             return wire.render_task(task, dialect)
         if operation == "push":
             raise _RpcError(PUSH_NOT_SUPPORTED, "Push Notification is not supported")
@@ -310,14 +317,14 @@ class A2AEndpoint:
 
     # -- reading tasks --------------------------------------------------------------------------
 
-    async def _load(self, task_id: str) -> dict[str, Any]:
+    async def load(self, task_id: str) -> dict[str, Any]:
         """The task in the 1.0 form; one left unfinished by an earlier process reads failed."""
         run = self._runs.get(task_id)
         if run is not None:
             return self._owned(run.task)
         task = await self._stored(task_id)
         if await self._orphaned(task):
-            async with self._lock(task_id):
+            async with self.lock(task_id):
                 return await self._load_locked(task_id)
         return task
 
@@ -350,7 +357,7 @@ class A2AEndpoint:
             return self._owned(run.task)
         task = await self._stored(task_id)
         if await self._orphaned(task):
-            task = self._with_status(task, "failed", RESTARTED)
+            task = self.with_status(task, "failed", RESTARTED)
             await self.store.save(task)
         return task
 
@@ -400,7 +407,7 @@ class A2AEndpoint:
             if task_owner(task) != caller:
                 continue  # a store that ignored `owner`: its page still shows nobody else's
             if await self._orphaned(task):
-                task = await self._load(task["id"])
+                task = await self.load(task["id"])
             rendered.append(
                 wire.render_task(
                     task,
@@ -418,7 +425,8 @@ class A2AEndpoint:
 
     # -- writing tasks --------------------------------------------------------------------------
 
-    def _lock(self, task_id: str) -> asyncio.Lock:
+    def lock(self, task_id: str) -> asyncio.Lock:
+        """The lock of one task: held across a read and the save that depends on it."""
         lock = self._locks.get(task_id)
         if lock is None:
             lock = self._locks[task_id] = asyncio.Lock()
@@ -430,7 +438,7 @@ class A2AEndpoint:
             del self._locks[task_id]
 
     @staticmethod
-    def _with_status(
+    def with_status(
         task: dict[str, Any],
         state: str,
         text: str | None = None,
@@ -448,7 +456,9 @@ class A2AEndpoint:
             updated["history"] = [*(task.get("history") or []), message]
         return updated
 
-    def _reserve(self, task: dict[str, Any]) -> _Run:
+    def reserve(self, task: dict[str, Any]) -> TaskRun:
+        """Register a run of `task` (not yet saved nor started); `_RpcError` when the server is
+        stopping or `max_in_flight` runs are in progress. Every reserved run is `release`d."""
         if self._closing:
             raise _RpcError(INTERNAL_ERROR, "Internal error: the server is stopping")
         if len(self._runs) >= self.max_in_flight:
@@ -457,12 +467,13 @@ class A2AEndpoint:
                 f"Too many tasks in flight (limit {self.max_in_flight}); retry later",
                 reason="RESOURCE_EXHAUSTED",
             )
-        run = _Run(task=task)
+        run = TaskRun(task=task)
         run.listeners.extend(self._watchers.pop(task["id"], []))
         self._runs[task["id"]] = run
         return run
 
-    def _release(self, run: _Run) -> None:
+    def release(self, run: TaskRun) -> None:
+        """End `run`'s registration: its watcher stops and its listeners get the end of stream."""
         if self._runs.get(run.task["id"]) is run:
             del self._runs[run.task["id"]]
         if run.watcher is not None:
@@ -488,7 +499,7 @@ class A2AEndpoint:
         task = wire.render_task(run.task, dialect, history_length=length)
         return {"task": task} if dialect == "1.0" else task
 
-    async def _accept(self, params: dict[str, Any]) -> _Run:
+    async def _accept(self, params: dict[str, Any]) -> TaskRun:
         """Read the message, create or resume its task, save it and start its run."""
         message = params.get("message")
         if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
@@ -522,19 +533,19 @@ class A2AEndpoint:
         owner = caller_identity()
         if owner:
             task["owner"] = owner
-        run = self._reserve(task)
+        run = self.reserve(task)
         try:
             await self.store.save(task)
         except BaseException:
-            self._release(run)
+            self.release(run)
             raise
         self._start(run, prompt, resumed=False)
         return run
 
     async def _resume(
         self, task_id: str, message: dict[str, Any], prompt: str | list[dict[str, Any]]
-    ) -> _Run:
-        async with self._lock(task_id):
+    ) -> TaskRun:
+        async with self.lock(task_id):
             if task_id in self._runs:
                 state = wire.state_name(self._owned(self._runs[task_id].task)["status"]["state"])
                 raise _RpcError(
@@ -562,13 +573,13 @@ class A2AEndpoint:
                 )
             message["contextId"] = task["contextId"]
             message["taskId"] = task_id
-            working = self._with_status(task, "working")
+            working = self.with_status(task, "working")
             working["history"] = [*(task.get("history") or []), message]
-            run = self._reserve(working)
+            run = self.reserve(working)
             try:
                 await self.store.save(working)
             except BaseException:
-                self._release(run)
+                self.release(run)
                 raise
         await self._restore_transcript(task)
         self._start(run, prompt, resumed=True)
@@ -610,19 +621,26 @@ class A2AEndpoint:
         hidden = set(names).difference(visible_tools(self.tool_scopes, granted, names))
         return without_tools(self.toolkit, hidden) if hidden else None
 
-    def _start(self, run: _Run, prompt: str | list[dict[str, Any]], *, resumed: bool) -> None:
+    def _start(self, run: TaskRun, prompt: str | list[dict[str, Any]], *, resumed: bool) -> None:
         if self.tool_scopes:
             # The caller of this request (a resume is run with the resuming caller's scopes).
             run.toolkit = self._scoped_toolkit()
         loop = asyncio.get_running_loop()
         run.job = loop.create_task(self._fulfil(run, prompt, resumed))
+        self.watch_cancels(run)
+
+    def watch_cancels(self, run: TaskRun) -> None:
+        """With a store shared by replicas, stop `run` (while it runs here) when another replica
+        saves its task canceled."""
         watch = getattr(self.store, "watch", None)
-        if callable(watch):
+        if callable(watch) and run.task["id"] in self._runs:
             # Watching from now on (not from when the watcher first runs): nothing is missed.
             run.changes = watch(run.task["id"])
-            run.watcher = loop.create_task(self._heed_cancel_elsewhere(run, run.changes))
+            run.watcher = asyncio.get_running_loop().create_task(
+                self._heed_cancel_elsewhere(run, run.changes)
+            )
 
-    async def _heed_cancel_elsewhere(self, run: _Run, changes: Any) -> None:
+    async def _heed_cancel_elsewhere(self, run: TaskRun, changes: Any) -> None:
         """Stop `run` when another replica saves its task canceled (a shared store's
         announcements; the store keeps a finished state, so that save is the last word)."""
         task_id = run.task["id"]
@@ -634,7 +652,7 @@ class A2AEndpoint:
                         stored = await self.store.get(task_id)
                         state = wire.state_name((stored or {}).get("status", {}).get("state"))
                         if stored is not None and state == "canceled":
-                            async with self._lock(task_id):
+                            async with self.lock(task_id):
                                 if not run.canceled and not run.settled.is_set():
                                     self._stop_run(run, _read_stored(stored))
                             return
@@ -646,9 +664,9 @@ class A2AEndpoint:
 
     # -- fulfilment -----------------------------------------------------------------------------
 
-    async def _commit(self, run: _Run, task: dict[str, Any]) -> bool:
+    async def commit(self, run: TaskRun, task: dict[str, Any]) -> bool:
         """Save a new version of a running task unless it was canceled meanwhile."""
-        async with self._lock(task["id"]):
+        async with self.lock(task["id"]):
             if run.canceled:
                 return False
             run.task = task
@@ -667,14 +685,16 @@ class A2AEndpoint:
             }
         }
 
-    async def _fulfil(self, run: _Run, prompt: str | list[dict[str, Any]], resumed: bool) -> None:
+    async def _fulfil(
+        self, run: TaskRun, prompt: str | list[dict[str, Any]], resumed: bool
+    ) -> None:
         task = run.task
         result: Any = None
         final: dict[str, Any] | None = None
         try:
             if not resumed:
-                working = self._with_status(task, "working")
-                if await self._commit(run, working):
+                working = self.with_status(task, "working")
+                if await self.commit(run, working):
                     run.publish(self._status_event(working))
             else:
                 run.publish(self._status_event(run.task))
@@ -687,8 +707,8 @@ class A2AEndpoint:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a failed run fails its task, nothing else
-                final = self._with_status(run.task, "failed", error_message(exc))
-            if await self._commit(run, final):
+                final = self.with_status(run.task, "failed", error_message(exc))
+            if await self.commit(run, final):
                 for artifact in final.get("artifacts") or []:
                     run.publish(
                         {
@@ -706,14 +726,14 @@ class A2AEndpoint:
         except asyncio.CancelledError:
             run.cancel.set()  # tools still running in threads see the signal
             if not run.canceled:
-                stopped = self._with_status(run.task, "canceled", STOPPED)
+                stopped = self.with_status(run.task, "canceled", STOPPED)
                 run.canceled = True
                 run.task = stopped
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self.store.save(stopped))
             raise
         finally:
-            self._release(run)
+            self.release(run)
         await self._notify(final, result if not run.canceled else None)
 
     def _final(self, task: dict[str, Any], result: Any) -> dict[str, Any]:
@@ -723,10 +743,10 @@ class A2AEndpoint:
             if request.url:
                 text = f"{text}\n{request.url}"
             state = "auth-required" if request.kind == "authorization" else "input-required"
-            return self._with_status(
+            return self.with_status(
                 task, state, text, metadata={"toolnexusRequest": request.to_dict()}
             )
-        final = self._with_status(task, "completed")
+        final = self.with_status(task, "completed")
         answer = str(getattr(result, "text", "") or "")
         final["artifacts"] = [
             {"artifactId": wire.new_id(), "name": "answer", "parts": [{"text": answer}]}
@@ -745,12 +765,13 @@ class A2AEndpoint:
 
     # -- cancel ---------------------------------------------------------------------------------
 
-    async def _cancel(self, task_id: str) -> dict[str, Any]:
-        async with self._lock(task_id):
+    async def cancel(self, task_id: str) -> dict[str, Any]:
+        """Save the task canceled and stop its run here; `_RpcError` for a finished task."""
+        async with self.lock(task_id):
             run = self._runs.get(task_id)
             if run is not None and not wire.is_terminal(self._owned(run.task)["status"]["state"]):
                 # Still running (a run canceled or finished but not yet unwound is terminal).
-                canceled = self._with_status(run.task, "canceled")
+                canceled = self.with_status(run.task, "canceled")
                 await self.store.save(canceled)
                 self._stop_run(run, canceled)
                 return canceled
@@ -760,13 +781,13 @@ class A2AEndpoint:
                 raise _RpcError(
                     TASK_NOT_CANCELABLE, f"Task {task_id} is {state} and cannot be canceled"
                 )
-            canceled = self._with_status(task, "canceled")
+            canceled = self.with_status(task, "canceled")
             await self.store.save(canceled)
         self._wake_watchers(task_id, self._status_event(canceled))
         self._forget_lock(task_id)
         return canceled
 
-    def _stop_run(self, run: _Run, canceled: dict[str, Any]) -> None:
+    def _stop_run(self, run: TaskRun, canceled: dict[str, Any]) -> None:
         """Mark `run` canceled (its task now `canceled`, already saved) and stop it; the caller
         holds the task's lock."""
         run.canceled = True
@@ -786,7 +807,7 @@ class A2AEndpoint:
             run = await self._accept(params)
         else:
             task_id = task_id_of(params)
-            task = await self._load(task_id)
+            task = await self.load(task_id)
             state = wire.state_name(task["status"]["state"])
             if state in wire.TERMINAL_STATES:
                 raise _RpcError(
@@ -863,7 +884,7 @@ class A2AEndpoint:
                 while task_id not in self._runs:  # resumed here: the run's listeners carry it
                     running = wire.state_name(known["status"]["state"]) in ("submitted", "working")
                     if look or running:
-                        current = await self._load(task_id)
+                        current = await self.load(task_id)
                         if task_id in self._runs:
                             return
                         events = self._events_between(known, current)
