@@ -1,5 +1,5 @@
 """A toolkit's declared resources, prompts and completions (`toolnexus.offers`) as the SDK
-server's handlers, in front of the gateway's upstream ones (`_mcp_relay.py`).
+server's handlers, in front of the gateway's upstream ones (`_relay.py`).
 
 Lists give the declared entries first, then the upstream ones; a read, `prompts/get` or
 completion the toolkit does not declare goes upstream when there is an upstream. An unknown

@@ -85,7 +85,7 @@ class MCPServeConfig(TypedDict, total=False):
     the MCP tasks when no A2A profile is served (the A2A `store` values). Over HTTP:
     `stateless: true` serves without sessions; else `maxSessions` open sessions at most, each
     ended after `sessionIdleTimeout` ms without a request and keeping its last `sessionEvents`
-    events for resumption (`serve/_mcp_http.py`)."""
+    events for resumption (`serve/_mcp/_http.py`)."""
 
     name: str
     version: str
@@ -291,7 +291,7 @@ def make_mcp_server(
     tools, else of the servers whose tools it exposes. With `offers`, the toolkit's declared
     resources, prompts and completions are served before the upstream ones. With `tasks` (the
     endpoint keeping the A2A tasks), the tools that declare task support run as MCP tasks
-    (`serve/_mcp_tasks.py`). With `skills`, the gateway is a Skills provider (`_mcp_skills.py`)
+    (`serve/_mcp/_tasks.py`). With `skills`, the gateway is a Skills provider (`_skills.py`)
     unless the profile says `skills: false`."""
     cfg = cfg or {}
     by_name = {t.name: t for t in tools}
