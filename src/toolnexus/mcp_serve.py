@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from mcp_types import INVALID_PARAMS
 
-from toolnexus.serve._mcp import (
+from toolnexus.serve._mcp._profile import (
     DEFAULT_NAME,
     DEFAULT_VERSION,
     MCPServeConfig,

@@ -2,7 +2,7 @@
 prompts and argument completions, declared with `Toolkit.resource`, `Toolkit.prompt` and
 `Toolkit.completion`, and the notifications telling connected clients that they changed.
 
-This module holds the declarations and the clients to notify; `serve/_mcp_offers.py` turns
+This module holds the declarations and the clients to notify; `serve/_mcp/_offers.py` turns
 them into the SDK server's handlers. Template URIs are RFC 6570 templates matched by the MCP
 SDK's `UriTemplate`.
 """

@@ -160,8 +160,8 @@ _CAUGHT_INSIDE = {
     "client/_loop.py",  # `# pragma: no cover` invariants
     "client/_blocking.py",  # UrllibTransport.post: the adapter maps it
     "serve/_app.py",  # JSON number hooks: a parse error answered as such
-    "serve/_tasks.py",  # the task-store protocol's documented ValueError
-    "serve/_shared_tasks.py",
+    "serve/_a2a/_tasks.py",  # the task-store protocol's documented ValueError
+    "serve/_a2a/_shared_tasks.py",
     "_backends/_postgres.py",  # mapped to StoreError by the stores
     "testing/_models.py",  # AssertionError for the host's own tests
 }

@@ -30,7 +30,7 @@ from toolnexus import create_toolkit
 from toolnexus.mcp_source import load_mcp_with_context
 from toolnexus.mcp_source._tasks import TASKS, TaskHandle, cancel_task, get_task, update_task
 from toolnexus.serve import ServeHandle
-from toolnexus.serve._run_task import RunTaskClient
+from toolnexus.serve._a2a._run_task import RunTaskClient
 from toolnexus.toolkit import Toolkit
 from toolnexus.types import Answer, Request
 

@@ -19,7 +19,7 @@ from support.oauth_server import AuthServer, running_auth_server
 from support.polling import wait_until
 from toolnexus.errors import ConfigError
 from toolnexus.serve import ResourceAuth, ServeHandle
-from toolnexus.serve._mcp_http import _CURRENT, SessionEvents
+from toolnexus.serve._mcp._http import _CURRENT, SessionEvents
 from toolnexus.toolkit import Toolkit
 from toolnexus.types import Tool, ToolContext
 

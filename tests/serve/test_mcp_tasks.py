@@ -25,7 +25,7 @@ from toolnexus import Toolkit, ToolResult, pending
 from toolnexus.mcp_source import load_mcp_with_context
 from toolnexus.mcp_source._tasks import TASKS, TaskHandle, cancel_task, get_task, update_task
 from toolnexus.serve import ServeHandle
-from toolnexus.serve._run_task import RunTaskClient
+from toolnexus.serve._a2a._run_task import RunTaskClient
 from toolnexus.types import Tool, ToolContext
 
 GATE = asyncio.Event()

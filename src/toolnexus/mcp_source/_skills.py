@@ -3,7 +3,7 @@
 
 The released `mcp` SDK (2.3) has the extension framework but not this extension, so its
 request and result models are defined here, after the extension's specification, for both
-sides (the gateway's provider in `serve/_mcp_skills.py` uses them too). When the SDK ships its
+sides (the gateway's provider in `serve/_mcp/_skills.py` uses them too). When the SDK ships its
 own, this module is where its types replace these.
 
 A server's listing is read once, when the toolkit is built (names and descriptions for the

@@ -1,5 +1,5 @@
 """The resource subscriptions a gateway holds at its upstream servers, and the change
-notifications those servers send (relayed by `serve/_mcp_subscriptions.py`).
+notifications those servers send (relayed by `serve/_mcp/_subscriptions.py`).
 
 At 2025-11-25 a subscription is a `resources/subscribe` on the server's session, and its
 `notifications/resources/updated` and list-changed notifications arrive on that session

@@ -30,11 +30,11 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from toolnexus import _otel
 from toolnexus.errors import ServeError, ServeTimeout
-from toolnexus.serve._a2a import A2AEndpoint
+from toolnexus.serve._a2a._endpoint import A2AEndpoint
 from toolnexus.serve._addr import is_loopback
 from toolnexus.serve._auth import OAuthCard, OAuthGate, TokenVerifierImpl, metadata_routes
 from toolnexus.serve._health import PROBE_PATHS, health_routes
-from toolnexus.serve._mcp_http import McpHttpEndpoint, SessionPolicy
+from toolnexus.serve._mcp._http import McpHttpEndpoint, SessionPolicy
 
 __all__ = ["MAX_BODY_BYTES", "ServeHandle", "ServeLimits", "build_app", "start_server"]
 

@@ -6,9 +6,8 @@ from typing import Any
 
 from toolnexus._backends import backend_of, redact_dsn
 from toolnexus.errors import ConfigError
-from toolnexus.serve._shared_tasks import PostgresTaskStore, RedisTaskStore
-from toolnexus.serve._tasks import TaskStore
-from toolnexus.serve._tasks import resolve_store as resolve_local_store
+from toolnexus.serve._a2a._shared_tasks import PostgresTaskStore, RedisTaskStore
+from toolnexus.serve._a2a._tasks import TaskStore, resolve_local_store
 
 __all__ = ["resolve_store"]
 

@@ -34,13 +34,13 @@ from toolnexus._tool_search import (
     shadowed_message,
 )
 from toolnexus.errors import ConfigError, ConfigTypeError
-from toolnexus.serve._asking import answer_of, ask_client
-from toolnexus.serve._mcp_caller import LogLevels, McpCaller
-from toolnexus.serve._mcp_offers import offer_handlers, part_block
-from toolnexus.serve._mcp_relay import relay_handlers
-from toolnexus.serve._mcp_skills import skills_provider
-from toolnexus.serve._mcp_subscriptions import relayed_changes
-from toolnexus.serve._mcp_tasks import McpTasks, runs_as_task
+from toolnexus.serve._mcp._asking import answer_of, ask_client
+from toolnexus.serve._mcp._caller import LogLevels, McpCaller
+from toolnexus.serve._mcp._offers import offer_handlers, part_block
+from toolnexus.serve._mcp._relay import relay_handlers
+from toolnexus.serve._mcp._skills import skills_provider
+from toolnexus.serve._mcp._subscriptions import relayed_changes
+from toolnexus.serve._mcp._tasks import McpTasks, runs_as_task
 from toolnexus.types import (
     Answer,
     Request,
@@ -52,10 +52,10 @@ from toolnexus.types import (
 )
 
 if TYPE_CHECKING:
+    from toolnexus._served import Served
     from toolnexus.mcp_source import McpSource
     from toolnexus.offers import Offers
-    from toolnexus.serve._a2a import A2AEndpoint
-    from toolnexus.serve._served import Served
+    from toolnexus.serve._a2a._endpoint import A2AEndpoint
     from toolnexus.skill import SkillSource
 
 __all__ = [
@@ -86,7 +86,7 @@ class MCPServeConfig(TypedDict, total=False):
     the MCP tasks when no A2A profile is served (the A2A `store` values). Over HTTP:
     `stateless: true` serves without sessions; else `maxSessions` open sessions at most, each
     ended after `sessionIdleTimeout` ms without a request and keeping its last `sessionEvents`
-    events for resumption (`serve/_mcp_http.py`)."""
+    events for resumption (`serve/_mcp/_http.py`)."""
 
     name: str
     version: str
@@ -293,9 +293,9 @@ def make_mcp_server(
     tools, else of the servers whose tools it exposes. With `offers`, the toolkit's declared
     resources, prompts and completions are served before the upstream ones. With `tasks` (the
     endpoint keeping the A2A tasks), the tools that declare task support run as MCP tasks
-    (`serve/_mcp_tasks.py`). With `skills`, the gateway is a Skills provider (`_mcp_skills.py`)
+    (`serve/_mcp/_tasks.py`). With `skills`, the gateway is a Skills provider (`_skills.py`)
     unless the profile says `skills: false`. With `current_tools` (the exposed tools now), the
-    listing follows the upstream servers' tool changes (`_mcp_subscriptions.py`)."""
+    listing follows the upstream servers' tool changes (`_subscriptions.py`)."""
     cfg = cfg or {}
     by_name = {t.name: t for t in tools}
     listed = list(tools)
@@ -492,7 +492,7 @@ def build_mcp_server(
 
     `mcp.Client(build_mcp_server(toolkit.tools()))` talks to it without HTTP.
     """
-    from toolnexus.serve._served import ToolList
+    from toolnexus._served import ToolList
 
     exposed = exposed_mcp_tools(tools, cfg)
     # Calls get the same validation as `Toolkit.execute`.

@@ -1,5 +1,5 @@
 """A toolkit's declared resources, prompts and completions (`toolnexus.offers`) as the SDK
-server's handlers, in front of the gateway's upstream ones (`_mcp_relay.py`).
+server's handlers, in front of the gateway's upstream ones (`_relay.py`).
 
 Lists give the declared entries first, then the upstream ones; a read, `prompts/get` or
 completion the toolkit does not declare goes upstream when there is an upstream. An unknown
@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 
 from toolnexus._aio import call_in_thread_maybe_async, call_maybe_async
 from toolnexus.offers import DeclaredResource, Offers
-from toolnexus.serve._mcp_caller import connection_of
+from toolnexus.serve._mcp._caller import connection_of
 from toolnexus.types import error_message
 
 __all__ = ["offer_handlers", "part_block"]

@@ -34,7 +34,7 @@ __all__ = [
     "decode_page_token",
     "encode_page_token",
     "page_of",
-    "resolve_store",
+    "resolve_local_store",
     "task_order_key",
     "task_owner",
 ]
@@ -335,9 +335,10 @@ class FileTaskStore:
                 os.close(dir_fd)
 
 
-def resolve_store(store: Any = None) -> TaskStore:
-    """The task store an `a2a["store"]` value names: `None`/`"memory"`, `"file:<dir>"`, or any
-    object with async `get`/`save` (optionally `list`)."""
+def resolve_local_store(store: Any = None) -> TaskStore:
+    """The in-process task store an `a2a["store"]` value names: `None`/`"memory"`,
+    `"file:<dir>"`, or any object with async `get`/`save` (optionally `list`). The public
+    `resolve_store` (`_stores.py`) adds the shared stores, PostgreSQL and Redis."""
     if store is None or store == "memory":
         return InMemoryTaskStore()
     if isinstance(store, str):

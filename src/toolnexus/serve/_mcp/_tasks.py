@@ -49,15 +49,15 @@ from toolnexus._json import compact_json
 from toolnexus._log import warn
 from toolnexus._task_ledger import ledger
 from toolnexus.a2a import _wire as wire
-from toolnexus.serve._a2a import TASK_NOT_FOUND, _RpcError
-from toolnexus.serve._asking import _elicitation, answer_of
+from toolnexus.serve._a2a._rpc import TASK_NOT_FOUND, _RpcError
 from toolnexus.serve._auth import caller_identity
+from toolnexus.serve._mcp._asking import _elicitation, answer_of
 from toolnexus.types import Request, Tool, ToolContext, ToolResult, error_message, pending_of
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
-    from toolnexus.serve._a2a import A2AEndpoint, _Run
+    from toolnexus.serve._a2a._endpoint import A2AEndpoint, TaskRun
 
 __all__ = ["TASKS", "McpTasks", "runs_as_task", "task_support"]
 
@@ -93,7 +93,7 @@ class _Announced:
     """The `TaskLedger` of a relayed call: the upstream answering with a task is the moment the
     gateway's task is announced; its reference joins the task's metadata."""
 
-    def __init__(self, run: _Run) -> None:
+    def __init__(self, run: TaskRun) -> None:
         self.run = run
         self.event = asyncio.Event()
 
@@ -208,18 +208,18 @@ class McpTasks(Extension):
             task["owner"] = owner
         return task
 
-    def _reserved(self, task: dict[str, Any]) -> _Run:
+    def _reserved(self, task: dict[str, Any]) -> TaskRun:
         try:
-            return self._book._reserve(task)
+            return self._book.reserve(task)
         except _RpcError as exc:  # too many tasks in flight, or the server is stopping
             raise MCPError(types.INTERNAL_ERROR, exc.message) from None
 
-    async def _reserve(self, tool: Tool, args: dict[str, Any]) -> _Run:
+    async def _reserve(self, tool: Tool, args: dict[str, Any]) -> TaskRun:
         run = self._reserved(self._new_task(tool, args))
         try:
             await self._book.store.save(run.task)  # durably created before the handle is answered
         except BaseException:
-            self._book._release(run)
+            self._book.release(run)
             raise
         return run
 
@@ -230,7 +230,7 @@ class McpTasks(Extension):
         assert self._conclude is not None
         started = time.perf_counter()
         try:
-            run = self._book._reserve(self._new_task(tool, args))
+            run = self._book.reserve(self._new_task(tool, args))
         except _RpcError:
             return await call_next(ctx)
         announced = _Announced(run)
@@ -261,14 +261,14 @@ class McpTasks(Extension):
                 raise MCPError(types.INTERNAL_ERROR, f"the call of {tool.name} was stopped")
             return await self._conclude(ctx, tool, args, outcome.result(), started)
         book = self._book
-        async with book._lock(run.task["id"]):
+        async with book.lock(run.task["id"]):
             await book.store.save(run.task)  # its latest version: the run may have moved on
-            self._watch(run)
+            self._book.watch_cancels(run)
             return _Reply(**self._view(run.task), result_type="task")
 
     def _start(
         self,
-        run: _Run,
+        run: TaskRun,
         tool: Tool,
         args: dict[str, Any],
         resume: Any,
@@ -277,20 +277,11 @@ class McpTasks(Extension):
     ) -> None:
         run.job = asyncio.get_running_loop().create_task(self._run(run, tool, args, resume, relay))
         if relay is None:  # a relayed call is watched once it is a task
-            self._watch(run)
-
-    def _watch(self, run: _Run) -> None:
-        watch = getattr(self._book.store, "watch", None)
-        if callable(watch) and run.task["id"] in self._book._runs:
-            # a shared store: a cancel saved by another replica stops the run
-            run.changes = watch(run.task["id"])
-            run.watcher = asyncio.get_running_loop().create_task(
-                self._book._heed_cancel_elsewhere(run, run.changes)
-            )
+            self._book.watch_cancels(run)
 
     async def _run(
         self,
-        run: _Run,
+        run: TaskRun,
         tool: Tool,
         args: dict[str, Any],
         resume: tuple[Request, Any] | None,
@@ -310,7 +301,7 @@ class McpTasks(Extension):
                 return
             message = event.get("message")
             if isinstance(message, str) and message:
-                await book._commit(run, book._with_status(run.task, "working", message))
+                await book.commit(run, book.with_status(run.task, "working", message))
 
         request, answer = resume if resume is not None else (None, None)
         context = ToolContext(signal=run.cancel, answer=answer, request=request)
@@ -323,31 +314,31 @@ class McpTasks(Extension):
             except Exception as exc:  # the server never crashes on a tool
                 result = ToolResult(error_message(exc), True)
             if a_task():
-                await book._commit(run, self._final(run.task, tool, result))
+                await book.commit(run, self._final(run.task, tool, result))
             elif relay is not None:
                 relay[1].set_result(result)
         except asyncio.CancelledError:
             run.cancel.set()
             if not run.canceled and a_task():
                 run.canceled = True
-                run.task = book._with_status(run.task, "canceled")
+                run.task = book.with_status(run.task, "canceled")
                 with contextlib.suppress(Exception):
                     await asyncio.shield(book.store.save(run.task))
             raise
         except Exception as exc:
             warn(f"MCP task {run.task['id']}: {error_message(exc)}")
         finally:
-            book._release(run)
+            book.release(run)
 
     def _final(self, task: dict[str, Any], tool: Tool, result: ToolResult) -> dict[str, Any]:
         book = self._book
         asked = pending_of(result)
         if asked is not None:
             state = "auth-required" if asked.kind == "authorization" else "input-required"
-            return book._with_status(
+            return book.with_status(
                 task, state, asked.prompt, metadata={"toolnexusRequest": asked.to_dict()}
             )
-        final = book._with_status(task, "completed")
+        final = book.with_status(task, "completed")
         final["artifacts"] = [
             {
                 "artifactId": wire.new_id(),
@@ -364,7 +355,7 @@ class McpTasks(Extension):
         if not _declared(ctx):
             raise _missing_capability()
         try:
-            return await self._book._load(params.task_id)
+            return await self._book.load(params.task_id)
         except _RpcError as exc:
             if exc.code == TASK_NOT_FOUND:  # or another caller's: never told apart
                 raise MCPError(
@@ -379,7 +370,7 @@ class McpTasks(Extension):
         task = await self._load(ctx, params)
         if not wire.is_terminal(task["status"]["state"]):
             with contextlib.suppress(Exception):  # finished meanwhile: acknowledged all the same
-                await self._book._cancel(params.task_id)
+                await self._book.cancel(params.task_id)
         return _Reply()
 
     async def _update(self, ctx: Any, params: _TaskParams) -> _Reply:
@@ -393,18 +384,18 @@ class McpTasks(Extension):
             raise MCPError(types.INVALID_PARAMS, "this task takes its answer as an A2A message")
         tool = self._tools[str(mcp["tool"])]
         book = self._book
-        async with book._lock(params.task_id):
-            if params.task_id in book._runs:
+        async with book.lock(params.task_id):
+            if book.is_running(params.task_id):
                 return _Reply()  # answered already: its run is going on
-            working = book._with_status(task, "working")
+            working = book.with_status(task, "working")
             try:
-                run = book._reserve(working)
+                run = book.reserve(working)
             except _RpcError as exc:
                 raise MCPError(types.INTERNAL_ERROR, exc.message) from None
             try:
                 await book.store.save(working)
             except BaseException:
-                book._release(run)
+                book.release(run)
                 raise
         answer = answer_of(asked, responses[asked.id])
         self._start(run, tool, _json_object(mcp.get("arguments")), (asked, answer))

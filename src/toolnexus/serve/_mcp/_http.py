@@ -44,7 +44,7 @@ from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from toolnexus._aio import CancelSignal
 from toolnexus._log import logger
 from toolnexus.errors import ConfigError
-from toolnexus.serve._mcp import REQUEST_SIGNAL
+from toolnexus.serve._mcp._profile import REQUEST_SIGNAL
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",

@@ -39,8 +39,8 @@ from toolnexus._log import logger
 from toolnexus.errors import ConfigError
 from toolnexus.mcp_source._source import UpstreamFailed
 from toolnexus.mcp_source._subscriptions import SubscriptionsUnsupported, UpstreamChange
-from toolnexus.serve._mcp_caller import connection_of
-from toolnexus.serve._mcp_relay import upstream_error
+from toolnexus.serve._mcp._caller import connection_of
+from toolnexus.serve._mcp._relay import upstream_error
 from toolnexus.types import error_message
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""The A2A profile: the Agent Card and `POST /` in the A2A 1.0, 0.3 and legacy dialects.
+"""The A2A profile's endpoint: `POST /` in the A2A 1.0, 0.3 and legacy dialects (`_rpc.py`), and
+the lifecycle of its tasks.
 
 Tasks are fulfilled in background asyncio tasks through the client's `ask`, kept in a
 `TaskStore` in the 1.0 form and rendered in each request's dialect on the way out.
@@ -15,7 +16,7 @@ import asyncio
 import contextlib
 import hashlib
 import inspect
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -28,36 +29,39 @@ from toolnexus._log import warn
 from toolnexus.a2a import _wire as wire
 from toolnexus.a2a._wire import Dialect
 from toolnexus.errors import ConfigError
+from toolnexus.serve._a2a._rpc import (
+    EXTENDED_CARD_NOT_CONFIGURED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    PUSH_NOT_SUPPORTED,
+    TASK_NOT_CANCELABLE,
+    UNSUPPORTED_OPERATION,
+    VERSION_NOT_SUPPORTED,
+    Reply,
+    _RpcError,
+    answer_body,
+    dialect_of,
+    error_body,
+    history_length,
+    params_of,
+    sse_chunk,
+    task_id_of,
+    task_not_found,
+)
+from toolnexus.serve._a2a._tasks import DEFAULT_PAGE_SIZE, TaskStore, task_owner
 from toolnexus.serve._auth import caller_identity
-from toolnexus.serve._tasks import DEFAULT_PAGE_SIZE, TaskStore, task_owner
 from toolnexus.types import Request, Tool, error_message
 
 if TYPE_CHECKING:
+    from toolnexus._served import Served
     from toolnexus.serve._auth import PerScopeSet
-    from toolnexus.serve._served import Served
 
-__all__ = [
-    "DEFAULT_MAX_IN_FLIGHT",
-    "A2AConfig",
-    "A2AEndpoint",
-    "Reply",
-    "build_agent_card",
-]
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "A2AConfig", "A2AEndpoint"]
 
 DEFAULT_MAX_IN_FLIGHT = 32
 PING_EVERY_S = 15.0
-
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-TASK_NOT_FOUND = -32001
-TASK_NOT_CANCELABLE = -32002
-PUSH_NOT_SUPPORTED = -32003
-UNSUPPORTED_OPERATION = -32004
-EXTENDED_CARD_NOT_CONFIGURED = -32007
-VERSION_NOT_SUPPORTED = -32009
 
 RESTARTED = "the server restarted before the task finished"
 STOPPED = "the server stopped before the task finished"
@@ -76,187 +80,7 @@ class A2AConfig(TypedDict, total=False):
     maxInFlight: int
 
 
-# -- the card -----------------------------------------------------------------------------------
-
-
-def _skill_fields(skill: Any) -> tuple[str, str | None]:
-    if isinstance(skill, Mapping):
-        return str(skill["name"]), skill.get("description")
-    return str(skill.name), getattr(skill, "description", None)
-
-
-def build_agent_card(
-    cfg: Mapping[str, Any] | None,
-    skills: Iterable[Any],
-    url: str,
-    *,
-    auth: bool = False,
-    oauth: Mapping[str, Mapping[str, Any]] | None = None,
-    oauth_scopes: Sequence[str] = (),
-) -> dict[str, Any]:
-    """The Agent Card every A2A client accepts: the 1.0 card (interfaces for 1.0 and 0.3) with
-    the 0.3 connection keys merged in.
-
-    `skills` are objects or dicts with `name`/`description` (or a name→skill mapping), `url`
-    the endpoint's base URL, `auth` whether a bearer token guards the agent. `oauth` holds the
-    security schemes (by name) of an agent that takes OAuth access tokens: each is one way in,
-    listed before the bearer and needing `oauth_scopes`.
-    """
-    cfg = cfg or {}
-    if isinstance(skills, Mapping):
-        skills = skills.values()
-
-    def text(key: str, default: str) -> str:
-        got = cfg.get(key)
-        return got if isinstance(got, str) and got else default
-
-    description = text("description", "A toolnexus agent.")
-    listed = cfg.get("skills")
-    wanted = None if listed is None else set(listed)
-    entries = []
-    for skill in skills:
-        name, skill_description = _skill_fields(skill)
-        if wanted is None or name in wanted:
-            entries.append(
-                {"id": name, "name": name, "description": skill_description or name, "tags": [name]}
-            )
-    if not entries:
-        entries = [
-            {"id": "general", "name": "general", "description": description, "tags": ["general"]}
-        ]
-    endpoint = url if url.endswith("/") else url + "/"
-    card: dict[str, Any] = {
-        "name": text("name", "toolnexus-agent"),
-        "description": description,
-        "version": text("version", "0.1.0"),
-    }
-    if cfg.get("provider") is not None:
-        card["provider"] = cfg["provider"]
-    card["supportedInterfaces"] = [
-        {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-        {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
-    ]
-    card["capabilities"] = {"streaming": True, "pushNotifications": False}
-    schemes: dict[str, Any] = {}
-    requirements: list[dict[str, Any]] = []
-    legacy_requirements: list[dict[str, Any]] = []
-    if auth:
-        schemes["bearer"] = {
-            "httpAuthSecurityScheme": {"scheme": "Bearer"},
-            "type": "http",
-            "scheme": "Bearer",
-        }
-    scopes = list(oauth_scopes)
-    for name, scheme in (oauth or {}).items():
-        schemes[name] = dict(scheme)
-        requirements.append({"schemes": {name: {"list": scopes} if scopes else {}}})
-        legacy_requirements.append({name: scopes})
-    if auth:
-        requirements.append({"schemes": {"bearer": {}}})
-        legacy_requirements.append({"bearer": []})
-    if schemes:
-        card["securitySchemes"] = schemes
-        card["securityRequirements"] = requirements
-    card["defaultInputModes"] = ["text/plain"]
-    card["defaultOutputModes"] = ["text/plain"]
-    card["skills"] = entries
-    card["url"] = endpoint
-    card["preferredTransport"] = "JSONRPC"
-    card["protocolVersion"] = "0.3.0"
-    if legacy_requirements:
-        card["security"] = legacy_requirements
-    return card
-
-
-# -- methods and dialects -----------------------------------------------------------------------
-
-_V03 = {
-    "message/send": "send",
-    "message/stream": "stream",
-    "tasks/get": "get",
-    "tasks/cancel": "cancel",
-    "tasks/resubscribe": "subscribe",
-    "tasks/pushNotificationConfig/set": "push",
-    "tasks/pushNotificationConfig/get": "push",
-    "tasks/pushNotificationConfig/list": "push",
-    "tasks/pushNotificationConfig/delete": "push",
-    "agent/getAuthenticatedExtendedCard": "card",
-}
-_V10 = {
-    "SendMessage": "send",
-    "SendStreamingMessage": "stream",
-    "GetTask": "get",
-    "ListTasks": "list",
-    "CancelTask": "cancel",
-    "SubscribeToTask": "subscribe",
-    "CreateTaskPushNotificationConfig": "push",
-    "GetTaskPushNotificationConfig": "push",
-    "ListTaskPushNotificationConfigs": "push",
-    "DeleteTaskPushNotificationConfig": "push",
-    "GetExtendedAgentCard": "card",
-}
-_LEGACY = frozenset({"SendMessage", "GetTask", "CancelTask"})
-
-
-class _RpcError(Exception):
-    def __init__(self, code: int, message: str, reason: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.reason = reason
-
-
-def _major(version: str) -> int | None:
-    head = version.split(".", 1)[0]
-    return int(head) if head.isdigit() else None
-
-
-def _dialect(method: str, version: str | None) -> tuple[Dialect, str]:
-    """The dialect and operation of a request (raises the error answer for a bad pairing)."""
-    if method in _V03:
-        return "0.3", _V03[method]
-    if method not in _V10:
-        raise _RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
-    value = (version or "").strip()
-    major = _major(value) if value else 0
-    if major == 1:
-        return "1.0", _V10[method]
-    if major == 0 and method in _LEGACY:
-        return "legacy", _V10[method]
-    shown = value or "0.3"
-    raise _RpcError(
-        VERSION_NOT_SUPPORTED,
-        f"A2A version '{shown}' is not supported by this handler. Expected version '1.0'.",
-    )
-
-
-def _history_length(params: Mapping[str, Any], key: str = "historyLength") -> int | None:
-    value = params.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _RpcError(INVALID_PARAMS, "history length must be non-negative")
-    return value
-
-
-def _params(params: Any) -> dict[str, Any]:
-    if params is None:
-        return {}
-    if not isinstance(params, dict):
-        raise _RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
-    return params
-
-
-def _task_id(params: Mapping[str, Any]) -> str:
-    task_id = params.get("id")
-    if not isinstance(task_id, str) or not task_id:
-        raise _RpcError(INVALID_PARAMS, "Invalid params: params.id must be a task id (a string)")
-    return task_id
-
-
-def _not_found(task_id: str) -> _RpcError:
-    """The one answer for a task that does not exist and for another identity's task."""
-    return _RpcError(TASK_NOT_FOUND, f"Task not found: {task_id}")
+# -- stored tasks -------------------------------------------------------------------------------
 
 
 def _read_stored(stored: Mapping[str, Any]) -> dict[str, Any]:
@@ -335,27 +159,6 @@ def _history_messages(task: Mapping[str, Any]) -> list[dict[str, Any]]:
 # -- replies ------------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class Reply:
-    """What `POST /` answers: a JSON body, or a stream of SSE chunks."""
-
-    body: bytes | None = None
-    stream: AsyncIterator[bytes] | None = None
-
-
-def _answer(rid: Any, result: Any) -> bytes:
-    return wire.dumps({"jsonrpc": "2.0", "id": rid, "result": result})
-
-
-def _error(rid: Any, exc: _RpcError, dialect: Dialect) -> bytes:
-    error = wire.error_object(exc.code, exc.message, dialect, reason=exc.reason)
-    return wire.dumps({"jsonrpc": "2.0", "id": rid, "error": error})
-
-
-def _sse(data: bytes, *, error: bool = False) -> bytes:
-    return (b"event: error\n" if error else b"") + b"data: " + data + b"\n\n"
-
-
 def _takes_owner(lister: Callable[..., Any]) -> bool:
     try:
         parameters = inspect.signature(lister).parameters.values()
@@ -368,7 +171,7 @@ def _takes_owner(lister: Callable[..., Any]) -> bool:
 
 
 @dataclass(eq=False)
-class _Run:
+class TaskRun:
     """A task whose run is in progress: its cancel event, latest version and listeners."""
 
     task: dict[str, Any]
@@ -388,7 +191,10 @@ class _Run:
 
 
 class A2AEndpoint:
-    """Answers A2A JSON-RPC requests; fulfils tasks through `client.ask` in the background."""
+    """Answers A2A JSON-RPC requests; fulfils tasks through `client.ask` in the background.
+
+    Its methods without an underscore are also the served MCP tasks' (`serve/_mcp/_tasks.py`),
+    which the endpoint keeps too: one task, two views."""
 
     def __init__(
         self,
@@ -421,7 +227,7 @@ class A2AEndpoint:
             from toolnexus.serve._auth import PerScopeSet
 
             self._views = PerScopeSet(self._view)
-        self._runs: dict[str, _Run] = {}
+        self._runs: dict[str, TaskRun] = {}
         # Streams subscribed to an interrupted task, waiting for the reply that resumes it.
         self._watchers: dict[str, list[asyncio.Queue[dict[str, Any] | None]]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -434,6 +240,10 @@ class A2AEndpoint:
     def in_flight(self) -> int:
         """How many tasks have a run in progress right now."""
         return len(self._runs)
+
+    def is_running(self, task_id: str) -> bool:
+        """Whether a run of the task is in progress in this process."""
+        return task_id in self._runs
 
     # -- JSON-RPC -------------------------------------------------------------------------------
 
@@ -470,34 +280,34 @@ class A2AEndpoint:
             if not isinstance(method, str) or not method:
                 raise _RpcError(INVALID_REQUEST, "Invalid Request: method must be a string")
             try:
-                dialect, operation = _dialect(method, version)
+                dialect, operation = dialect_of(method, version)
             except _RpcError as exc:
                 if exc.code == VERSION_NOT_SUPPORTED:
                     dialect = "1.0"
                 raise
-            params = _params(request.get("params"))
+            params = params_of(request.get("params"))
             if operation in ("stream", "subscribe"):
                 events = await self._open_stream(operation, params, dialect)
                 return Reply(stream=self._sse_stream(rid, events, dialect))
             result = await self._dispatch(operation, params, dialect)
-            return Reply(body=_answer(rid, result))
+            return Reply(body=answer_body(rid, result))
         except _RpcError as exc:
-            return Reply(body=_error(rid, exc, dialect))
+            return Reply(body=error_body(rid, exc, dialect))
         except Exception as exc:  # e.g. the task store failed: an answer, never a crash
             failure = _RpcError(INTERNAL_ERROR, f"Internal error: {error_message(exc)}")
-            return Reply(body=_error(rid, failure, dialect))
+            return Reply(body=error_body(rid, failure, dialect))
 
     async def _dispatch(self, operation: str, params: dict[str, Any], dialect: Dialect) -> Any:
         if operation == "send":
             return await self._send(params, dialect)
         if operation == "get":
-            length = _history_length(params)
-            task = await self._load(_task_id(params))
+            length = history_length(params)
+            task = await self.load(task_id_of(params))
             return wire.render_task(task, dialect, history_length=length)
         if operation == "list":
             return await self._list(params)
         if operation == "cancel":
-            task = await self._cancel(_task_id(params))
+            task = await self.cancel(task_id_of(params))
             return wire.render_task(task, dialect)
         if operation == "push":
             raise _RpcError(PUSH_NOT_SUPPORTED, "Push Notification is not supported")
@@ -507,14 +317,14 @@ class A2AEndpoint:
 
     # -- reading tasks --------------------------------------------------------------------------
 
-    async def _load(self, task_id: str) -> dict[str, Any]:
+    async def load(self, task_id: str) -> dict[str, Any]:
         """The task in the 1.0 form; one left unfinished by an earlier process reads failed."""
         run = self._runs.get(task_id)
         if run is not None:
             return self._owned(run.task)
         task = await self._stored(task_id)
         if await self._orphaned(task):
-            async with self._lock(task_id):
+            async with self.lock(task_id):
                 return await self._load_locked(task_id)
         return task
 
@@ -522,14 +332,14 @@ class A2AEndpoint:
     def _owned(task: dict[str, Any]) -> dict[str, Any]:
         """`task` when the current caller owns it; else the answer for an unknown task."""
         if task_owner(task) != caller_identity():
-            raise _not_found(task["id"])
+            raise task_not_found(task["id"])
         return task
 
     async def _stored(self, task_id: str) -> dict[str, Any]:
         """The stored task, when it exists and the current caller owns it."""
         stored = await self.store.get(task_id)
         if stored is None:
-            raise _not_found(task_id)
+            raise task_not_found(task_id)
         return self._owned(_read_stored(stored))
 
     async def _orphaned(self, task: dict[str, Any]) -> bool:
@@ -547,7 +357,7 @@ class A2AEndpoint:
             return self._owned(run.task)
         task = await self._stored(task_id)
         if await self._orphaned(task):
-            task = self._with_status(task, "failed", RESTARTED)
+            task = self.with_status(task, "failed", RESTARTED)
             await self.store.save(task)
         return task
 
@@ -564,7 +374,7 @@ class A2AEndpoint:
             raise _RpcError(INVALID_PARAMS, "minimum page size is 1")
         if size > 100:
             raise _RpcError(INVALID_PARAMS, "maximum page size is 100")
-        length = _history_length(params)
+        length = history_length(params)
         token = params.get("pageToken")
         context_id = params.get("contextId")
         status = params.get("status")
@@ -597,7 +407,7 @@ class A2AEndpoint:
             if task_owner(task) != caller:
                 continue  # a store that ignored `owner`: its page still shows nobody else's
             if await self._orphaned(task):
-                task = await self._load(task["id"])
+                task = await self.load(task["id"])
             rendered.append(
                 wire.render_task(
                     task,
@@ -615,7 +425,8 @@ class A2AEndpoint:
 
     # -- writing tasks --------------------------------------------------------------------------
 
-    def _lock(self, task_id: str) -> asyncio.Lock:
+    def lock(self, task_id: str) -> asyncio.Lock:
+        """The lock of one task: held across a read and the save that depends on it."""
         lock = self._locks.get(task_id)
         if lock is None:
             lock = self._locks[task_id] = asyncio.Lock()
@@ -627,7 +438,7 @@ class A2AEndpoint:
             del self._locks[task_id]
 
     @staticmethod
-    def _with_status(
+    def with_status(
         task: dict[str, Any],
         state: str,
         text: str | None = None,
@@ -645,7 +456,9 @@ class A2AEndpoint:
             updated["history"] = [*(task.get("history") or []), message]
         return updated
 
-    def _reserve(self, task: dict[str, Any]) -> _Run:
+    def reserve(self, task: dict[str, Any]) -> TaskRun:
+        """Register a run of `task` (not yet saved nor started); `_RpcError` when the server is
+        stopping or `max_in_flight` runs are in progress. Every reserved run is `release`d."""
         if self._closing:
             raise _RpcError(INTERNAL_ERROR, "Internal error: the server is stopping")
         if len(self._runs) >= self.max_in_flight:
@@ -654,12 +467,13 @@ class A2AEndpoint:
                 f"Too many tasks in flight (limit {self.max_in_flight}); retry later",
                 reason="RESOURCE_EXHAUSTED",
             )
-        run = _Run(task=task)
+        run = TaskRun(task=task)
         run.listeners.extend(self._watchers.pop(task["id"], []))
         self._runs[task["id"]] = run
         return run
 
-    def _release(self, run: _Run) -> None:
+    def release(self, run: TaskRun) -> None:
+        """End `run`'s registration: its watcher stops and its listeners get the end of stream."""
         if self._runs.get(run.task["id"]) is run:
             del self._runs[run.task["id"]]
         if run.watcher is not None:
@@ -673,7 +487,7 @@ class A2AEndpoint:
         run = await self._accept(params)
         config = params.get("configuration")
         config = config if isinstance(config, dict) else {}
-        length = _history_length(config)
+        length = history_length(config)
         if dialect == "legacy":
             immediate = True
         elif dialect == "1.0":
@@ -685,7 +499,7 @@ class A2AEndpoint:
         task = wire.render_task(run.task, dialect, history_length=length)
         return {"task": task} if dialect == "1.0" else task
 
-    async def _accept(self, params: dict[str, Any]) -> _Run:
+    async def _accept(self, params: dict[str, Any]) -> TaskRun:
         """Read the message, create or resume its task, save it and start its run."""
         message = params.get("message")
         if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
@@ -698,7 +512,7 @@ class A2AEndpoint:
         ):
             raise _RpcError(PUSH_NOT_SUPPORTED, "Push Notification is not supported")
         if isinstance(config, dict):
-            _history_length(config)
+            history_length(config)
         read = wire.read_message(message)
         read["role"] = "ROLE_USER"
         read.pop("metadata", None)
@@ -719,19 +533,19 @@ class A2AEndpoint:
         owner = caller_identity()
         if owner:
             task["owner"] = owner
-        run = self._reserve(task)
+        run = self.reserve(task)
         try:
             await self.store.save(task)
         except BaseException:
-            self._release(run)
+            self.release(run)
             raise
         self._start(run, prompt, resumed=False)
         return run
 
     async def _resume(
         self, task_id: str, message: dict[str, Any], prompt: str | list[dict[str, Any]]
-    ) -> _Run:
-        async with self._lock(task_id):
+    ) -> TaskRun:
+        async with self.lock(task_id):
             if task_id in self._runs:
                 state = wire.state_name(self._owned(self._runs[task_id].task)["status"]["state"])
                 raise _RpcError(
@@ -759,13 +573,13 @@ class A2AEndpoint:
                 )
             message["contextId"] = task["contextId"]
             message["taskId"] = task_id
-            working = self._with_status(task, "working")
+            working = self.with_status(task, "working")
             working["history"] = [*(task.get("history") or []), message]
-            run = self._reserve(working)
+            run = self.reserve(working)
             try:
                 await self.store.save(working)
             except BaseException:
-                self._release(run)
+                self.release(run)
                 raise
         await self._restore_transcript(task)
         self._start(run, prompt, resumed=True)
@@ -800,26 +614,33 @@ class A2AEndpoint:
         return self._views.get(granted)
 
     def _view(self, granted: frozenset[str]) -> Served | None:
+        from toolnexus._served import without_tools
         from toolnexus.serve._auth import visible_tools
-        from toolnexus.serve._served import without_tools
 
         names = [t.name for t in self._viewed]
         hidden = set(names).difference(visible_tools(self.tool_scopes, granted, names))
         return without_tools(self.toolkit, hidden) if hidden else None
 
-    def _start(self, run: _Run, prompt: str | list[dict[str, Any]], *, resumed: bool) -> None:
+    def _start(self, run: TaskRun, prompt: str | list[dict[str, Any]], *, resumed: bool) -> None:
         if self.tool_scopes:
             # The caller of this request (a resume is run with the resuming caller's scopes).
             run.toolkit = self._scoped_toolkit()
         loop = asyncio.get_running_loop()
         run.job = loop.create_task(self._fulfil(run, prompt, resumed))
+        self.watch_cancels(run)
+
+    def watch_cancels(self, run: TaskRun) -> None:
+        """With a store shared by replicas, stop `run` (while it runs here) when another replica
+        saves its task canceled."""
         watch = getattr(self.store, "watch", None)
-        if callable(watch):
+        if callable(watch) and run.task["id"] in self._runs:
             # Watching from now on (not from when the watcher first runs): nothing is missed.
             run.changes = watch(run.task["id"])
-            run.watcher = loop.create_task(self._heed_cancel_elsewhere(run, run.changes))
+            run.watcher = asyncio.get_running_loop().create_task(
+                self._heed_cancel_elsewhere(run, run.changes)
+            )
 
-    async def _heed_cancel_elsewhere(self, run: _Run, changes: Any) -> None:
+    async def _heed_cancel_elsewhere(self, run: TaskRun, changes: Any) -> None:
         """Stop `run` when another replica saves its task canceled (a shared store's
         announcements; the store keeps a finished state, so that save is the last word)."""
         task_id = run.task["id"]
@@ -831,7 +652,7 @@ class A2AEndpoint:
                         stored = await self.store.get(task_id)
                         state = wire.state_name((stored or {}).get("status", {}).get("state"))
                         if stored is not None and state == "canceled":
-                            async with self._lock(task_id):
+                            async with self.lock(task_id):
                                 if not run.canceled and not run.settled.is_set():
                                     self._stop_run(run, _read_stored(stored))
                             return
@@ -843,9 +664,9 @@ class A2AEndpoint:
 
     # -- fulfilment -----------------------------------------------------------------------------
 
-    async def _commit(self, run: _Run, task: dict[str, Any]) -> bool:
+    async def commit(self, run: TaskRun, task: dict[str, Any]) -> bool:
         """Save a new version of a running task unless it was canceled meanwhile."""
-        async with self._lock(task["id"]):
+        async with self.lock(task["id"]):
             if run.canceled:
                 return False
             run.task = task
@@ -864,14 +685,16 @@ class A2AEndpoint:
             }
         }
 
-    async def _fulfil(self, run: _Run, prompt: str | list[dict[str, Any]], resumed: bool) -> None:
+    async def _fulfil(
+        self, run: TaskRun, prompt: str | list[dict[str, Any]], resumed: bool
+    ) -> None:
         task = run.task
         result: Any = None
         final: dict[str, Any] | None = None
         try:
             if not resumed:
-                working = self._with_status(task, "working")
-                if await self._commit(run, working):
+                working = self.with_status(task, "working")
+                if await self.commit(run, working):
                     run.publish(self._status_event(working))
             else:
                 run.publish(self._status_event(run.task))
@@ -884,8 +707,8 @@ class A2AEndpoint:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a failed run fails its task, nothing else
-                final = self._with_status(run.task, "failed", error_message(exc))
-            if await self._commit(run, final):
+                final = self.with_status(run.task, "failed", error_message(exc))
+            if await self.commit(run, final):
                 for artifact in final.get("artifacts") or []:
                     run.publish(
                         {
@@ -903,14 +726,14 @@ class A2AEndpoint:
         except asyncio.CancelledError:
             run.cancel.set()  # tools still running in threads see the signal
             if not run.canceled:
-                stopped = self._with_status(run.task, "canceled", STOPPED)
+                stopped = self.with_status(run.task, "canceled", STOPPED)
                 run.canceled = True
                 run.task = stopped
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self.store.save(stopped))
             raise
         finally:
-            self._release(run)
+            self.release(run)
         await self._notify(final, result if not run.canceled else None)
 
     def _final(self, task: dict[str, Any], result: Any) -> dict[str, Any]:
@@ -920,10 +743,10 @@ class A2AEndpoint:
             if request.url:
                 text = f"{text}\n{request.url}"
             state = "auth-required" if request.kind == "authorization" else "input-required"
-            return self._with_status(
+            return self.with_status(
                 task, state, text, metadata={"toolnexusRequest": request.to_dict()}
             )
-        final = self._with_status(task, "completed")
+        final = self.with_status(task, "completed")
         answer = str(getattr(result, "text", "") or "")
         final["artifacts"] = [
             {"artifactId": wire.new_id(), "name": "answer", "parts": [{"text": answer}]}
@@ -942,12 +765,13 @@ class A2AEndpoint:
 
     # -- cancel ---------------------------------------------------------------------------------
 
-    async def _cancel(self, task_id: str) -> dict[str, Any]:
-        async with self._lock(task_id):
+    async def cancel(self, task_id: str) -> dict[str, Any]:
+        """Save the task canceled and stop its run here; `_RpcError` for a finished task."""
+        async with self.lock(task_id):
             run = self._runs.get(task_id)
             if run is not None and not wire.is_terminal(self._owned(run.task)["status"]["state"]):
                 # Still running (a run canceled or finished but not yet unwound is terminal).
-                canceled = self._with_status(run.task, "canceled")
+                canceled = self.with_status(run.task, "canceled")
                 await self.store.save(canceled)
                 self._stop_run(run, canceled)
                 return canceled
@@ -957,13 +781,13 @@ class A2AEndpoint:
                 raise _RpcError(
                     TASK_NOT_CANCELABLE, f"Task {task_id} is {state} and cannot be canceled"
                 )
-            canceled = self._with_status(task, "canceled")
+            canceled = self.with_status(task, "canceled")
             await self.store.save(canceled)
         self._wake_watchers(task_id, self._status_event(canceled))
         self._forget_lock(task_id)
         return canceled
 
-    def _stop_run(self, run: _Run, canceled: dict[str, Any]) -> None:
+    def _stop_run(self, run: TaskRun, canceled: dict[str, Any]) -> None:
         """Mark `run` canceled (its task now `canceled`, already saved) and stop it; the caller
         holds the task's lock."""
         run.canceled = True
@@ -982,8 +806,8 @@ class A2AEndpoint:
         if operation == "stream":
             run = await self._accept(params)
         else:
-            task_id = _task_id(params)
-            task = await self._load(task_id)
+            task_id = task_id_of(params)
+            task = await self.load(task_id)
             state = wire.state_name(task["status"]["state"])
             if state in wire.TERMINAL_STATES:
                 raise _RpcError(
@@ -1060,7 +884,7 @@ class A2AEndpoint:
                 while task_id not in self._runs:  # resumed here: the run's listeners carry it
                     running = wire.state_name(known["status"]["state"]) in ("submitted", "working")
                     if look or running:
-                        current = await self._load(task_id)
+                        current = await self.load(task_id)
                         if task_id in self._runs:
                             return
                         events = self._events_between(known, current)
@@ -1120,12 +944,12 @@ class A2AEndpoint:
                     wire.is_terminal(event["statusUpdate"]["status"]["state"])
                     or wire.is_interrupted(event["statusUpdate"]["status"]["state"])
                 )
-                yield _sse(_answer(rid, wire.render_event(event, dialect, final=final)))
+                yield sse_chunk(answer_body(rid, wire.render_event(event, dialect, final=final)))
                 if final:
                     return
         except Exception as exc:
             failure = _RpcError(INTERNAL_ERROR, f"Internal error: {error_message(exc)}")
-            yield _sse(_error(rid, failure, dialect), error=dialect == "1.0")
+            yield sse_chunk(error_body(rid, failure, dialect), error=dialect == "1.0")
         finally:
             if pending is not None:
                 pending.cancel()

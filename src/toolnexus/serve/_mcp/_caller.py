@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannel
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolnexus.errors import CallerUnavailable
-from toolnexus.serve._asking import ask_client, create_message
+from toolnexus.serve._mcp._asking import ask_client, create_message
 from toolnexus.types import LOG_LEVELS, Answer, Request
 
 __all__ = ["LogLevels", "McpCaller", "connection_of"]

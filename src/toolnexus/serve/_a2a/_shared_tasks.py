@@ -15,7 +15,7 @@ from toolnexus._backends._postgres import PostgresPool
 from toolnexus._backends._redis import RedisPool, as_text
 from toolnexus.a2a._wire import dumps, state_name
 from toolnexus.errors import ConfigError
-from toolnexus.serve._tasks import (
+from toolnexus.serve._a2a._tasks import (
     DEFAULT_PAGE_SIZE,
     FINISHED_STATES,
     TaskPage,
