@@ -38,9 +38,10 @@ from toolnexus.client._events import (
 )
 from toolnexus.client._hooks import AfterLlmHook, AfterToolHook, before_llm, call_hook
 from toolnexus.client._metrics import elapsed_ms
-from toolnexus.client._output import FINAL_RESULT
+from toolnexus.client._output_turn import OutputCheck
 from toolnexus.client._parts import Prompt, prompt_content
 from toolnexus.client._results import ModelTurn, RunResult, add_usage, empty_usage
+from toolnexus.client._run_state import AGAIN
 from toolnexus.client._scope import RunScope
 from toolnexus.client._steps import ToolStep, current_steps
 from toolnexus.client._tool_search import LocalSearch, search_mode
@@ -59,9 +60,7 @@ from toolnexus.types import (
 )
 
 if TYPE_CHECKING:
-    from toolnexus.client._output import OutputSpec
     from toolnexus.client._settings import RunSettings
-    from toolnexus.client._wire import Dialect
 
 __all__ = ["RunLoop", "compose_system"]
 
@@ -106,7 +105,7 @@ class RunLoop:
         streaming: bool = False,
         conversation_id: str | None = None,
     ) -> None:
-        self.c = settings
+        self.settings = settings
         self.prompt = prompt_content(prompt)  # a bad part raises here, before any request
         self.toolkit = as_toolkit(toolkit)  # a list of tools works as well as a Toolkit
         self.history = history
@@ -140,7 +139,7 @@ class RunLoop:
         raise RuntimeError("the run ended without a result")  # pragma: no cover
 
     async def events(self) -> AsyncGenerator[StreamEvent, None]:
-        c = self.c
+        c = self.settings
         wire = c.endpoint.dialect
         started = time.perf_counter()
         scope = RunScope(c.timeout_ms, self.cancel)
@@ -182,9 +181,11 @@ class RunLoop:
                     tools = tools + wire.declarations(
                         Toolkit(builtins=False, extra_tools=[out.tool()]), strict
                     )
-                output_failures = 0
-                value: Any = _NO_VALUE
-                output_errors: list[dict[str, Any]] | None = None
+                output = None
+                if out is not None:
+                    output = OutputCheck(
+                        out, c.output_retries, wire, [] if self.streaming else None
+                    )
                 status, text = "incomplete", ""
                 limit: str | None = "maxTurns"
                 pending: Request | None = None
@@ -267,37 +268,19 @@ class RunLoop:
                     if not turn.calls and turn.finish in _CUT_SHORT:
                         status, limit = "incomplete", _CUT_SHORT[turn.finish]
                         break
-                    if out is not None:
-                        verdict = _judge(out, turn)
-                        if verdict is not None:
-                            final_call, value, output_errors = verdict
-                            if output_errors is None:
-                                status, limit = "done", None
-                                if final_call is not None:
-                                    messages.extend(_close_calls(wire, turn.calls, final_call))
-                                if self.streaming:
-                                    yield {"type": "output", "output": value}
+                    if output is not None:
+                        end = output.check(turn, messages)
+                        if end is AGAIN:
+                            over = self._over_limit(0)
+                            if over is not None:
+                                status, limit = "incomplete", over
                                 break
-                            output_failures += 1
-                            retry = output_failures <= c.output_retries
-                            if final_call is None:
-                                if not retry:
-                                    status, limit = "incomplete", "output"
-                                    break
-                                messages.append(
-                                    {"role": "user", "content": out.retry_prompt(output_errors)}
-                                )
-                                over = self._over_limit(0)
-                                if over is not None:
-                                    status, limit = "incomplete", over
-                                    break
-                                continue
-                            if not retry:
-                                messages.extend(
-                                    _close_calls(wire, turn.calls, final_call, output_errors, out)
-                                )
-                                status, limit = "incomplete", "output"
-                                break
+                            continue
+                        if end is not None:
+                            status, limit = end.status, end.limit
+                            if self.streaming and output.sink:
+                                yield output.sink.pop()
+                            break
                     if not turn.calls:
                         status, limit = "done", None
                         break
@@ -305,12 +288,8 @@ class RunLoop:
                     if knobs is not None:  # a forced tool choice was met: the model is free now
                         knobs = knobs.released()
                     answered: list[tuple[ToolCall, ToolResult]] = []
-                    if out is not None and out.mode == "tool":
-                        finals = [call for call in calls if call.name == FINAL_RESULT]
-                        if finals and output_errors is not None:
-                            reply = ToolResult(out.retry_prompt(output_errors), True)
-                            answered += [(call, reply) for call in finals]
-                        calls = [call for call in calls if call.name != FINAL_RESULT]
+                    if output is not None:
+                        calls = output.set_aside(calls, answered)
                     over = self._over_limit(len(calls))
                     if (
                         over is not None
@@ -396,11 +375,13 @@ class RunLoop:
                     limit=limit,
                     pending=pending,
                     refusal=refusal,
-                    output_errors=output_errors if status != "done" else None,
+                    output_errors=output.errors
+                    if output is not None and status != "done"
+                    else None,
                     model_turns=self.model_turns,
                 )
-                if out is not None and status == "done":
-                    final.value = value
+                if output is not None and status == "done":
+                    final.value = output.value
                 if lease is not None:
                     await scope.race(lease.save(messages))
                 if limit is not None:
@@ -467,7 +448,7 @@ class RunLoop:
                     "message": message,
                 }
             )
-        hooks = self.c.hooks
+        hooks = self.settings.hooks
         if hooks is None or hooks.on_progress is None:
             return None
         info: ProgressInfo = {
@@ -504,7 +485,7 @@ class RunLoop:
         if error is not None:
             event["error"] = redact(error)
         self.finished = True
-        self.c.emit(event)
+        self.settings.emit(event)
 
     def _record(self, outcome: _Outcome, result: ToolResult) -> None:
         record = {
@@ -520,13 +501,13 @@ class RunLoop:
 
     def _with_deps(self, payload: _HookInfo) -> _HookInfo:
         """A hook's argument, with the run's `deps` when it has some."""
-        if self.c.deps is not None:
-            payload["deps"] = self.c.deps
+        if self.settings.deps is not None:
+            payload["deps"] = self.settings.deps
         return payload
 
     def _over_limit(self, calls: int) -> str | None:
         """The usage limit the run would pass by going on (with `calls` more tool calls)."""
-        limits = self.c.usage_limits
+        limits = self.settings.usage_limits
         if limits is None:
             return None
         if limits.total_tokens is not None and self.usage["total_tokens"] > limits.total_tokens:
@@ -544,7 +525,7 @@ class RunLoop:
 
     def _model_call(self, request: ModelRequest, scope: RunScope) -> Callable[[], Awaitable[Turn]]:
         """One model call as a function a step can run (a stream is read whole)."""
-        endpoint, emit = self.c.endpoint, self.c.emit
+        endpoint, emit = self.settings.endpoint, self.settings.emit
         if not self.streaming:
             return lambda: endpoint.complete(request, scope, emit)
 
@@ -581,7 +562,7 @@ class RunLoop:
         drawn = [steps.tool_call(call.name) if steps else None for call in calls]
         if len(calls) == 1:
             return [await scope.race(self._execute_one(calls[0], turn, scope, drawn[0]))]
-        limit = self.c.tool_concurrency
+        limit = self.settings.tool_concurrency
         if len(calls) <= limit:
             runs = [self._execute_one(c, turn, scope, s) for c, s in zip(calls, drawn, strict=True)]
         else:
@@ -653,7 +634,7 @@ class RunLoop:
             event["pending"] = True
         if tool is None:
             event["unknown"] = True
-        self.c.emit(event)
+        self.settings.emit(event)
 
     def _short_circuited(self, call: ToolCall, result: ToolResult) -> None:
         """Trace a call that `before_tool` answered (a guardrail's denial, say) like one that
@@ -668,7 +649,7 @@ class RunLoop:
         if call.error is not None:  # the model sent unusable arguments: nothing runs
             message = f"Invalid arguments for tool {call.name}: {call.error}"
             return _Outcome(call, call.args, ToolResult(message, True), False)
-        hooks = self.c.hooks
+        hooks = self.settings.hooks
         args = call.args
         started = time.perf_counter()
         if hooks is not None and hooks.before_tool is not None:
@@ -689,7 +670,7 @@ class RunLoop:
                     return _Outcome(call, args, result, suspended)
                 if reply.get("args") is not None:
                     args = reply["args"]
-        ctx = scope.tool_context(deps=self.c.deps)
+        ctx = scope.tool_context(deps=self.settings.deps)
         result = await self._run_reported(call, args, ctx, turn, step)
         if pending_of(result) is not None:
             self._tool_event(call.name, result, started, True)
@@ -734,14 +715,14 @@ class RunLoop:
         step = self.steps.tool_call(name) if self.steps is not None else None
         result = await scope.race(
             self._run_reported(
-                outcome.call, args, scope.tool_context(answer, self.c.deps), turn, step
+                outcome.call, args, scope.tool_context(answer, self.settings.deps), turn, step
             )
         )
         if pending_of(result) is not None:
             self._tool_event(name, result, started, True)
             return ToolResult("unresolved: " + request.prompt, True)  # never a second wait
         self._tool_event(name, result, started, False)
-        hooks = self.c.hooks
+        hooks = self.settings.hooks
         if hooks is None or hooks.after_tool is None:
             return result
         return await self._after_tool(hooks.after_tool, outcome.call, args, result, turn)
@@ -788,11 +769,7 @@ async def _observed(reply: Awaitable[Any]) -> None:
         logger.debug("[toolnexus] on_progress hook raised; ignored: %s", error_message(exc))
 
 
-_NO_VALUE: Any = object()
 _NO_STACK: contextlib.nullcontext[None] = contextlib.nullcontext()
-
-_NOT_RUN = "Not run: the final result was given in the same turn."
-
 
 # A turn that ended without its whole answer: the run ends `incomplete` with this `limit`.
 _CUT_SHORT = {"length": "maxTokens", "content_filter": "contentFilter"}
@@ -802,42 +779,6 @@ def _reasoning_event(piece: ReasoningDelta) -> ReasoningEvent:
     if piece.redacted:
         return {"type": "reasoning", "delta": "", "redacted": True}
     return {"type": "reasoning", "delta": piece.text}
-
-
-def _judge(
-    out: OutputSpec, turn: Turn
-) -> tuple[ToolCall | None, Any, list[dict[str, Any]] | None] | None:
-    """Read a turn as a final result: `(final_call, value, errors)`, or `None` when the turn
-    is not one (tool calls to run, with no `final_result` among them)."""
-    final = next((call for call in turn.calls if call.name == FINAL_RESULT), None)
-    if final is not None:
-        if final.error is not None:
-            return final, None, [{"type": "json_invalid", "loc": [], "msg": final.error}]
-        value, errors = out.validate_args(final.args)
-        return final, value, errors
-    if turn.calls:
-        return None
-    value, errors = out.validate_text(turn.text)
-    return None, value, errors
-
-
-def _close_calls(
-    wire: Dialect,
-    calls: list[ToolCall],
-    final: ToolCall,
-    errors: list[dict[str, Any]] | None = None,
-    out: OutputSpec | None = None,
-) -> list[dict[str, Any]]:
-    """Answers to every call of a final turn, so the transcript stays valid for the next run."""
-    answered: list[tuple[ToolCall, ToolResult]] = []
-    for call in calls:
-        if call is not final:
-            answered.append((call, ToolResult(_NOT_RUN, True)))
-        elif errors is not None and out is not None:
-            answered.append((call, ToolResult(out.retry_prompt(errors), True)))
-        else:
-            answered.append((call, ToolResult("Final result accepted.")))
-    return wire.tool_results(answered)
 
 
 def _as_result(value: Any, hook: str) -> ToolResult:
