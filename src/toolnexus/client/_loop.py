@@ -1,9 +1,12 @@
-"""The tool-calling loop shared by `run`, `ask` and `stream`.
+"""The tool-calling loop shared by `run`, `ask` and `stream`: the sequence of a run's steps.
 
-One `RunLoop` is one run: call the model, execute the tools it asked for (concurrently, in
-call order into the transcript), resolve suspensions, repeat up to `max_turns`. It is written
-as an async generator of events so streaming gets back-pressure for free: nothing is read from
-the provider until the consumer asks for the next event.
+One `RunLoop` is one run: start (claim the conversation, compose the first request), then
+each turn a model turn (`_model_turn`), the output check of a typed run (`_output_turn`) and a
+tool turn (`_tool_turn`: the calls run concurrently, their results in call order, suspensions
+resolved), up to `max_turns`; then finish (the `RunResult`, the transcript saved). It is
+written as an async generator of events so streaming gets back-pressure for free: nothing is
+read from the provider until the consumer asks for the next event. A run that does not stream
+takes the same steps with their event sink off.
 """
 
 from __future__ import annotations
@@ -11,51 +14,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import AsyncGenerator, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from toolnexus import _otel
 from toolnexus._log import warn
 from toolnexus._secrets import redact
-from toolnexus.adapters import ToolCall
-from toolnexus.client._endpoint import ModelRequest
-from toolnexus.client._events import (
-    AfterLlmInfo,
-    AfterToolInfo,
-    BeforeToolInfo,
-    ProgressEvent,
-    ProgressInfo,
-    ReasoningEvent,
-    RunEvent,
-    StreamEvent,
-)
-from toolnexus.client._hooks import AfterLlmHook, before_llm, call_hook
+from toolnexus.client._events import ProgressEvent, RunEvent, StreamEvent
 from toolnexus.client._metrics import elapsed_ms
+from toolnexus.client._model_turn import ModelCaller
 from toolnexus.client._output_turn import OutputCheck
 from toolnexus.client._parts import Prompt, prompt_content
-from toolnexus.client._results import ModelTurn, RunResult, add_usage
-from toolnexus.client._run_state import AGAIN, RunState
+from toolnexus.client._results import RunResult
+from toolnexus.client._run_state import AGAIN, Next, RunEnd, RunState
 from toolnexus.client._scope import RunScope
 from toolnexus.client._steps import current_steps
 from toolnexus.client._tool_search import LocalSearch, search_mode
 from toolnexus.client._tool_turn import ToolRunner
-from toolnexus.client._wire import ReasoningDelta, Turn
 from toolnexus.client.memory import ConversationLease, claim_conversation
 from toolnexus.errors import UsageLimitExceeded
 from toolnexus.toolkit import Toolkit, as_toolkit
-from toolnexus.types import (
-    Tool,
-    ToolResult,
-    error_message,
-)
+from toolnexus.types import Tool, error_message
 
 if TYPE_CHECKING:
+    from toolnexus.adapters import ToolCall
     from toolnexus.client._settings import RunSettings
+    from toolnexus.types import ToolResult
 
 __all__ = ["RunLoop", "compose_system"]
-
-# The hook arguments that carry the run's `deps` when it has some.
-_HookInfo = TypeVar("_HookInfo", AfterLlmInfo, BeforeToolInfo, AfterToolInfo, ProgressInfo)
 
 
 def compose_system(system_prompt: str | None, toolkit: Toolkit | None) -> str:
@@ -93,8 +79,8 @@ class RunLoop:
         self.streaming = streaming
         self.conversation_id = conversation_id
         self.state = RunState(settings.model)
-        # Streaming: the `progress` events of the running tools, yielded while they run.
-        self.progress: asyncio.Queue[ProgressEvent] | None = None
+        # The events the steps leave for the loop to yield; `None` (off) when not streaming.
+        self.sink: list[StreamEvent] | None = [] if streaming else None
         self.steps = current_steps()  # a durable engine journaling the run's calls, if any
 
     async def result(self) -> RunResult:
@@ -110,264 +96,168 @@ class RunLoop:
         raise RuntimeError("the run ended without a result")  # pragma: no cover
 
     async def events(self) -> AsyncGenerator[StreamEvent, None]:
-        c = self.settings
-        wire = c.endpoint.dialect
+        settings, sink = self.settings, self.sink
         started = time.perf_counter()
-        scope = RunScope(c.timeout_ms, self.cancel)
-        run = _otel.agent_span(c.model, wire.provider)
-        if self.streaming:
-            self.progress = asyncio.Queue()
+        scope = RunScope(settings.timeout_ms, self.cancel)
+        span = _otel.agent_span(settings.model, settings.endpoint.dialect.provider)
         try:
             # The stack holds a conversation's claim; a run without one needs none.
             stack = contextlib.AsyncExitStack() if self.conversation_id is not None else _NO_STACK
             async with stack as memory:
-                history = self.history
-                lease: ConversationLease | None = None
-                if self.conversation_id is not None:
-                    # Queued behind another run on this id: the deadline and `cancel` still count.
-                    claim = claim_conversation(c.store, c.locks, self.conversation_id)
-                    assert memory is not None
-                    lease = await scope.race(memory.enter_async_context(claim))
-                    history = await scope.race(lease.get()) or []
-                scope.check()
-                out = c.output
-                system = compose_system(c.system_prompt, self.toolkit)
-                if out is not None and out.mode == "prompted":
-                    system = "\n\n".join(p for p in (system, out.instructions()) if p)
-                messages = wire.start_messages(system, history, self.prompt)
-                knobs = c.model_settings
-                strict = bool(knobs is not None and knobs.strict_tools)
-                searching = search_mode(c.tool_search, wire, self.toolkit)
-                local = None
-                if searching == "local" and self.toolkit is not None:
-                    local = LocalSearch(self.toolkit, history)
-                    self.toolkit = local.toolkit  # `search_tools` runs as the toolkit's tools do
-                    tools = wire.declarations(local.declared(), strict)
-                elif self.toolkit is not None:
-                    tools = wire.declarations(self.toolkit, strict, defer=searching == "native")
-                else:
-                    tools = []
-                own_tools = len(tools)
-                if out is not None and out.mode == "tool":
-                    tools = tools + wire.declarations(
-                        Toolkit(builtins=False, extra_tools=[out.tool()]), strict
-                    )
-                tools_run = ToolRunner(c, self.toolkit, self.steps, self.progress, self.state)
-                output = None
-                if out is not None:
-                    output = OutputCheck(
-                        out, c.output_retries, wire, [] if self.streaming else None
-                    )
-                status, text = "incomplete", ""
-                limit: str | None = "maxTurns"
-                refusal: str | None = None
-                hooks = c.hooks
-                model = c.model
-                for turn_index in range(c.max_turns):
-                    if local is not None and local.changed():  # a search named deferred tools
-                        declared = wire.declarations(local.declared(), strict)
-                        tools, own_tools = declared + tools[own_tools:], len(declared)
-                    if hooks is not None and hooks.before_llm is not None:
-                        messages, tools, model = await before_llm(
-                            hooks.before_llm, messages, tools, c.model, turn_index, c.deps
-                        )
-                    seen: list[dict[str, Any]] = []  # the summaries of the parts sent
-                    body = wire.body(
-                        model,
-                        system,
-                        messages,
-                        tools,
-                        self.streaming,
-                        parts=c.parts,
-                        seen=seen,
-                        settings=knobs,
-                    )
-                    if out is not None and out.mode == "native":
-                        body.update(wire.output_keys(out))
-                    request = ModelRequest(model, body, seen, run)
-                    self.state.model = model
-                    turn: Turn | None = None
-                    if self.steps is not None:
-                        turn = await self.steps.model_call(self._model_call(request, scope))
-                        if self.streaming:  # a step answers whole
-                            for thought in turn.reasoning_deltas():
-                                yield _reasoning_event(thought)
-                            if turn.text:
-                                yield {"type": "text", "delta": turn.text}
-                    elif self.streaming:
-                        deltas = c.endpoint.stream(request, scope, c.emit)
+                lease, model, output, tools = await self._start(memory, scope, span)
+                end: Next = None
+                for index in range(settings.max_turns):
+                    request = await model.prepare(index)
+                    if sink is None:
+                        turn = await model.request(request)
+                    else:  # the answer's text and reasoning go out as they come
+                        deltas = model.stream(request)
                         try:
-                            async for item in deltas:
-                                if isinstance(item, str):
-                                    yield {"type": "text", "delta": item}
-                                elif isinstance(item, ReasoningDelta):
-                                    yield _reasoning_event(item)
-                                else:
-                                    turn = item
+                            async for piece in deltas:
+                                if (delta := model.delta(piece)) is not None:
+                                    yield delta
                         finally:
                             await deltas.aclose()  # a consumer that stops early closes the body
-                        assert turn is not None
-                    else:
-                        turn = await c.endpoint.complete(request, scope, c.emit)
-                    self.state.turns += 1
-                    self.state.model_turns.append(
-                        ModelTurn(
-                            turn.finish,
-                            turn.finish_reason,
-                            turn.reasoning,
-                            turn.reasoning_redacted,
+                        assert model.streamed is not None  # a stream's last piece is its turn
+                        turn = model.streamed
+                    end = await model.took(turn, index)
+                    if end is None and output is not None:
+                        end = output.check(turn, model.messages)
+                    if end is None and not turn.calls:
+                        end = RunEnd("done", None, turn.text)
+                    if end is None:
+                        answered: list[tuple[ToolCall, ToolResult]] = []
+                        calls = (
+                            turn.calls if output is None else output.set_aside(turn.calls, answered)
                         )
-                    )
-                    self._add_usage(turn.usage)
-                    if hooks is not None and hooks.after_llm is not None:
-                        await self._after_llm(hooks.after_llm, turn, model, turn_index)
-                    messages.extend(turn.entries())
-                    text = turn.text
-                    if turn.refusal is not None and not turn.calls:
-                        status, limit, refusal = "refused", None, turn.refusal
-                        if self.streaming:
-                            yield {"type": "refusal", "refusal": refusal}
-                        break
-                    if not turn.calls and turn.finish == "pause":
-                        # Anthropic paused a long turn: its content goes back as it is and the
-                        # model is called again to continue it (no new user message).
-                        over = self.state.over_limit(c.usage_limits, 0)
-                        if over is not None:
-                            status, limit = "incomplete", over
-                            break
-                        continue
-                    if not turn.calls and turn.finish in _CUT_SHORT:
-                        status, limit = "incomplete", _CUT_SHORT[turn.finish]
-                        break
-                    if output is not None:
-                        end = output.check(turn, messages)
-                        if end is AGAIN:
-                            over = self.state.over_limit(c.usage_limits, 0)
-                            if over is not None:
-                                status, limit = "incomplete", over
-                                break
-                            continue
-                        if end is not None:
-                            status, limit = end.status, end.limit
-                            if self.streaming and output.sink:
-                                yield output.sink.pop()
-                            break
-                    if not turn.calls:
-                        status, limit = "done", None
-                        break
-                    calls = turn.calls
-                    if knobs is not None:  # a forced tool choice was met: the model is free now
-                        knobs = knobs.released()
-                    answered: list[tuple[ToolCall, ToolResult]] = []
-                    if output is not None:
-                        calls = output.set_aside(calls, answered)
-                    async for event in tools_run.turn(calls, answered, turn_index, scope, run):
-                        yield event
-                    messages.extend(wire.tool_results(answered))
-                    end = tools_run.end(text)
+                        async for event in tools.turn(calls, answered, index, scope, span):
+                            yield event
+                        model.answered(answered)
+                        end = tools.end(turn.text)
+                    if end is AGAIN:  # the model is asked again, unless a usage limit is passed
+                        over = self.state.over_limit(settings.usage_limits, 0)
+                        end = None if over is None else RunEnd("incomplete", over, turn.text)
                     if end is not None:
-                        status, limit, text = end.status, end.limit, end.text
                         break
-                final = RunResult(
-                    text=text,
-                    messages=messages,
-                    tool_calls=self.state.records,
-                    tool_call_count=len(self.state.records),
-                    turns=self.state.turns,
-                    usage=self.state.usage,
-                    model=self.state.model,
-                    status=status,
-                    limit=limit,
-                    pending=tools_run.pending,
-                    refusal=refusal,
-                    output_errors=output.errors
-                    if output is not None and status != "done"
-                    else None,
-                    model_turns=self.state.model_turns,
-                )
-                if output is not None and status == "done":
-                    final.value = output.value
-                if lease is not None:
-                    await scope.race(lease.save(messages))
-                if limit is not None:
-                    turns = self.state.turns
-                    warn(f"run ended incomplete: {limit} limit reached after {turns} turns")
-                    if c.raise_on_limit:
-                        raise UsageLimitExceeded(limit, final)
+                if not isinstance(end, RunEnd):  # every turn went on: `max_turns` ends the run
+                    end = RunEnd("incomplete", "maxTurns", model.text)
+                for event in sink or ():  # the refusal or typed output that ended the run
+                    yield event
+                final = await self._finish(end, lease, scope, model, output, tools)
         except BaseException as exc:
-            scope.close()
-            reason = (
-                "stream closed before done"
-                if isinstance(exc, GeneratorExit)
-                else error_message(exc)
-            )
-            self._finish(started, reason)
-            _otel.end_span(run, exc)
+            self._close(started, scope, span, exc)
             raise
-        scope.close()
-        self._finish(started, None)
-        _otel.end_span(run)
-        if self.streaming and self.state.usage_seen:
+        self._close(started, scope, span, None)
+        if sink is not None and self.state.usage_seen:
             yield {"type": "usage", "usage": dict(self.state.usage)}
         yield {"type": "done", "result": final}
 
-    def _finish(self, started: float, error: str | None) -> None:
-        """Emit the run's `run` event: always its last one, with `error` when it raised."""
+    async def _start(
+        self, memory: contextlib.AsyncExitStack | None, scope: RunScope, span: Any
+    ) -> tuple[ConversationLease | None, ModelCaller, OutputCheck | None, ToolRunner]:
+        """The start: claim the conversation, compose the first request, set up the steps."""
+        settings = self.settings
+        wire = settings.endpoint.dialect
+        history, lease = self.history, None
+        if self.conversation_id is not None:
+            # Queued behind another run on this id: the deadline and `cancel` still count.
+            claim = claim_conversation(settings.store, settings.locks, self.conversation_id)
+            assert memory is not None
+            lease = await scope.race(memory.enter_async_context(claim))
+            history = await scope.race(lease.get()) or []
+        scope.check()
+        out = settings.output
+        system = compose_system(settings.system_prompt, self.toolkit)
+        if out is not None and out.mode == "prompted":
+            system = "\n\n".join(p for p in (system, out.instructions()) if p)
+        messages = wire.start_messages(system, history, self.prompt)
+        searching = search_mode(settings.tool_search, wire, self.toolkit)
+        local = None
+        if searching == "local" and self.toolkit is not None:
+            local = LocalSearch(self.toolkit, history)
+            self.toolkit = local.toolkit  # `search_tools` runs as the toolkit's tools do
+        sink, state, steps = self.sink, self.state, self.steps
+        # Positional: a keyword call costs more, on every run.
+        model = ModelCaller(
+            settings,
+            state,
+            steps,
+            sink,
+            scope,
+            span,
+            system,
+            messages,
+            self.toolkit,
+            local,
+            searching == "native",
+        )
+        # A streamed run's `progress` events of the running tools, yielded while they run.
+        progress: asyncio.Queue[ProgressEvent] | None = None
+        if sink is not None:
+            progress = asyncio.Queue()
+        tools = ToolRunner(settings, self.toolkit, steps, progress, state)
+        output = None
+        if out is not None:
+            output = OutputCheck(out, settings.output_retries, wire, sink)
+        return lease, model, output, tools
+
+    async def _finish(
+        self,
+        end: RunEnd,
+        lease: ConversationLease | None,
+        scope: RunScope,
+        model: ModelCaller,
+        output: OutputCheck | None,
+        tools: ToolRunner,
+    ) -> RunResult:
+        """The finish: the run's result, its transcript saved, a limit reached warned of (or
+        raised, with `raise_on_limit`)."""
+        state = self.state
+        status, limit = end.status, end.limit
+        final = RunResult(
+            text=end.text,
+            messages=model.messages,
+            tool_calls=state.records,
+            tool_call_count=len(state.records),
+            turns=state.turns,
+            usage=state.usage,
+            model=state.model,
+            status=status,
+            limit=limit,
+            pending=tools.pending,
+            refusal=model.refusal,
+            output_errors=output.errors if output is not None and status != "done" else None,
+            model_turns=state.model_turns,
+        )
+        if output is not None and status == "done":
+            final.value = output.value
+        if lease is not None:
+            await scope.race(lease.save(model.messages))
+        if limit is not None:
+            warn(f"run ended incomplete: {limit} limit reached after {state.turns} turns")
+            if self.settings.raise_on_limit:
+                raise UsageLimitExceeded(limit, final)
+        return final
+
+    def _close(self, started: float, scope: RunScope, span: Any, exc: BaseException | None) -> None:
+        """End the run's scope and span and emit its `run` event: always its last one, with
+        `error` when it raised (`exc`)."""
+        scope.close()
+        state = self.state
         event: RunEvent = {
             "event": "run",
-            "model": self.state.model,
-            "turns": self.state.turns,
-            "tool_calls": len(self.state.records),
-            "total_tokens": self.state.usage["total_tokens"],
+            "model": state.model,
+            "turns": state.turns,
+            "tool_calls": len(state.records),
+            "total_tokens": state.usage["total_tokens"],
             "ms": elapsed_ms(started),
         }
-        if error is not None:
-            event["error"] = redact(error)
-        self.state.finished = True
+        if exc is not None:
+            closed = isinstance(exc, GeneratorExit)
+            event["error"] = redact("stream closed before done" if closed else error_message(exc))
+        state.finished = True
         self.settings.emit(event)
-
-    # -- the LLM call ---------------------------------------------------------------------------
-
-    def _model_call(self, request: ModelRequest, scope: RunScope) -> Callable[[], Awaitable[Turn]]:
-        """One model call as a function a step can run (a stream is read whole)."""
-        endpoint, emit = self.settings.endpoint, self.settings.emit
-        if not self.streaming:
-            return lambda: endpoint.complete(request, scope, emit)
-
-        async def streamed() -> Turn:
-            deltas = endpoint.stream(request, scope, emit)
-            try:
-                async for item in deltas:
-                    if isinstance(item, Turn):
-                        return item
-            finally:
-                await deltas.aclose()
-            raise RuntimeError("the stream ended without a turn")  # pragma: no cover
-
-        return streamed
-
-    def _add_usage(self, usage: dict[str, int] | None) -> None:
-        if usage is not None:
-            add_usage(self.state.usage, usage)
-            self.state.usage_seen = True
-
-    async def _after_llm(self, hook: AfterLlmHook, turn: Turn, model: str, turn_index: int) -> None:
-        response = (
-            {"streamed": True, "usage": dict(self.state.usage)} if self.streaming else turn.raw
-        )
-        info: AfterLlmInfo = {"response": response, "model": model, "turn": turn_index}
-        if self.settings.deps is not None:
-            info["deps"] = self.settings.deps
-        await call_hook(hook, info)
+        _otel.end_span(span, exc)
 
 
 _NO_STACK: contextlib.nullcontext[None] = contextlib.nullcontext()
-
-# A turn that ended without its whole answer: the run ends `incomplete` with this `limit`.
-_CUT_SHORT = {"length": "maxTokens", "content_filter": "contentFilter"}
-
-
-def _reasoning_event(piece: ReasoningDelta) -> ReasoningEvent:
-    if piece.redacted:
-        return {"type": "reasoning", "delta": "", "redacted": True}
-    return {"type": "reasoning", "delta": piece.text}

@@ -25,7 +25,7 @@ __all__ = ["OutputCheck", "OutputVerdict", "close_calls", "judge"]
 _NOT_RUN = "Not run: the final result was given in the same turn."
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OutputVerdict:
     """One answer read as the run's final result."""
 

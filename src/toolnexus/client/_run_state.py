@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["AGAIN", "Again", "Next", "RunEnd", "RunState"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RunEnd:
     """How a run ended: its `RunResult` `status`, the `limit` that stopped it, its `text`."""
 
