@@ -60,6 +60,19 @@ class RunLoop:
     client's store to saving the new one, so concurrent runs on one id never lose a turn.
     """
 
+    __slots__ = (
+        "cancel",
+        "conversation_id",
+        "history",
+        "prompt",
+        "settings",
+        "sink",
+        "state",
+        "steps",
+        "streaming",
+        "toolkit",
+    )
+
     def __init__(
         self,
         settings: RunSettings,

@@ -76,6 +76,18 @@ class ToolRunner:
     stream: the turn then yields nothing); `steps` a durable engine journaling the calls.
     """
 
+    __slots__ = (
+        "observers",
+        "over",
+        "pending",
+        "progress",
+        "settings",
+        "state",
+        "steps",
+        "toolkit",
+        "wait_for",
+    )
+
     def __init__(
         self,
         settings: RunSettings,
