@@ -3,8 +3,7 @@
 `ToolRunner.turn` runs the calls of one model answer, at most `tool_concurrency` at once, and
 puts their results in call order; a call that suspends is settled through `wait_for` or ends
 the run `pending`. A streamed run also gets the turn's events (`tool_call`, `ui`, `progress`,
-`pending`, `tool_result`) as they happen; a run that does not stream gets none and pays nothing
-for them.
+`pending`, `tool_result`) as they happen; a run that does not stream gets none.
 """
 
 from __future__ import annotations
@@ -449,10 +448,10 @@ class _Reporter:
     "message"}`: from the tool's task (awaiting the result or not) or from a sync tool's worker
     thread. Reports after the call ended are dropped."""
 
-    __slots__ = ("call", "loop", "open", "run", "turn")
+    __slots__ = ("call", "loop", "open", "runner", "turn")
 
-    def __init__(self, run: ToolRunner, call: ToolCall, turn: int) -> None:
-        self.run = run
+    def __init__(self, runner: ToolRunner, call: ToolCall, turn: int) -> None:
+        self.runner = runner
         self.call = call
         self.turn = turn
         self.open = True
@@ -473,9 +472,9 @@ class _Reporter:
         return observed
 
     def _report(self, event: Mapping[str, Any]) -> asyncio.Future[None] | None:
-        if not self.open or self.run.state.finished or not isinstance(event, Mapping):
+        if not self.open or self.runner.state.finished or not isinstance(event, Mapping):
             return None
-        return self.run._progressed(self, event)
+        return self.runner._progressed(self, event)
 
 
 async def _observed(reply: Awaitable[Any]) -> None:
