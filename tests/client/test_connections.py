@@ -191,6 +191,7 @@ def test_a_plain_http_run_loads_no_tls_store_driver_or_validator(llm: FakeLLM) -
     llm.push(text("hello"))
     probe = """
 import asyncio, gc, ssl, sys
+before = set(sys.modules)  # what the interpreter had already (a coverage tracer loads sqlite3)
 from toolnexus import create_client
 
 async def main() -> str:
@@ -202,7 +203,7 @@ async def main() -> str:
 
 answer = asyncio.run(main())
 loaded = [m for m in ("sqlite3", "pydantic", "toolnexus.client.memory._postgres",
-                      "toolnexus.client.memory._redis") if m in sys.modules]
+                      "toolnexus.client.memory._redis") if m in set(sys.modules) - before]
 contexts = sum(isinstance(o, ssl.SSLContext) for o in gc.get_objects())
 print(answer, loaded, contexts)
 """
