@@ -336,3 +336,30 @@ async def test_an_expired_session_lets_its_subscriptions_go(
     finally:
         await handle.stop()
         await kit.close()
+
+
+async def test_a_stopped_gateway_leaves_nothing_listening_on_its_toolkit(
+    upstreams: dict[str, ThreadedHttpServer],
+) -> None:
+    """One toolkit served and stopped again and again (a host restarting its endpoint) keeps
+    no relay of a stopped gateway alive: its upstream changes are heard only by live ones."""
+    import gc
+
+    def relays() -> int:
+        gc.collect()
+        return sum(type(o).__name__ == "RelayedChanges" for o in gc.get_objects())
+
+    alive = relays()  # the other tests' gateway, still serving
+    kit = await create_toolkit(
+        mcp_config={"up": {"url": upstreams["watched"].url(), "protocol": "legacy"}},
+        builtins=False,
+    )
+    try:
+        for _ in range(3):
+            handle = await kit.serve("127.0.0.1:0", mcp={"name": "gw"})
+            async with Client(handle.url + "/mcp") as caller:
+                await caller.list_tools()
+            await handle.stop()
+        assert relays() == alive
+    finally:
+        await kit.close()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import warnings
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -104,13 +105,22 @@ class UpstreamChanges:
     not raise (one that does is logged and skipped)."""
 
     def __init__(self) -> None:
-        self.listeners: list[Callable[[UpstreamChange], None]] = []
+        self._listeners: list[weakref.WeakMethod[Callable[[UpstreamChange], None]]] = []
         self._held: dict[str, set[str]] = {}
         self._streams: dict[str, _Stream] = {}
         self._closed = False
 
+    def add_listener(self, listener: Callable[[UpstreamChange], None]) -> None:
+        """Call the bound method `listener` with each change heard for as long as its object
+        lives: held weakly, so a gateway served and stopped over a long-lived toolkit leaves
+        nothing behind."""
+        self._listeners.append(weakref.WeakMethod(listener))
+
     def heard(self, change: UpstreamChange) -> None:
-        for listener in list(self.listeners):
+        live = [m for ref in self._listeners if (m := ref()) is not None]
+        if len(live) != len(self._listeners):
+            self._listeners = [ref for ref in self._listeners if ref() is not None]
+        for listener in live:
             try:
                 listener(change)
             except Exception:

@@ -138,7 +138,7 @@ class RelayedChanges:
     def install(self, server: Server[Any]) -> None:
         """Follow the sessions of `server` and start hearing the upstream changes."""
         server.middleware.append(self._follow)
-        self._source.changes.listeners.append(self._heard)
+        self._source.changes.add_listener(self._heard)
         self._source.watch_changes(self._among)
         from mcp.server.lowlevel.server import NotificationOptions
 
