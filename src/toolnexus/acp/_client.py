@@ -107,12 +107,17 @@ class _Turn:
 class _Host:
     """The client side the SDK calls: session updates and permission requests."""
 
-    def __init__(self, owner: ACPClient) -> None:
-        self._owner = owner
+    def __init__(
+        self,
+        current: Callable[[], tuple[_Turn | None, str]],
+        answer_permission: Callable[[list[Any], str, Any], Awaitable[Any]],
+    ) -> None:
+        self._current = current  # the turn in progress (if any) and the session it belongs to
+        self._answer_permission = answer_permission
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        turn = self._owner._turn
-        if turn is None or session_id != self._owner.session_id:
+        turn, current_session = self._current()
+        if turn is None or session_id != current_session:
             return
         # Only the agent's message forms the reply: thoughts, plans and tool narration never do.
         if getattr(update, "session_update", None) != "agent_message_chunk":
@@ -124,7 +129,7 @@ class _Host:
     async def request_permission(
         self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any
     ) -> Any:
-        return await self._owner._answer_permission(options, session_id, tool_call)
+        return await self._answer_permission(options, session_id, tool_call)
 
     def on_connect(self, conn: Any) -> None:
         pass
@@ -160,6 +165,16 @@ class ACPClient:
         return f"<ACPClient {self.options.command!r} session={self.session_id!r} {state}>"
 
     # -- the host's side (any thread, any loop) ------------------------------------------------
+
+    def _handshake(self) -> ACPClient:
+        """Open the session, blocking until it is ready; the client is closed again when the
+        handshake fails."""
+        try:
+            asyncio.run_coroutine_threadsafe(self._connect(), self._loop).result()
+        except BaseException:
+            self.close()
+            raise
+        return self
 
     def _submit(self, coro: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
         return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._loop))
@@ -240,7 +255,12 @@ class ACPClient:
         assert self._process.stdin is not None and self._process.stdout is not None
         self._lock = asyncio.Lock()
         self._conn = acp.connect_to_agent(
-            cast("acp.Client", _Host(self)), self._process.stdin, self._process.stdout
+            cast(
+                "acp.Client",
+                _Host(lambda: (self._turn, self.session_id), self._answer_permission),
+            ),
+            self._process.stdin,
+            self._process.stdout,
         )
         try:
             async with asyncio.timeout(opts.start_timeout):
@@ -459,13 +479,7 @@ def load_acp(opts: ACPOptions) -> ACPClient:
         raise ConfigError(f"toolnexus.acp needs the ACP SDK: {extra_hint('acp')}") from None
     if not isinstance(opts, ACPOptions):
         raise ConfigError(f"load_acp() takes ACPOptions, not {type(opts).__name__}")
-    client = ACPClient(opts)
-    try:
-        asyncio.run_coroutine_threadsafe(client._connect(), client._loop).result()
-    except BaseException:
-        client.close()
-        raise
-    return client
+    return ACPClient(opts)._handshake()
 
 
 def _swallow(task: asyncio.Future[Any]) -> None:

@@ -326,6 +326,11 @@ class Client:
         return style
 
     @property
+    def can_stream(self) -> bool:
+        """Whether this client's model transport can stream (`stream` needs it)."""
+        return self._endpoint.can_stream
+
+    @property
     def base_url(self) -> str | None:
         """The provider's base URL; `None` for a model in this process."""
         return self._endpoint.base_url

@@ -184,7 +184,7 @@ class DurableClient:
         """
         if history is not None and id is not None:
             raise ConfigError("pass history or id, not both")
-        if stream and not self.client._endpoint.can_stream:
+        if stream and not self.client.can_stream:
             raise StreamingUnsupported(STREAM_UNSUPPORTED)
         args = (prompt, history, id, output_type, bool(stream))
         started = SetWorkflowID(workflow_id) if workflow_id is not None else None
