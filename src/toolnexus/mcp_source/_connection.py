@@ -53,10 +53,11 @@ from toolnexus._otel import mcp_request, request_hooks
 from toolnexus._secrets import redact, remember_url
 from toolnexus._tls import ssl_context
 from toolnexus._version import __version__
-from toolnexus.errors import CallerUnavailable, HeaderValueError, ToolnexusError
+from toolnexus.errors import CallerUnavailable, HeaderValueError
 from toolnexus.mcp_source._callers import CallerRoutes, calling_for
 from toolnexus.mcp_source._config import MODERN, ServerSpec
 from toolnexus.mcp_source._elicitation import ask_host, elicit_response, elicitation_to_request
+from toolnexus.mcp_source._errors import CallCancelled, CallTimedOut, LoadError, ProtocolRefused
 from toolnexus.mcp_source._extensions import client_extensions
 from toolnexus.mcp_source._listing import ListingRepair
 from toolnexus.mcp_source._process import SpawnError, kill_tree_now
@@ -93,18 +94,6 @@ async def _tls_context() -> ssl.SSLContext:
     """The process's TLS context (`toolnexus._tls.ssl_context`), built in a thread the first
     time: loading the certificates costs tens of milliseconds."""
     return await asyncio.to_thread(ssl_context)
-
-
-class LoadError(ToolnexusError):
-    """A server could not be loaded; the message is the readable reason."""
-
-
-class CallTimedOut(ToolnexusError):
-    """A tool call ran past its time budget."""
-
-
-class CallCancelled(ToolnexusError):
-    """A tool call was cancelled through its signal."""
 
 
 class _NotStreamable(Exception):
@@ -195,10 +184,6 @@ async def negotiate(session: ClientSession, protocol: str) -> None:
         await session.discover()
     else:
         await negotiate_auto(session)
-
-
-class ProtocolRefused(ToolnexusError):
-    """The server stopped accepting the negotiated version and negotiating again failed."""
 
 
 class Connection:

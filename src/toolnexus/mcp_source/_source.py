@@ -24,10 +24,17 @@ from toolnexus._filters import apply_name_filter
 from toolnexus._log import PROGRESS, logger, warn
 from toolnexus._numbers import format_number
 from toolnexus._schema import drop_non_finite
-from toolnexus.errors import ConfigError, McpInputError, NotConnected, ToolnexusError
+from toolnexus.errors import ConfigError, McpInputError, NotConnected
 from toolnexus.mcp_source import _input
 from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_server, is_enabled
 from toolnexus.mcp_source._config import parse_mcp_config as _parse_mcp_config
+from toolnexus.mcp_source._errors import (
+    CallCancelled,
+    CallTimedOut,
+    LoadError,
+    ProtocolRefused,
+    UpstreamFailed,
+)
 from toolnexus.mcp_source._extensions import SKILLS_EXTENSION, declares
 from toolnexus.mcp_source._process import SpawnError, discard, spawn
 from toolnexus.mcp_source._roots import RootInput, server_roots
@@ -126,28 +133,6 @@ async def _load_sdk() -> ModuleType:
     if _sdk is not None:
         return _sdk
     return await asyncio.wrap_future(_start_sdk_import())
-
-
-class UpstreamFailed(ToolnexusError):
-    """A request relayed to MCP server `server` (a gateway re-serving its resources and
-    prompts) failed there while it tried to `what` (e.g. `read <uri>`): `cause` says how (an
-    error the server answered, a timeout after `timeout` seconds, a lost connection)."""
-
-    def __init__(
-        self,
-        server: str,
-        what: str,
-        cause: BaseException,
-        timeout: float | None = None,
-        *,
-        reason: str | None = None,
-    ) -> None:
-        super().__init__(f'MCP server "{server}" could not {what}')
-        self.server = server
-        self.what = what
-        self.cause = cause
-        self.timeout = timeout
-        self.reason = reason  # why a server that is not connected is not (its status error)
 
 
 class McpSource:
@@ -727,7 +712,7 @@ class _Server:
             if await self._ready_or_parked(conn):
                 self._needs_auth(conn)
                 return False
-        except sdk.LoadError as exc:
+        except LoadError as exc:
             self._failed(str(exc), conn.transport)
             return False
         self._adopt(conn, list_only=list_only)
@@ -942,7 +927,7 @@ class _Server:
         conn, sdk = self.conn, _sdk
         if conn is None or sdk is None:
             return
-        if isinstance(exc, sdk.ProtocolRefused):
+        if isinstance(exc, ProtocolRefused):
             self._refused(conn, exc)
         elif sdk.connection_went_away(exc) and await self._gone(conn, exc) and conn is self.conn:
             self._mark_lost(conn, reported=True)
@@ -1045,17 +1030,17 @@ class _Server:
                         resume
                     )
                 )
-        except sdk.ProtocolRefused as exc:
+        except ProtocolRefused as exc:
             if self._refused(conn, exc):
                 return ToolResult(f'MCP server "{self.name}" {self.error}', True, meta)
             return ToolResult(f'MCP server "{self.name}" {exc}', True, meta)
-        except sdk.CallTimedOut:
+        except CallTimedOut:
             return ToolResult(
                 f"MCP tool {tool_name} timed out after {sdk.format_ms(budget.ran_out)} ms",
                 True,
                 meta,
             )
-        except sdk.CallCancelled:
+        except CallCancelled:
             return ToolResult(f"MCP tool {tool_name} was cancelled", True, meta)
         except Exception as exc:
             if self._closed:

@@ -21,7 +21,8 @@ from toolnexus._aio import Signalled, call_maybe_async, cancelled_by
 from toolnexus._log import logger
 from toolnexus._task_ledger import current_ledger
 from toolnexus.mcp_source import _input
-from toolnexus.mcp_source._connection import Budget, CallCancelled, CallTimedOut, Connection
+from toolnexus.mcp_source._connection import Budget, Connection
+from toolnexus.mcp_source._errors import CallCancelled, CallTimedOut
 from toolnexus.mcp_source._results import map_call_result
 from toolnexus.mcp_source._tasks import TaskHandle, cancel_task, get_task, update_task
 from toolnexus.types import Request, ToolContext, ToolResult, error_message
