@@ -1,21 +1,17 @@
 """The MCP tool source: load every server concurrently, expose its tools, keep it healthy.
 
-The SDK is imported on first connect (`_connection`), in a thread, while the stdio servers'
+The SDK is imported on first connect (see `_sdk`), in a thread, while the stdio servers'
 children are already starting; reading a config stays light.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import dataclasses
-import importlib
 import os
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolnexus._aio import mark_seen, wait_signal
@@ -26,6 +22,7 @@ from toolnexus._numbers import format_number
 from toolnexus._schema import drop_non_finite
 from toolnexus.errors import ConfigError, McpInputError, NotConnected
 from toolnexus.mcp_source import _input
+from toolnexus.mcp_source._budget import CallBudget, format_ms
 from toolnexus.mcp_source._config import ServerConfigError, ServerSpec, check_server, is_enabled
 from toolnexus.mcp_source._config import parse_mcp_config as _parse_mcp_config
 from toolnexus.mcp_source._errors import (
@@ -38,6 +35,7 @@ from toolnexus.mcp_source._errors import (
 from toolnexus.mcp_source._extensions import SKILLS_EXTENSION, declares
 from toolnexus.mcp_source._process import SpawnError, discard, spawn
 from toolnexus.mcp_source._roots import RootInput, server_roots
+from toolnexus.mcp_source._sdk import load_sdk, sdk_loaded, start_sdk_import
 from toolnexus.mcp_source._sign_in import CallSignIns, resumes_sign_in
 from toolnexus.mcp_source._state import (
     McpInventory,
@@ -91,48 +89,6 @@ _RECONNECT_EVERY = 5.0  # seconds between reconnect attempts to a lost remote se
 _RESPAWN_BACKOFF_FIRST = 1.0
 _RESPAWN_BACKOFF_MAX = 60.0
 _DEATH_REPORT_WAIT = 2.0  # how long a failed call waits to learn whether the server went away
-_sdk: ModuleType | None = None  # `toolnexus.mcp_source._connection`, once imported
-_sdk_import: concurrent.futures.Future[ModuleType] | None = None
-_sdk_lock = threading.Lock()
-
-
-def _start_sdk_import() -> concurrent.futures.Future[ModuleType]:
-    """Start importing the MCP SDK (over a second of work) in a thread, once per process.
-
-    A plain thread and a `concurrent.futures.Future`, not `asyncio.to_thread`: the import may
-    be awaited from several event loops (e.g. `create_toolkit_sync`), and a cancelled waiter
-    must not cancel it for the others.
-    """
-    global _sdk_import
-    with _sdk_lock:
-        if _sdk_import is None:
-            future: concurrent.futures.Future[ModuleType] = concurrent.futures.Future()
-            future.set_running_or_notify_cancel()  # running: no waiter can cancel it
-
-            def run() -> None:
-                global _sdk
-                try:
-                    _sdk = importlib.import_module("toolnexus.mcp_source._connection")
-                except BaseException as exc:
-                    future.set_exception(exc)
-                else:
-                    future.set_result(_sdk)
-
-            threading.Thread(target=run, name="toolnexus-mcp-sdk-import", daemon=True).start()
-            _sdk_import = future
-        return _sdk_import
-
-
-def sdk_features() -> ModuleType:
-    """`toolnexus.mcp_source._features`, importable once the SDK is (a server is connected)."""
-    return importlib.import_module("toolnexus.mcp_source._features")
-
-
-async def _load_sdk() -> ModuleType:
-    """The imported SDK side of the source (`_connection`), once its import has finished."""
-    if _sdk is not None:
-        return _sdk
-    return await asyncio.wrap_future(_start_sdk_import())
 
 
 class McpSource:
@@ -212,10 +168,11 @@ class McpSource:
 
     async def list_mcp_resources(self, server: str | None = None) -> list[McpResource]:
         """Every resource (all pages) of `server`, or of every server offering resources."""
-        features = sdk_features()
+        from toolnexus.mcp_source._features import list_resources  # loaded with the SDK
+
         found: list[McpResource] = []
         for s in self._offering(server, "resources"):
-            listed = await features.list_resources(s.session(), s.name, s.timeout)
+            listed = await list_resources(s.session(), s.name, s.timeout)
             for resource in listed:
                 self.remember(resource.uri, s.name)
             found.extend(listed)
@@ -225,10 +182,11 @@ class McpSource:
         self, server: str | None = None
     ) -> list[McpResourceTemplate]:
         """Every resource template of `server`, or of every server offering resources."""
-        features = sdk_features()
+        from toolnexus.mcp_source._features import list_templates  # loaded with the SDK
+
         found: list[McpResourceTemplate] = []
         for s in self._offering(server, "resources"):
-            found.extend(await features.list_templates(s.session(), s.name, s.timeout))
+            found.extend(await list_templates(s.session(), s.name, s.timeout))
         return found
 
     async def read_mcp_resource(self, uri: str, *, server: str | None = None) -> ToolResult:
@@ -242,8 +200,9 @@ class McpSource:
             asking = _asking_server(resume)
             server = asking if isinstance(asking, str) else server
         owner = self.owner_of(uri, server)
-        features = sdk_features()
-        result: ToolResult = await features.read_resource(
+        from toolnexus.mcp_source._features import read_resource  # loaded with the SDK
+
+        result: ToolResult = await read_resource(
             owner.session(), owner.name, uri, owner.timeout, owner.wait_for, resume
         )
         return result
@@ -266,10 +225,11 @@ class McpSource:
 
     async def list_mcp_prompts(self, server: str | None = None) -> list[McpPrompt]:
         """Every prompt of `server`, or of every server offering prompts."""
-        features = sdk_features()
+        from toolnexus.mcp_source._features import list_prompts  # loaded with the SDK
+
         found: list[McpPrompt] = []
         for s in self._offering(server, "prompts"):
-            found.extend(await features.list_prompts(s.session(), s.name, s.timeout))
+            found.extend(await list_prompts(s.session(), s.name, s.timeout))
         return found
 
     async def get_mcp_prompt(
@@ -277,7 +237,9 @@ class McpSource:
     ) -> McpPromptResult:
         """The prompt `name` of `server`, rendered with `arguments`."""
         [s] = self._offering(server, "prompts")
-        prompt: McpPromptResult = await sdk_features().get_prompt(
+        from toolnexus.mcp_source._features import get_prompt  # loaded with the SDK
+
+        prompt: McpPromptResult = await get_prompt(
             s.session(), s.name, name, arguments, s.timeout, s.wait_for
         )
         return prompt
@@ -293,9 +255,9 @@ class McpSource:
         """Completions for `argument` (typed so far: `value`) of a prompt or resource template;
         `ref` is `{"type": "ref/prompt", "name"}` or `{"type": "ref/resource", "uri"}`."""
         [s] = self._offering(server, "completions")
-        values: list[str] = await sdk_features().complete(
-            s.session(), ref, argument, value, context, s.timeout
-        )
+        from toolnexus.mcp_source._features import complete  # loaded with the SDK
+
+        values: list[str] = await complete(s.session(), ref, argument, value, context, s.timeout)
         return values
 
     # -- what a gateway re-serves: the servers' own (SDK) models, unchanged ---------------------
@@ -322,11 +284,12 @@ class McpSource:
     async def wire_resources(self, among: Collection[str] | None = None) -> list[tuple[str, Any]]:
         """`(server, Resource)` for every resource of the servers offering resources (config
         order, all pages); each URI is remembered as that server's."""
-        features = sdk_features()
+        from toolnexus.mcp_source._features import wire_resources  # loaded with the SDK
+
         found: list[tuple[str, Any]] = []
         for s in self._among(among, "resources"):
             listed = await _relayed(
-                s, "list resources", lambda s: features.wire_resources(s.session(), s.timeout)
+                s, "list resources", lambda s: wire_resources(s.session(), s.timeout)
             )
             for resource in listed:
                 self.remember(str(resource.uri), s.name)
@@ -337,13 +300,14 @@ class McpSource:
         self, among: Collection[str] | None = None
     ) -> list[tuple[str, Any]]:
         """`(server, ResourceTemplate)` for every template of the servers offering resources."""
-        features = sdk_features()
+        from toolnexus.mcp_source._features import wire_templates  # loaded with the SDK
+
         found: list[tuple[str, Any]] = []
         for s in self._among(among, "resources"):
             listed = await _relayed(
                 s,
                 "list resource templates",
-                lambda s: features.wire_templates(s.session(), s.timeout),
+                lambda s: wire_templates(s.session(), s.timeout),
             )
             found.extend((s.name, t) for t in listed)
         return found
@@ -357,7 +321,8 @@ class McpSource:
         Request it carried and the answer, continued on the server that asked. When none
         answers, `UpstreamFailed` tells the most telling failure: a server that failed
         otherwise than by not having the URI, else the first that did not have it."""
-        features = sdk_features()
+        from toolnexus.mcp_source._features import wire_read  # loaded with the SDK
+
         # Those that went away too: a read reconnects them as a tool call would.
         candidates = self._among(among, "resources") + self._lost_offering(among, "resources")
         if resume is not None:  # continued on the server that asked, even one lost meanwhile
@@ -372,9 +337,7 @@ class McpSource:
                 return await _relayed(
                     s,
                     f"read {uri}",
-                    lambda s: features.wire_read(
-                        s.session(), s.name, uri, s.timeout, s.wait_for, resume
-                    ),
+                    lambda s: wire_read(s.session(), s.name, uri, s.timeout, s.wait_for, resume),
                 )
             except UpstreamFailed as exc:  # not this one's, perhaps: ask the next
                 failures.append(exc)
@@ -384,11 +347,12 @@ class McpSource:
 
     async def wire_prompts(self, among: Collection[str] | None = None) -> list[tuple[str, Any]]:
         """`(server, Prompt)` for every prompt of the servers offering prompts (config order)."""
-        features = sdk_features()
+        from toolnexus.mcp_source._features import wire_prompts  # loaded with the SDK
+
         found: list[tuple[str, Any]] = []
         for s in self._among(among, "prompts"):
             listed = await _relayed(
-                s, "list prompts", lambda s: features.wire_prompts(s.session(), s.timeout)
+                s, "list prompts", lambda s: wire_prompts(s.session(), s.timeout)
             )
             found.extend((s.name, p) for p in listed)
         return found
@@ -407,11 +371,12 @@ class McpSource:
         s = await self._relay_target(server, "prompts", what)
         if resume is not None and _asking_server(resume) != s.name:
             raise _input.AnswerRefused("the answer does not belong to this request")
-        features = sdk_features()
+        from toolnexus.mcp_source._features import wire_get_prompt  # loaded with the SDK
+
         return await _relayed(
             s,
             what,
-            lambda s: features.wire_get_prompt(
+            lambda s: wire_get_prompt(
                 s.session(), s.name, name, arguments, s.timeout, s.wait_for, resume
             ),
         )
@@ -422,11 +387,12 @@ class McpSource:
         """`server`'s `CompleteResult` for `argument` of the prompt or template `ref`."""
         what = f"complete {argument.get('name')}"
         s = await self._relay_target(server, "completions", what)
-        features = sdk_features()
+        from toolnexus.mcp_source._features import wire_complete  # loaded with the SDK
+
         return await _relayed(
             s,
             what,
-            lambda s: features.wire_complete(s.session(), ref, argument, context, s.timeout),
+            lambda s: wire_complete(s.session(), ref, argument, context, s.timeout),
         )
 
     async def _relay_target(self, server: str, capability: str, what: str) -> _Server:
@@ -626,11 +592,11 @@ class _Server:
 
     # -- connecting -----------------------------------------------------------------------------
 
-    def new_connection(
-        self, sdk: ModuleType, process: Process | None, *, list_only: bool = False
-    ) -> Connection:
+    def new_connection(self, process: Process | None, *, list_only: bool = False) -> Connection:
+        from toolnexus.mcp_source._connection import Connection  # loaded with the SDK
+
         assert self.spec is not None
-        conn: Connection = sdk.Connection(
+        conn = Connection(
             self.spec,
             process=process,
             wait_for=self._wait_for,
@@ -689,7 +655,7 @@ class _Server:
 
     async def _connect(self, *, list_only: bool) -> bool:
         assert self.spec is not None
-        _start_sdk_import()  # first, so a stdio child starts up while the SDK loads
+        start_sdk_import()  # first, so a stdio child starts up while the SDK loads
         process: Process | None = None
         if not self.spec.remote:
             try:
@@ -698,15 +664,15 @@ class _Server:
                 self._failed(str(exc), "stdio")
                 return False
         try:
-            sdk = await _load_sdk()
+            await load_sdk()
         except BaseException:
             if process is not None:
                 await discard(process)
             raise
-        conn = self.conn = self.new_connection(sdk, process, list_only=list_only)
-        return await self._settle(conn, sdk, list_only=list_only)
+        conn = self.conn = self.new_connection(process, list_only=list_only)
+        return await self._settle(conn, list_only=list_only)
 
-    async def _settle(self, conn: Connection, sdk: Any, *, list_only: bool = False) -> bool:
+    async def _settle(self, conn: Connection, *, list_only: bool = False) -> bool:
         """Finish connecting `conn`: adopted (true), parked for sign-in or failed (false)."""
         try:
             if await self._ready_or_parked(conn):
@@ -758,12 +724,12 @@ class _Server:
 
     async def authorize(self, answer: Answer | Mapping[str, Any] | None) -> bool:
         """See `McpSource.authorize`."""
-        oauth, conn, sdk = self.oauth, self.conn, _sdk
-        if self.status != "needs_auth" or oauth is None or conn is None or sdk is None:
+        oauth, conn = self.oauth, self.conn
+        if self.status != "needs_auth" or oauth is None or conn is None or not sdk_loaded():
             return False
         if not oauth.answer(dict(answer) if isinstance(answer, Mapping) else answer):
             return False
-        if not await self._settle(conn, sdk):
+        if not await self._settle(conn):
             return False
         if self.source is not None:
             self.source._changed(self.name)
@@ -924,12 +890,14 @@ class _Server:
         """A relayed request lost its answer with the connection, or found no protocol version
         left in common: the server counts as lost, told (the request's error says so), as
         after a tool call."""
-        conn, sdk = self.conn, _sdk
-        if conn is None or sdk is None:
+        conn = self.conn
+        if conn is None or not sdk_loaded():
             return
+        from toolnexus.mcp_source._connection import connection_went_away  # loaded with the SDK
+
         if isinstance(exc, ProtocolRefused):
             self._refused(conn, exc)
-        elif sdk.connection_went_away(exc) and await self._gone(conn, exc) and conn is self.conn:
+        elif connection_went_away(exc) and await self._gone(conn, exc) and conn is self.conn:
             self._mark_lost(conn, reported=True)
 
     def _refused(self, conn: Connection, exc: Exception) -> bool:
@@ -987,8 +955,14 @@ class _Server:
     async def _call(
         self, tool_name: str, args: dict[str, Any], ctx: ToolContext, *, may_resend: bool
     ) -> ToolResult:
-        sdk = _sdk  # imported by the connect that made this tool
-        assert sdk is not None
+        # imported by the connect that made this tool
+        from toolnexus.mcp_source._connection import (
+            connection_went_away,
+            readable_error,
+            session_expired,
+        )
+        from toolnexus.mcp_source._rounds import Call
+
         meta = {"server": self.name}
         if ctx.cancelled:
             return ToolResult(f"MCP tool {tool_name} was cancelled", True, meta)
@@ -1007,9 +981,7 @@ class _Server:
             if ctx.timeout is None
             else min(ctx.timeout, self.spec.max_timeout)
         )
-        budget = sdk.Budget(min(self.spec.timeout, hard), hard, ctx.on_progress)
-        from toolnexus.mcp_source._rounds import Call  # loaded with the SDK
-
+        budget = CallBudget(min(self.spec.timeout, hard), hard, ctx.on_progress)
         try:
             try:
                 return self._noted(
@@ -1020,7 +992,7 @@ class _Server:
             except Exception as exc:
                 # 2025-11-25 over HTTP: the server forgot the session (a restart). The request
                 # was not executed: start a new session and send it once more.
-                if not sdk.session_expired(exc, conn) or not await self._renew(conn):
+                if not session_expired(exc, conn) or not await self._renew(conn):
                     raise
                 renewed = self.conn
                 assert renewed is not None
@@ -1036,7 +1008,7 @@ class _Server:
             return ToolResult(f'MCP server "{self.name}" {exc}', True, meta)
         except CallTimedOut:
             return ToolResult(
-                f"MCP tool {tool_name} timed out after {sdk.format_ms(budget.ran_out)} ms",
+                f"MCP tool {tool_name} timed out after {format_ms(budget.ran_out)} ms",
                 True,
                 meta,
             )
@@ -1047,7 +1019,7 @@ class _Server:
                 return ToolResult(
                     f'MCP server "{self.name}" was closed during the call', True, meta
                 )
-            if sdk.connection_went_away(exc) and await self._gone(conn, exc):
+            if connection_went_away(exc) and await self._gone(conn, exc):
                 if conn.needs_sign_in:  # a new sign-in may already be parked on a new conn
                     return ToolResult(f'MCP server "{self.name}" {conn.lost_reason}', True, meta)
                 if conn is self.conn:
@@ -1059,18 +1031,20 @@ class _Server:
                     ):
                         return await self._call(tool_name, args, ctx, may_resend=False)
                     return ToolResult(f'MCP server "{self.name}" {self.error}', True, meta)
-            return ToolResult(sdk.readable_error(exc), True, meta)
+            return ToolResult(readable_error(exc), True, meta)
 
     async def _gone(self, conn: Connection, exc: Exception) -> bool:
         """Whether the connection behind a call that lost its answer is gone. A transport that
         ended (a stdio server's death, a refused HTTP connection) is waited for, to report why;
         over HTTP a response stream cut mid-call loses the answer even though the SDK's
         transport lives on, so that connection counts as lost too."""
-        assert self.spec is not None and _sdk is not None
-        if not self.spec.remote or _sdk.transport_ended(exc):
+        from toolnexus.mcp_source._connection import readable_error, transport_ended  # loaded
+
+        assert self.spec is not None
+        if not self.spec.remote or transport_ended(exc):
             return await conn.wait_closed(_DEATH_REPORT_WAIT)
         if conn.lost_reason is None:
-            conn.lost_reason = _sdk.readable_error(exc)
+            conn.lost_reason = readable_error(exc)
         return True
 
     @staticmethod
