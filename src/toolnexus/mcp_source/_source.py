@@ -1,46 +1,38 @@
-"""The MCP tool source: load every server concurrently, expose its tools, keep it healthy.
+"""`McpSource`: the loaded MCP servers as one tool source (their tools, resources, prompts,
+completions, states and sign-ins); `_load` builds it, one `_Server` per configured server.
 
-The SDK is imported on first connect (see `_sdk`), in a thread, while the stdio servers'
-children are already starting; reading a config stays light.
+The SDK side (`_features`) is imported by name inside the methods that use it, once a server
+has connected and so loaded it (see `_sdk`). What the gateway forwards is `_forward`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from toolnexus._aio import mark_seen, wait_signal
 from toolnexus._apps import ui_resource_uri
 from toolnexus._log import warn
-from toolnexus.errors import ConfigError, McpInputError
+from toolnexus.errors import ConfigError
 from toolnexus.mcp_source import _input
-from toolnexus.mcp_source._config import parse_mcp_config as _parse_mcp_config
-from toolnexus.mcp_source._errors import UpstreamFailed
 from toolnexus.mcp_source._extensions import SKILLS_EXTENSION, declares
-from toolnexus.mcp_source._roots import RootInput
-from toolnexus.mcp_source._server import WaitFor, _Server, tool_info
+from toolnexus.mcp_source._forward import Forwarding, _asking_server
+from toolnexus.mcp_source._server import _Server
 from toolnexus.mcp_source._state import (
-    McpInventory,
     McpPrompt,
     McpPromptResult,
     McpResource,
     McpResourceTemplate,
     McpServerState,
-    ToolInfo,
 )
 from toolnexus.types import Request, Tool, ToolContext, ToolResult, error_message, sanitize
 
 if TYPE_CHECKING:
     from toolnexus.mcp_source._input import Resume
     from toolnexus.mcp_source._skills import McpSkill
-    from toolnexus.oauth import TokenStore
     from toolnexus.types import Answer
 
-D = TypeVar("D")
-ConfigInput = str | os.PathLike[str] | Mapping[str, Any]
 
 _OWNERS_KEPT = 10_000  # URIs whose owning server is remembered for mcp_read_resource
 READ_RESOURCE_DESCRIPTION = (
@@ -62,7 +54,7 @@ READ_RESOURCE_SCHEMA: dict[str, Any] = {
 }
 
 
-class McpSource:
+class McpSource(Forwarding):
     """The loaded MCP servers: their tools (config order, then listing order) and states.
 
     `on_tools_changed` (settable) is called after a server's tool list changed
@@ -232,149 +224,6 @@ class McpSource:
         values: list[str] = await complete(s.session(), ref, argument, value, context, s.timeout)
         return values
 
-    # -- what a gateway re-serves: the servers' own (SDK) models, unchanged ---------------------
-
-    def offers_any(self, capability: str, among: Collection[str] | None = None) -> bool:
-        """Whether a connected server (of `among`, when given) offers `capability`."""
-        return bool(self._among(among, capability))
-
-    def _lost_offering(self, among: Collection[str] | None, capability: str) -> list[_Server]:
-        """The servers (of `among`, when given) that offered `capability` before their
-        connection was lost."""
-        return [
-            s
-            for s in self._servers.values()
-            if s.status == "failed"
-            and s.lost_offered(capability)
-            and (among is None or s.name in among)
-        ]
-
-    def _among(self, among: Collection[str] | None, capability: str) -> list[_Server]:
-        offering = self._offering(None, capability)
-        return offering if among is None else [s for s in offering if s.name in among]
-
-    async def wire_resources(self, among: Collection[str] | None = None) -> list[tuple[str, Any]]:
-        """`(server, Resource)` for every resource of the servers offering resources (config
-        order, all pages); each URI is remembered as that server's."""
-        from toolnexus.mcp_source._features import wire_resources  # loaded with the SDK
-
-        found: list[tuple[str, Any]] = []
-        for s in self._among(among, "resources"):
-            listed = await _relayed(
-                s, "list resources", lambda s: wire_resources(s.session(), s.timeout)
-            )
-            for resource in listed:
-                self.remember(str(resource.uri), s.name)
-                found.append((s.name, resource))
-        return found
-
-    async def wire_resource_templates(
-        self, among: Collection[str] | None = None
-    ) -> list[tuple[str, Any]]:
-        """`(server, ResourceTemplate)` for every template of the servers offering resources."""
-        from toolnexus.mcp_source._features import wire_templates  # loaded with the SDK
-
-        found: list[tuple[str, Any]] = []
-        for s in self._among(among, "resources"):
-            listed = await _relayed(
-                s,
-                "list resource templates",
-                lambda s: wire_templates(s.session(), s.timeout),
-            )
-            found.extend((s.name, t) for t in listed)
-        return found
-
-    async def wire_read_resource(
-        self, uri: str, among: Collection[str] | None = None, *, resume: Resume | None = None
-    ) -> Any:
-        """The `ReadResourceResult` of `uri` from its owner: the server that last named it, else
-        each server offering resources in config order until one has it. A question only the
-        host can answer raises `InputPending` (the server asking is the owner); `resume` is the
-        Request it carried and the answer, continued on the server that asked. When none
-        answers, `UpstreamFailed` tells the most telling failure: a server that failed
-        otherwise than by not having the URI, else the first that did not have it."""
-        from toolnexus.mcp_source._features import wire_read  # loaded with the SDK
-
-        # Those that went away too: a read reconnects them as a tool call would.
-        candidates = self._among(among, "resources") + self._lost_offering(among, "resources")
-        if resume is not None:  # continued on the server that asked, even one lost meanwhile
-            candidates = [s for s in candidates if s.name == _asking_server(resume)][:1]
-            if not candidates:
-                raise _input.AnswerRefused("the answer does not belong to this request")
-        remembered = self._owners.get(uri)
-        failures: list[UpstreamFailed] = []
-        candidates.sort(key=lambda s: s.name != remembered)  # stable: config order otherwise
-        for s in candidates:
-            try:
-                return await _relayed(
-                    s,
-                    f"read {uri}",
-                    lambda s: wire_read(s.session(), s.name, uri, s.timeout, s.wait_for, resume),
-                )
-            except UpstreamFailed as exc:  # not this one's, perhaps: ask the next
-                failures.append(exc)
-        if not failures:
-            raise ConfigError("no connected MCP server offers resources")
-        raise next((f for f in failures if not _not_found(f.cause)), failures[0])
-
-    async def wire_prompts(self, among: Collection[str] | None = None) -> list[tuple[str, Any]]:
-        """`(server, Prompt)` for every prompt of the servers offering prompts (config order)."""
-        from toolnexus.mcp_source._features import wire_prompts  # loaded with the SDK
-
-        found: list[tuple[str, Any]] = []
-        for s in self._among(among, "prompts"):
-            listed = await _relayed(
-                s, "list prompts", lambda s: wire_prompts(s.session(), s.timeout)
-            )
-            found.extend((s.name, p) for p in listed)
-        return found
-
-    async def wire_get_prompt(
-        self,
-        server: str,
-        name: str,
-        arguments: dict[str, str] | None = None,
-        *,
-        resume: Resume | None = None,
-    ) -> Any:
-        """`server`'s `GetPromptResult` for its prompt `name` (input as for
-        `wire_read_resource`)."""
-        what = f"get prompt {name}"
-        s = await self._relay_target(server, "prompts", what)
-        if resume is not None and _asking_server(resume) != s.name:
-            raise _input.AnswerRefused("the answer does not belong to this request")
-        from toolnexus.mcp_source._features import wire_get_prompt  # loaded with the SDK
-
-        return await _relayed(
-            s,
-            what,
-            lambda s: wire_get_prompt(
-                s.session(), s.name, name, arguments, s.timeout, s.wait_for, resume
-            ),
-        )
-
-    async def wire_complete(
-        self, server: str, ref: Any, argument: dict[str, str], context: dict[str, str] | None
-    ) -> Any:
-        """`server`'s `CompleteResult` for `argument` of the prompt or template `ref`."""
-        what = f"complete {argument.get('name')}"
-        s = await self._relay_target(server, "completions", what)
-        from toolnexus.mcp_source._features import wire_complete  # loaded with the SDK
-
-        return await _relayed(
-            s,
-            what,
-            lambda s: wire_complete(s.session(), ref, argument, context, s.timeout),
-        )
-
-    async def _relay_target(self, server: str, capability: str, what: str) -> _Server:
-        """The server a relayed request names, reconnected when it went away (as for a tool
-        call); `UpstreamFailed` when it is not connected."""
-        s = self._named(server)
-        if s.spec is not None:
-            await s.relay_ready(what)
-        return self._offering(server, capability)[0]
-
     def _read_tool(self) -> Tool:
         async def read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             uri = str(args.get("uri", ""))
@@ -467,26 +316,6 @@ class McpSource:
         return f"<McpSource {self.status}>"
 
 
-async def _relayed(server: _Server, what: str, send: Callable[[_Server], Awaitable[D]]) -> D:
-    """`send(server)` for a gateway; a failure there (not a question for a person, which
-    the gateway relays) raises `UpstreamFailed` naming the server and `what` it tried."""
-    await server.relay_ready(what)
-    try:
-        return await send(server)
-    except McpInputError:
-        raise  # names the server and what it asked for: the gateway says so as it is
-    except Exception as exc:
-        await server.relay_lost(exc)
-        timeout = server.spec.timeout if server.spec is not None else None
-        raise UpstreamFailed(server.name, what, exc, timeout) from exc
-
-
-def _not_found(exc: BaseException) -> bool:
-    """Whether a server answered that it has no such resource (-32602, as the SDK's servers
-    answer, or the -32002 some others use)."""
-    return getattr(exc, "code", None) in (-32602, -32002)
-
-
 def _read_resumed(ctx: ToolContext) -> Resume | None:
     """The suspended read `ctx.answer` resolves (`ctx.request`, else the one remembered)."""
     if ctx.answer is None:
@@ -496,162 +325,3 @@ def _read_resumed(ctx: ToolContext) -> Resume | None:
     if request is None or not isinstance(mcp, Mapping) or mcp.get("method") != "resources/read":
         return None
     return request, ctx.answer
-
-
-def _asking_server(resume: Resume) -> object:
-    """The server that asked the question a resumed Request stands for."""
-    mcp = (resume[0].data or {}).get("mcp")
-    return mcp.get("server") if isinstance(mcp, Mapping) else None
-
-
-def parse_mcp_config(path_or_dict: ConfigInput) -> dict[str, dict[str, Any]]:
-    """The server map of a config; see `toolnexus.mcp_source._config`."""
-    return _parse_mcp_config(path_or_dict)
-
-
-async def load_mcp(config: ConfigInput, wait_for: WaitFor | None = None) -> McpSource:
-    """Connect every enabled server concurrently and list its tools (no cancellation)."""
-    return await load_mcp_with_context(config, wait_for)
-
-
-async def load_mcp_with_context(
-    config: ConfigInput,
-    wait_for: WaitFor | None = None,
-    *,
-    cancel: asyncio.Event | None = None,
-    roots: Sequence[RootInput] | None = None,
-    workspace: str | os.PathLike[str] | None = None,
-    token_store: TokenStore | Any = None,
-) -> McpSource:
-    """Connect every enabled server concurrently and list its tools.
-
-    A failing server is recorded `failed` with a warning; it never fails the load. Only a config
-    file that cannot be read or is not a JSON object raises `ValueError`. Setting `cancel` stops
-    the whole load: everything opened is closed and `asyncio.CancelledError` propagates.
-    `roots` (paths, `file://` URIs or `{"uri", "name"}`) and `workspace` are the roots offered
-    to servers whose config has no `roots` key. `token_store` keeps the OAuth credentials of
-    servers configured with `auth` and no `store` of their own (default: the file store).
-    A server whose sign-in waits for the host (no `wait_for`) is `needs_auth`.
-    """
-    _check_cancel(cancel)
-    servers = [
-        _Server(name, cfg, wait_for, roots=roots, workspace=workspace, token_store=token_store)
-        for name, cfg in (await _server_map(config)).items()
-    ]
-    source = McpSource(servers)
-    connecting = [server.connect() for server in servers if server.wants_connection]
-    await _run_load(connecting, cancel, source.close)
-    try:
-        _check_prefix_collisions(servers)
-    except ConfigError:
-        await source.close()
-        raise
-    return source
-
-
-def _check_prefix_collisions(servers: Sequence[_Server]) -> None:
-    """Two servers whose names clash because of a configured `"prefix"` are a config error
-    (without one, the `<server>_` prefixes keep servers apart)."""
-    owners: dict[str, _Server] = {}
-    for server in servers:
-        for tool in server.tools:
-            first = owners.setdefault(tool.name, server)
-            if first is not server and (
-                first.spec is not None
-                and server.spec is not None
-                and (first.spec.prefix is not None or server.spec.prefix is not None)
-            ):
-                raise ConfigError(
-                    f'MCP servers "{first.name}" and "{server.name}" both serve a tool named '
-                    f'"{tool.name}": give one of them another "prefix"'
-                )
-
-
-async def list_mcp_tools(
-    config: ConfigInput, *, cancel: asyncio.Event | None = None
-) -> McpInventory:
-    """Connect to every enabled server, list its tools (unfiltered) and disconnect."""
-    _check_cancel(cancel)
-    servers = [_Server(name, cfg) for name, cfg in (await _server_map(config)).items()]
-    listed: dict[str, list[ToolInfo]] = {}
-    protocols: dict[str, str | None] = {s.name: None for s in servers}
-
-    async def inventory(server: _Server) -> None:
-        try:
-            if await server.connect(list_only=True):
-                assert server.conn is not None
-                protocols[server.name] = server.conn.protocol
-                listed[server.name] = [tool_info(t) for t in server.conn.tools]
-        finally:
-            await server.close()
-
-    async def close_all() -> None:
-        await asyncio.gather(*(server.close() for server in servers))
-
-    await _run_load(
-        [inventory(server) for server in servers if server.wants_connection], cancel, close_all
-    )
-    return McpInventory(
-        tools={s.name: listed[s.name] for s in servers if s.name in listed},
-        status={s.name: s.status for s in servers},
-        protocol=protocols,
-    )
-
-
-async def _server_map(config: ConfigInput) -> dict[str, Any]:
-    if isinstance(config, Mapping):
-        return _parse_mcp_config(config)
-    return await asyncio.to_thread(_parse_mcp_config, config)
-
-
-def _check_cancel(cancel: asyncio.Event | None) -> None:
-    if cancel is not None and cancel.is_set():
-        raise asyncio.CancelledError("MCP load cancelled")
-
-
-async def _run_load(
-    jobs: list[Coroutine[Any, Any, Any]],
-    cancel: asyncio.Event | None,
-    abort: Callable[[], Coroutine[Any, Any, None]],
-) -> None:
-    """Run the connect jobs concurrently; on `cancel` (or our own cancellation) abort them all,
-    close what was opened, and raise `asyncio.CancelledError`."""
-    if not jobs:
-        return
-    tasks = [asyncio.ensure_future(job) for job in jobs]
-    everything = asyncio.gather(*tasks)
-    everything.add_done_callback(mark_seen)
-    watcher = asyncio.ensure_future(wait_signal(cancel)) if cancel is not None else None
-    waiters: set[asyncio.Future[Any]] = {everything} if watcher is None else {everything, watcher}
-    try:
-        done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:
-        await _abort(tasks, abort)
-        raise
-    finally:
-        if watcher is not None:
-            watcher.cancel()
-    if everything not in done:
-        await _abort(tasks, abort)
-        raise asyncio.CancelledError("MCP load cancelled")
-    try:
-        everything.result()
-    except BaseException:  # a bug rather than a failing server: still leave nothing running
-        await _abort(tasks, abort)
-        raise
-
-
-async def _abort(
-    tasks: Sequence[asyncio.Future[Any]], abort: Callable[[], Coroutine[Any, Any, None]]
-) -> None:
-    """Cancel the jobs and close what they opened; return once both are done (a job cancelled
-    between spawning a child and handing it to its connection kills that child itself)."""
-    for task in tasks:
-        task.cancel()
-        task.add_done_callback(mark_seen)
-    closing = asyncio.ensure_future(asyncio.gather(asyncio.wait(tasks), abort()))
-    try:
-        await asyncio.shield(closing)
-    except asyncio.CancelledError:
-        await asyncio.wait({closing})  # cancelled again: still finish closing, then propagate
-        raise
