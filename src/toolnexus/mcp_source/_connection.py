@@ -6,6 +6,12 @@ task that opens the transport and the session, runs the load phases (connect, in
 tools/list) under one outer cancel scope whose deadline is re-armed per phase, then idles until
 it is told to close, the tool list changes, or the server goes away. Tool calls, made from any
 task, only send requests through the session.
+
+Over 600 lines on purpose: `Connection` is the state of one owner task (open, negotiate, list,
+listen, idle, renegotiate, close) and of the server-to-client handlers that run inside it;
+split apart, each piece would reach into the others' private state. The readers of the SDK's
+errors (`readable_error` and the like) stay beside `Connection._reason`, which uses them.
+Negotiation is `_negotiation`'s, the per-call budget `_budget`'s, the errors `_errors`'.
 """
 
 from __future__ import annotations

@@ -525,12 +525,8 @@ class _Server:
     async def _call(
         self, tool_name: str, args: dict[str, Any], ctx: ToolContext, *, may_resend: bool
     ) -> ToolResult:
-        # imported by the connect that made this tool
-        from toolnexus.mcp_source._connection import (
-            connection_went_away,
-            readable_error,
-            session_expired,
-        )
+        # The SDK side was imported by the connect that made this tool; what only a failure
+        # needs is imported where it fails (each import statement costs a little per call).
         from toolnexus.mcp_source._rounds import Call
 
         meta = {"server": self.name}
@@ -560,6 +556,8 @@ class _Server:
                     )
                 )
             except Exception as exc:
+                from toolnexus.mcp_source._connection import session_expired
+
                 # 2025-11-25 over HTTP: the server forgot the session (a restart). The request
                 # was not executed: start a new session and send it once more.
                 if not session_expired(exc, conn) or not await self._renew(conn):
@@ -585,6 +583,8 @@ class _Server:
         except CallCancelled:
             return ToolResult(f"MCP tool {tool_name} was cancelled", True, meta)
         except Exception as exc:
+            from toolnexus.mcp_source._connection import connection_went_away, readable_error
+
             if self._closed:
                 return ToolResult(
                     f'MCP server "{self.name}" was closed during the call', True, meta
