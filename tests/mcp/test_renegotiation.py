@@ -201,7 +201,7 @@ async def test_forgetting_a_negotiation_resets_exactly_the_sdk_session_fields() 
     from mcp.shared.memory import create_client_server_memory_streams
 
     from support.mcp_servers.sdk_eras import build
-    from toolnexus.mcp_source._connection import _NEGOTIATED_FIELDS, _Session
+    from toolnexus.mcp_source._negotiation import _NEGOTIATED_FIELDS, _Session
 
     server = build()._lowlevel_server
     streams = create_client_server_memory_streams()

@@ -9,14 +9,14 @@ from toolnexus._config import McpConfig, ServerConfig
 from toolnexus._env import expand_env_headers
 from toolnexus.mcp_source._config import DEFAULT_TIMEOUT, is_enabled, is_remote
 from toolnexus.mcp_source._elicitation import answer_to_elicit_result, elicitation_to_request
-from toolnexus.mcp_source._source import (
-    McpSource,
-    apply_tools_filter,
+from toolnexus.mcp_source._load import (
     list_mcp_tools,
     load_mcp,
     load_mcp_with_context,
     parse_mcp_config,
 )
+from toolnexus.mcp_source._server import apply_tools_filter
+from toolnexus.mcp_source._source import McpSource
 from toolnexus.mcp_source._state import (
     McpInventory,
     McpPrompt,

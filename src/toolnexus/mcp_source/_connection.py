@@ -6,6 +6,12 @@ task that opens the transport and the session, runs the load phases (connect, in
 tools/list) under one outer cancel scope whose deadline is re-armed per phase, then idles until
 it is told to close, the tool list changes, or the server goes away. Tool calls, made from any
 task, only send requests through the session.
+
+Over 600 lines on purpose: `Connection` is the state of one owner task (open, negotiate, list,
+listen, idle, renegotiate, close) and of the server-to-client handlers that run inside it;
+split apart, each piece would reach into the others' private state. The readers of the SDK's
+errors (`readable_error` and the like) stay beside `Connection._reason`, which uses them.
+Negotiation is `_negotiation`'s, the per-call budget `_budget`'s, the errors `_errors`'.
 """
 
 from __future__ import annotations
@@ -21,7 +27,6 @@ from contextlib import (
     asynccontextmanager,
     contextmanager,
 )
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -29,8 +34,7 @@ import anyio
 import anyio.abc
 import httpx2
 import mcp_types as types
-from mcp.client._probe import negotiate_auto
-from mcp.client.session import ClientRequestContext, ClientSession, _preconnect_stamp
+from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ToolsListChanged
@@ -40,25 +44,24 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
 from toolnexus._aio import (
-    Signalled,
-    call_maybe_async,
-    cancelled_by,
     mark_seen,
 )
 from toolnexus._body_limit import bounding_hook
 from toolnexus._env import EnvVarError, expand_env_headers
 from toolnexus._log import logger, warn
-from toolnexus._numbers import format_number
 from toolnexus._otel import mcp_request, request_hooks
 from toolnexus._secrets import redact, remember_url
 from toolnexus._tls import ssl_context
 from toolnexus._version import __version__
-from toolnexus.errors import CallerUnavailable, HeaderValueError, ToolnexusError
+from toolnexus.errors import CallerUnavailable, HeaderValueError
+from toolnexus.mcp_source._budget import _CALL_BUDGET, CallBudget, format_ms
 from toolnexus.mcp_source._callers import CallerRoutes, calling_for
 from toolnexus.mcp_source._config import MODERN, ServerSpec
 from toolnexus.mcp_source._elicitation import ask_host, elicit_response, elicitation_to_request
+from toolnexus.mcp_source._errors import LoadError, ProtocolRefused
 from toolnexus.mcp_source._extensions import client_extensions
 from toolnexus.mcp_source._listing import ListingRepair
+from toolnexus.mcp_source._negotiation import _Session, negotiate
 from toolnexus.mcp_source._process import SpawnError, kill_tree_now
 from toolnexus.mcp_source._results import wire
 from toolnexus.mcp_source._server_log import ServerLog
@@ -77,7 +80,6 @@ WaitFor = Callable[[Request], Any]
 
 MAX_PAGES = 1000
 CLOSE_BOUND = 5.0  # seconds an orderly close may take (e.g. the HTTP session DELETE)
-_CANCEL_SETTLE = 1.0  # how long an abandoned call may take to send its courtesy cancel
 CLIENT_INFO = types.Implementation(name="toolnexus", version=__version__)
 # Stand-in messages the SDK's streamable-HTTP transport makes up for a bare HTTP error status.
 _SYNTHETIC_HTTP_ERRORS = frozenset(
@@ -95,110 +97,11 @@ async def _tls_context() -> ssl.SSLContext:
     return await asyncio.to_thread(ssl_context)
 
 
-class LoadError(ToolnexusError):
-    """A server could not be loaded; the message is the readable reason."""
-
-
-class CallTimedOut(ToolnexusError):
-    """A tool call ran past its time budget."""
-
-
-class CallCancelled(ToolnexusError):
-    """A tool call was cancelled through its signal."""
-
-
 class _NotStreamable(Exception):
     """The endpoint rejected the streamable-HTTP POST with 404/405: try legacy SSE."""
 
 
-# The budget of the tool call a request is sent for. The SDK's HTTP transports send each request
-# in its sender's context, so an OAuth sign-in made for a call's request can find it and stop it.
-_CALL_BUDGET: ContextVar[Budget | None] = ContextVar("toolnexus_mcp_call_budget", default=None)
-
 _NEGOTIATION_PHASES = frozenset({"discover", "initialize"})
-
-
-# What `ClientSession` holds of a negotiation, as it is before one (see `forget_negotiation`).
-_NEGOTIATED_FIELDS: dict[str, Any] = {
-    "_initialize_result": None,
-    "_discover_result": None,
-    "_discover_server_info": None,
-    "_negotiated_version": None,
-    "_stamp": _preconnect_stamp,
-}
-
-
-class _Session(ClientSession):
-    """The SDK session with toolnexus's capability rules: sampling declared for the session in
-    the handshake era (a gateway's client may answer it during a call), per request otherwise
-    (only for a gateway's client that declared it, see `_callers`); roots without
-    `listChanged` (they never change)."""
-
-    peer: Any = None  # the `Connection` it belongs to (what its requests' spans record)
-
-    def _build_capabilities(self, version: str) -> types.ClientCapabilities:
-        capabilities = super()._build_capabilities(version)
-        if version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            capabilities.sampling = None
-        if capabilities.roots is not None:
-            capabilities.roots = types.RootsCapability()
-        return capabilities
-
-    async def send_discover(self, version: str) -> dict[str, Any]:
-        """The SDK's probe, left to the load phase's budget: the SDK gives an unanswered probe
-        10 s of its own, after which `auto` would fall back to `initialize`; toolnexus keeps
-        asking until the phase's deadline, so a server that never answers `server/discover`
-        fails like any hung phase (remedy: `protocol: "legacy"`) and a slow one still does."""
-        _entering(self, "discover")
-        while True:
-            try:
-                return await super().send_discover(version)
-            except MCPError as exc:
-                if exc.code != types.REQUEST_TIMEOUT:
-                    raise
-
-    async def initialize(self) -> types.InitializeResult:
-        _entering(self, "initialize")
-        return await super().initialize()
-
-    def forget_negotiation(self) -> None:
-        """Back to the state before any negotiation, so that negotiating again asks the server
-        (the SDK answers `initialize()`/`discover()` from what it negotiated before) and the
-        new `initialize` or probe is not stamped with the refused version.
-
-        The SDK has no public way to do this, so this is the one place that touches its
-        session's own fields (`_NEGOTIATED_FIELDS`): should an SDK release rename them, a
-        renegotiation fails with a reason naming them (never a half-reset session), and
-        `tests/mcp/test_renegotiation.py` fails at once."""
-        missing = [name for name in _NEGOTIATED_FIELDS if name not in vars(self)]
-        if missing:
-            raise ProtocolRefused(
-                "cannot negotiate again: this mcp SDK's ClientSession has no " + ", ".join(missing)
-            )
-        for name, value in _NEGOTIATED_FIELDS.items():
-            setattr(self, name, value)
-
-
-def _entering(session: _Session, phase: str) -> None:
-    """While a connection loads, each negotiation request is a phase of its own (named in a
-    timeout, with a fresh budget); a renegotiation later has its one budget."""
-    peer = session.peer
-    if isinstance(peer, Connection):
-        peer.negotiation_phase(phase)
-
-
-async def negotiate(session: ClientSession, protocol: str) -> None:
-    """Settle the era: the SDK's `auto` probe, `initialize` only, or `server/discover` only."""
-    if protocol == "legacy":
-        await session.initialize()
-    elif protocol == MODERN:
-        await session.discover()
-    else:
-        await negotiate_auto(session)
-
-
-class ProtocolRefused(ToolnexusError):
-    """The server stopped accepting the negotiated version and negotiating again failed."""
 
 
 class Connection:
@@ -253,7 +156,7 @@ class Connection:
         self._task: asyncio.Task[None] | None = None
         self._listing: ListingRepair | None = None
         self._renegotiating = asyncio.Lock()
-        self._in_flight: set[Budget] = set()  # the budgets of the calls awaiting an answer
+        self._in_flight: set[CallBudget] = set()  # the budgets of the calls awaiting an answer
         self._era_changed = asyncio.Event()  # wakes the listener after a new negotiation
         self._listen_scope: anyio.CancelScope | None = None
         self.refused: str | None = None  # why negotiating again failed (the loss reason)
@@ -316,7 +219,7 @@ class Connection:
         self,
         name: str,
         args: dict[str, Any],
-        budget: Budget,
+        budget: CallBudget,
         signal: Signal | None,
         *,
         responses: dict[str, Any] | None = None,
@@ -1036,100 +939,6 @@ async def list_all_tools(session: ClientSession, listing: ListingRepair) -> list
     raise LoadError(f"MCP list returned more than {MAX_PAGES} pages")
 
 
-class Budget:
-    """The two time budgets of one tool call: `idle` (seconds), restarted by each progress
-    notification, and the `hard` cap, which nothing extends. Time between rounds (a host
-    answering an input request) counts against neither."""
-
-    def __init__(
-        self, idle: float, hard: float, on_progress: Callable[[dict[str, Any]], Any] | None
-    ) -> None:
-        self.idle = idle
-        self.hard = hard
-        self.spent = 0.0
-        self.ran_out = idle  # the budget that ended the call, for the message
-        self._on_progress = on_progress
-        self._hard_end = math.inf
-        self._held = 0.0  # seconds of this round a person was being asked (not spent)
-        self._bound: asyncio.Timeout | None = None
-
-    def _deadline(self, now: float) -> float:
-        idle_end = now + self.idle
-        if self._hard_end <= idle_end:
-            self.ran_out = self.hard
-            return self._hard_end
-        self.ran_out = self.idle
-        return idle_end
-
-    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        """The SDK's progress callback: extend the idle budget, tell the host."""
-        bound = self._bound
-        if bound is None:
-            return  # the round already ended
-        bound.reschedule(self._deadline(asyncio.get_running_loop().time()))
-        callback = self._on_progress
-        if callback is not None:
-            event = {"progress": progress, "total": total, "message": message}
-            try:
-                await call_maybe_async(callback, event)
-            except Exception as exc:
-                logger.debug("[toolnexus] on_progress raised; ignored: %s", error_message(exc))
-
-    @contextmanager
-    def paused(self) -> Iterator[None]:
-        """Neither budget runs inside this block (a person is being asked)."""
-        bound = self._bound
-        if bound is None:
-            yield
-            return
-        loop = asyncio.get_running_loop()
-        began = loop.time()
-        when = bound.when()
-        left = math.inf if when is None else when - began
-        bound.reschedule(None)
-        try:
-            yield
-        finally:
-            held = loop.time() - began
-            self._hard_end += held
-            self._held += held
-            if self._bound is bound and left != math.inf:
-                bound.reschedule(loop.time() + left)
-
-    async def run(self, call: Awaitable[T], signal: Signal | None) -> T:
-        """Await one round of the call within what is left of the budgets.
-
-        Timing out or `signal` cancels the round, which makes the SDK send the server
-        `notifications/cancelled`."""
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        self._hard_end = started + max(0.0, self.hard - self.spent)
-        bound = asyncio.timeout_at(self._deadline(started))
-        self._bound = bound
-        self._held = 0.0
-        token = _CALL_BUDGET.set(self)
-        try:
-            async with bound:
-                if signal is None:
-                    return await call
-                return await _until_signal(call, signal)
-        except TimeoutError:
-            if bound.expired():
-                raise CallTimedOut from None
-            raise
-        finally:
-            _CALL_BUDGET.reset(token)
-            self._bound = None
-            self.spent += loop.time() - started - self._held
-
-
-async def _until_signal(call: Awaitable[T], signal: Signal) -> T:
-    try:
-        return await cancelled_by(call, signal, unwind_s=_CANCEL_SETTLE)
-    except Signalled:
-        raise CallCancelled from None
-
-
 def _is_oauth_flow_error(exc: BaseException) -> bool:
     """Whether `exc` is the SDK's OAuth flow failure (its module loads with the OAuth flow)."""
     from mcp.client.auth import OAuthFlowError
@@ -1170,8 +979,3 @@ def _safe_url(url: str) -> str:
         return urlunsplit((parts.scheme, host, parts.path, "", ""))
     except ValueError:
         return "the server"
-
-
-def format_ms(seconds: float) -> str:
-    """Seconds as milliseconds (`0.3` ⇒ `300`)."""
-    return format_number(seconds * 1000)

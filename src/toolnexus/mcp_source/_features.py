@@ -14,7 +14,8 @@ from mcp.shared.exceptions import MCPError
 
 from toolnexus._otel import mcp_request
 from toolnexus.content import ContentPart, ContentPartError, incoming_part
-from toolnexus.mcp_source._connection import MAX_PAGES, Connection, LoadError, input_responses
+from toolnexus.mcp_source._connection import MAX_PAGES, Connection, input_responses
+from toolnexus.mcp_source._errors import LoadError
 from toolnexus.mcp_source._input import Resume
 from toolnexus.mcp_source._rounds import Fetch
 from toolnexus.mcp_source._state import (

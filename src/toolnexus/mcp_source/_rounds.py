@@ -21,8 +21,9 @@ from pydantic import ValidationError
 
 from toolnexus.errors import CallerUnavailable, McpInputError
 from toolnexus.mcp_source import _input, _task_calls
+from toolnexus.mcp_source._budget import CallBudget
 from toolnexus.mcp_source._config import MODERN
-from toolnexus.mcp_source._connection import Budget, Connection
+from toolnexus.mcp_source._connection import Connection
 from toolnexus.mcp_source._elicitation import ask_host, elicit_response
 from toolnexus.mcp_source._input import AnswerRefused, InputPending, Resume
 from toolnexus.mcp_source._results import map_call_result
@@ -380,7 +381,7 @@ class Call(Rounds):
         tool: str,
         args: dict[str, Any],
         ctx: ToolContext,
-        budget: Budget,
+        budget: CallBudget,
     ) -> None:
         super().__init__(server, wait_for, conn)
         self.tool = tool

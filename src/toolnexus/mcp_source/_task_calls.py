@@ -21,7 +21,9 @@ from toolnexus._aio import Signalled, call_maybe_async, cancelled_by
 from toolnexus._log import logger
 from toolnexus._task_ledger import current_ledger
 from toolnexus.mcp_source import _input
-from toolnexus.mcp_source._connection import Budget, CallCancelled, CallTimedOut, Connection
+from toolnexus.mcp_source._budget import CallBudget
+from toolnexus.mcp_source._connection import Connection
+from toolnexus.mcp_source._errors import CallCancelled, CallTimedOut
 from toolnexus.mcp_source._results import map_call_result
 from toolnexus.mcp_source._tasks import TaskHandle, cancel_task, get_task, update_task
 from toolnexus.types import Request, ToolContext, ToolResult, error_message
@@ -41,7 +43,7 @@ class TaskCall(Protocol):
     args: dict[str, Any]
     conn: Connection
     ctx: ToolContext
-    budget: Budget
+    budget: CallBudget
     task_id: str | None
 
     async def answer_round(
@@ -190,7 +192,7 @@ async def _answer(
     return None
 
 
-async def _bounded(work: Any, budget: Budget, deadline: float, signal: Any) -> Any:
+async def _bounded(work: Any, budget: CallBudget, deadline: float, signal: Any) -> Any:
     """`work` within the idle budget and the call's `deadline`, cancelled by `signal`."""
     loop = asyncio.get_running_loop()
     left = deadline - loop.time()

@@ -29,8 +29,8 @@ from toolnexus._log import warn
 from toolnexus._numbers import format_number
 from toolnexus._secrets import redact
 from toolnexus.errors import McpInputError, NotConnected
+from toolnexus.mcp_source._errors import UpstreamFailed
 from toolnexus.mcp_source._input import AnswerRefused, InputPending, Resume
-from toolnexus.mcp_source._source import UpstreamFailed
 from toolnexus.serve._mcp._asking import ask_client, cannot_ask, resumed
 from toolnexus.types import error_message, sanitize
 

@@ -37,7 +37,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolnexus._log import logger
 from toolnexus.errors import ConfigError
-from toolnexus.mcp_source._source import UpstreamFailed
+from toolnexus.mcp_source._errors import UpstreamFailed
 from toolnexus.mcp_source._subscriptions import SubscriptionsUnsupported, UpstreamChange
 from toolnexus.serve._mcp._caller import connection_of
 from toolnexus.serve._mcp._relay import upstream_error
