@@ -13,12 +13,17 @@ data skill is one synthesized `SKILL.md` (its name and description as frontmatte
 the extension can carry are served: a name of lowercase letters, digits and hyphens, a
 description, and at most 512 files and 16 MiB. An upstream skill's files are read from its
 server, checked against that server's digests, and served under the gateway's URIs.
+
+`skills/list` pages: its entries in code-point order of their URIs, `SKILLS_PAGE_SIZE` a page,
+the `nextCursor` an opaque token for "after this URI" (so a page stays right when skills come or
+go between pages); a cursor the gateway did not issue is an Invalid params error.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import mimetypes
 import os
 import re
@@ -52,12 +57,16 @@ if TYPE_CHECKING:
 
     from toolnexus.skill import SkillInfo, SkillSource
 
-__all__ = ["SkillsProvider", "skills_provider"]
+__all__ = ["SKILLS_PAGE_SIZE", "SkillsProvider", "skills_provider"]
+
+SKILLS_PAGE_SIZE = 100
+"""The most entries one `skills/list` page carries."""
 
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _SCHEME = "skill://"
 _SKIPPED_DIRS = frozenset({".git", "node_modules"})
+_CURSOR_PREFIX = "after:"
 
 
 @dataclass(frozen=True)
@@ -143,9 +152,18 @@ class SkillsProvider(Extension):
 
     # -- skills/list and skills/get -------------------------------------------------------------
 
-    async def _list(self, ctx: Any, params: types.PaginatedRequestParams) -> ListSkillsResult:
-        entries = []
-        for served in self._served.values():
+    async def _list(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> ListSkillsResult:
+        cursor = params.cursor if params is not None else None
+        after = _after(cursor) if cursor is not None else None
+        entries: list[SkillEntry] = []
+        ordered = sorted(self._served.values(), key=lambda s: s.uri)
+        rest = [s for s in ordered if after is None or s.uri > after]
+        for index, served in enumerate(rest):
+            if len(entries) == SKILLS_PAGE_SIZE:
+                # more follow: the page ends after the last entry it carries
+                return ListSkillsResult(skills=entries, next_cursor=_cursor(rest[index - 1].uri))
             entry = await self._entry_or_none(served)
             if entry is not None:
                 entries.append(entry)
@@ -247,6 +265,25 @@ class SkillsProvider(Extension):
             blob = base64.b64encode(data).decode()
             contents = types.BlobResourceContents(uri=uri, mime_type=mime, blob=blob)
         return types.ReadResourceResult(contents=[contents])
+
+
+def _cursor(uri: str) -> str:
+    """The opaque `nextCursor` for "the entries after `uri`"."""
+    return base64.urlsafe_b64encode((_CURSOR_PREFIX + uri).encode()).decode().rstrip("=")
+
+
+def _after(cursor: str) -> str:
+    """The URI a cursor of ours continues after; an Invalid params error for any other."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raw = ""
+    if not raw.startswith(_CURSOR_PREFIX + _SCHEME):
+        raise MCPError(
+            code=types.INVALID_PARAMS,
+            message=f"Invalid cursor for skills/list: {cursor[:64]!r} is not one this server gave",
+        )
+    return raw[len(_CURSOR_PREFIX) :]
 
 
 def _servable(name: str, info: SkillInfo) -> bool:
