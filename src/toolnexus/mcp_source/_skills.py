@@ -12,12 +12,19 @@ listing's SHA-256 digest and size and its frontmatter against the listed one, an
 digest: a changed skill (a new digest after `skills/get`) is read again, an unchanged one never.
 A skill whose files break the per-skill limits (512 files, 16 MiB) or whose entry is malformed
 is left out with a warning.
+
+Every other read of a file under a listed skill's root (`mcp_read_resource`, `skill_holding`)
+goes through the skill too: a file its listing does not name is refused, and one whose bytes do
+not match the listed digest and size is never used. Either failure first fetches the skill's
+entry again (`skills/get`: the skill may have changed since it was listed) and is final only
+when the fresh entry agrees.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -30,9 +37,9 @@ from pydantic import BaseModel, Field
 from toolnexus._log import warn
 from toolnexus.errors import ToolnexusError
 from toolnexus.mcp_source._connection import MAX_PAGES
-from toolnexus.mcp_source._features import _request, wire_read
+from toolnexus.mcp_source._features import _request, resource_result, wire_read
 from toolnexus.skill._frontmatter import MalformedFrontmatter, frontmatter_json, split_frontmatter
-from toolnexus.types import error_message
+from toolnexus.types import ToolResult, error_message
 
 __all__ = [
     "MAX_SKILL_BYTES",
@@ -48,6 +55,7 @@ __all__ = [
     "SkillVerificationFailed",
     "digest_of",
     "server_skills",
+    "skill_holding",
     "skill_root",
 ]
 
@@ -209,10 +217,37 @@ class McpSkill:
         """The raw bytes of one file of the skill (`resources/read`), checked against its
         listed digest and size; a file the listing does not name is refused, unless the
         skill is dynamic."""
+        _, data = await self._verified(uri)
+        return data
+
+    async def read_result(self, uri: str) -> ToolResult:
+        """`read` as the result of a resource read (`mcp_read_resource`): on a failed check the
+        skill's entry is fetched again and the read tried once more; a second failure is an
+        error result that says why."""
+        try:
+            try:
+                result, _ = await self._verified(uri)
+            except SkillVerificationFailed:
+                if await self.refresh() is None:
+                    raise
+                result, _ = await self._verified(uri)
+        except SkillVerificationFailed as exc:
+            return ToolResult(
+                f"{error_message(exc)}; the content is not used",
+                True,
+                {"server": self.server_name, "uri": uri, "skill": self.name},
+            )
+        return resource_result(result, self.server_name, uri)
+
+    async def _verified(self, uri: str) -> tuple[Any, bytes]:
+        """The `ReadResourceResult` of `uri` and its bytes, checked against the listing."""
         entry = self.entry
         listed = _listed_file(entry, uri)
         if listed is None and entry.resources != "dynamic":
-            raise SkillVerificationFailed(f"{uri} is not a file of the skill {self.name}")
+            files = ", ".join(self.files or ())
+            raise SkillVerificationFailed(
+                f"{uri} is not a file of the skill {self.name} (its listed files: {files})"
+            )
         server = self.server
         result = await wire_read(server.session(), server.name, uri, server.timeout, None)
         data = _contents_bytes(result, uri)
@@ -223,7 +258,19 @@ class McpSkill:
                 )
         elif len(data) > MAX_SKILL_BYTES:
             raise SkillVerificationFailed(f"{uri} is larger than {MAX_SKILL_BYTES} bytes")
-        return data
+        return result, data
+
+
+# Each server's listed skills (its latest listing), for `skill_holding`; weak, so a closed
+# server's go with it.
+_HELD: weakref.WeakKeyDictionary[Any, list[McpSkill]] = weakref.WeakKeyDictionary()
+
+
+def skill_holding(server: Any, uri: str) -> McpSkill | None:
+    """The listed skill of `server` whose root holds `uri` (the innermost, when skills nest),
+    else `None`."""
+    holders = [s for s in _HELD.get(server, ()) if uri.startswith(s.root + "/")]
+    return max(holders, key=lambda s: len(s.root), default=None)
 
 
 def _listed_file(entry: SkillEntry, uri: str) -> SkillFile | None:
@@ -302,6 +349,7 @@ async def server_skills(servers: Sequence[Any]) -> list[McpSkill]:
             warn(f'MCP server "{server.name}" could not list its skills: {error_message(exc)}')
             continue
         names: set[str] = set()
+        held = _HELD[server] = []
         for entry in entries:
             why = _unusable(entry)
             if why is not None:
@@ -313,4 +361,5 @@ async def server_skills(servers: Sequence[Any]) -> list[McpSkill]:
                 name = f"{server.name}/{parts.netloc}{parts.path}"
             names.add(name)
             skills.append(McpSkill(server, name, entry))
+            held.append(skills[-1])
     return skills

@@ -257,6 +257,14 @@ class McpSource:
             asking = _asking_server(resume)
             server = asking if isinstance(asking, str) else server
         owner = self.owner_of(uri, server)
+        conn = owner.conn
+        if resume is None and conn is not None and declares(conn.capabilities, SKILLS_EXTENSION):
+            # a file of a listed skill is checked against the skill's listing
+            from toolnexus.mcp_source._skills import skill_holding
+
+            held = skill_holding(owner, uri)
+            if held is not None:
+                return await held.read_result(uri)
         features = sdk_features()
         result: ToolResult = await features.read_resource(
             owner.session(), owner.name, uri, owner.timeout, owner.wait_for, resume
