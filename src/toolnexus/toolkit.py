@@ -677,13 +677,29 @@ async def _with_mcp_skills(
     skills_filter: Mapping[str, bool] | None,
     sample_limit: int,
 ) -> SkillSource | None:
-    """`skill` with the skills the MCP servers serve (Skills extension) added after its own."""
+    """`skill` with the skills the MCP servers serve (Skills extension) added after its own,
+    refreshed as the servers' listings go stale (`SkillSource.refresh`)."""
     served = await mcp.skills()
     if not served:
         return skill
     from toolnexus.skill import with_remote_skills
 
-    return with_remote_skills(skill, served, filter=skills_filter, sample_limit=sample_limit)
+    def shape(skills: Sequence[Any]) -> list[tuple[str, str, str | None]]:
+        return [(s.name, s.uri, s.description) for s in skills]
+
+    merged = with_remote_skills(skill, served, filter=skills_filter, sample_limit=sample_limit)
+    held = shape(served)
+
+    async def refreshed() -> SkillSource | None:
+        nonlocal held
+        now = await mcp.skills()
+        if shape(now) == held:
+            return None
+        held = shape(now)
+        return with_remote_skills(skill, now, filter=skills_filter, sample_limit=sample_limit)
+
+    merged.refresh_with(refreshed)
+    return merged
 
 
 async def _resolve_agents(agents: Sequence[Agent], config_block: Any) -> list[Tool]:

@@ -165,31 +165,6 @@ async def test_server_skills_join_the_toolkit(downstream: Toolkit) -> None:
     assert "The local notes skill." in local.output
 
 
-async def test_a_skill_is_cached_per_listed_version(tmp_path: Path) -> None:
-    folder = tmp_path / "skills" / "recipe"
-    folder.mkdir(parents=True)
-    skill_md = folder / "SKILL.md"
-    skill_md.write_text("---\nname: recipe\ndescription: Cook.\n---\nv1\n")
-    async with await create_toolkit(skills_dir=tmp_path / "skills", builtins=False) as up:
-        handle = await up.serve("127.0.0.1:0", mcp={"name": "up"})
-        try:
-            async with await create_toolkit(
-                mcp_config={"up": {"url": handle.url + "/mcp"}}, builtins=False
-            ) as kit:
-                # changed after it was listed: the digest no longer matches, so its entry is
-                # fetched again (`skills/get`) and the new version read
-                skill_md.write_text("---\nname: recipe\ndescription: Cook.\n---\nv2\n")
-                first = await kit.execute("skill", {"name": "up/recipe"})
-                assert not first.is_error
-                assert "v2" in first.output
-                # the version held is loaded from the cache, not read again
-                skill_md.write_text("---\nname: recipe\ndescription: Cook.\n---\nv3\n")
-                second = await kit.execute("skill", {"name": "up/recipe"})
-                assert "v2" in second.output
-        finally:
-            await handle.stop()
-
-
 async def test_upstream_skills_are_served_on(downstream: Toolkit) -> None:
     handle = await downstream.serve("127.0.0.1:0", mcp={"name": "gw2"})
     try:

@@ -14,6 +14,9 @@ the extension can carry are served: a name of lowercase letters, digits and hyph
 description, and at most 512 files and 16 MiB. An upstream skill's files are read from its
 server, checked against that server's digests, and served under the gateway's URIs.
 
+The served set follows the source: each request first awaits `SkillSource.refresh`, so an
+upstream server's new and removed skills come and go here too.
+
 `skills/list` pages: its entries in code-point order of their URIs, `SKILLS_PAGE_SIZE` a page,
 the `nextCursor` an opaque token for "after this URI" (so a page stays right when skills come or
 go between pages); a cursor the gateway did not issue is an Invalid params error.
@@ -95,16 +98,32 @@ class SkillsProvider(Extension):
     identifier = SKILLS_EXTENSION
 
     def __init__(self, skills: SkillSource) -> None:
+        self._skills = skills
         self._served: dict[str, _Served] = {}
+        self._served_from: dict[str, SkillInfo] | None = None  # the `skills.skills` served
+        self._serve_current()
+        self._digests: dict[tuple[str, int, int], str] = {}  # (path, mtime, size) ⇒ digest
+
+    def _serve_current(self) -> None:
+        skills = self._skills
+        if skills.skills is self._served_from:
+            return
+        served: dict[str, _Served] = {}
         for name, info in skills.skills.items():
             if _servable(name, info):
                 upstream = skills.remote.get(name)
-                self._served[_SCHEME + name] = _Served(
+                served[_SCHEME + name] = _Served(
                     _SCHEME + name, info, upstream if isinstance(upstream, McpSkill) else None
                 )
             else:
                 logger.debug("[toolnexus] skill %r is not served over MCP (name/description)", name)
-        self._digests: dict[tuple[str, int, int], str] = {}  # (path, mtime, size) ⇒ digest
+        self._served, self._served_from = served, skills.skills
+
+    async def _current(self) -> dict[str, _Served]:
+        """The served skills, after the source's refresh (its upstream listings may be stale)."""
+        await self._skills.refresh()
+        self._serve_current()
+        return self._served
 
     def methods(self) -> Sequence[MethodBinding]:
         return (
@@ -132,7 +151,7 @@ class SkillsProvider(Extension):
                     description=s.info.description,
                     mime_type="text/markdown",
                 )
-                for s in self._served.values()
+                for s in (await self._current()).values()
             ]
             if listing is None:
                 return types.ListResourcesResult(resources=own)
@@ -141,6 +160,7 @@ class SkillsProvider(Extension):
 
         async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
             uri = str(params.uri)
+            await self._current()
             served = self._owner(uri)
             if served is not None:
                 return await self._read(served, uri)
@@ -158,7 +178,7 @@ class SkillsProvider(Extension):
         cursor = params.cursor if params is not None else None
         after = _after(cursor) if cursor is not None else None
         entries: list[SkillEntry] = []
-        ordered = sorted(self._served.values(), key=lambda s: s.uri)
+        ordered = sorted((await self._current()).values(), key=lambda s: s.uri)
         rest = [s for s in ordered if after is None or s.uri > after]
         for index, served in enumerate(rest):
             if len(entries) == SKILLS_PAGE_SIZE:
@@ -170,9 +190,8 @@ class SkillsProvider(Extension):
         return ListSkillsResult(skills=entries)
 
     async def _get(self, ctx: Any, params: GetSkillParams) -> GetSkillResult:
-        served = (
-            self._served.get(skill_root(params.uri)) if params.uri.endswith("/SKILL.md") else None
-        )
+        current = await self._current()
+        served = current.get(skill_root(params.uri)) if params.uri.endswith("/SKILL.md") else None
         entry = await self._entry_or_none(served) if served is not None else None
         if entry is None:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown skill: {params.uri}")
