@@ -688,14 +688,24 @@ async def _with_mcp_skills(
         return [(s.name, s.uri, s.description) for s in skills]
 
     merged = with_remote_skills(skill, served, filter=skills_filter, sample_limit=sample_limit)
-    held = shape(served)
+    last = served
 
     async def refreshed() -> SkillSource | None:
-        nonlocal held
-        now = await mcp.skills()
-        if shape(now) == held:
+        nonlocal last
+        listed = await mcp.skills()
+        # a server not connected now (reconnecting, failed) keeps the skills it last listed;
+        # a disabled one has none
+        status = mcp.status
+        now = [
+            s
+            for name, state in status.items()
+            if state != "disabled"
+            for s in (listed if state == "connected" else last)
+            if s.server_name == name
+        ]
+        if shape(now) == shape(last):
             return None
-        held = shape(now)
+        last = now
         return with_remote_skills(skill, now, filter=skills_filter, sample_limit=sample_limit)
 
     merged.refresh_with(refreshed)
