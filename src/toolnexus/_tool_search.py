@@ -1,5 +1,7 @@
-"""The lexical index behind `Toolkit.search_tools`: BM25 (the `bm25s` library) over each tool's
-name, title, description and parameter names and descriptions.
+"""The lexical index behind `Toolkit.search_tools` and the gateway's `search_tools`: BM25 (the
+`bm25s` library) over each tool's name, title, description and parameter names and
+descriptions. A tool hidden from the model (an MCP Apps app-only tool, `_apps.for_the_model`) is
+never indexed, so no search can offer it.
 
 `bm25s` (and numpy under it) is imported when the first index is built, never with toolnexus.
 """
@@ -10,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from toolnexus._apps import for_the_model
 from toolnexus.types import Tool
 
 __all__ = [
@@ -83,7 +86,8 @@ def search_text(tool: Tool) -> str:
 
 
 class ToolIndex:
-    """A BM25 index over a fixed list of tools; build a new one when the list changes."""
+    """A BM25 index over a fixed list of tools (less those hidden from the model); build a new
+    one when the list changes."""
 
     __slots__ = ("_retriever", "_tokenizer", "_tools")
 
@@ -91,7 +95,7 @@ class ToolIndex:
         import bm25s  # type: ignore[import-untyped]  # no type information shipped
         from bm25s.tokenization import Tokenizer  # type: ignore[import-untyped]
 
-        self._tools = list(tools)
+        self._tools = [t for t in tools if for_the_model(t.metadata)]
         self._tokenizer: Any = Tokenizer(stopwords="en")
         self._retriever: Any = None
         if not self._tools:

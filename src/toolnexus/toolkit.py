@@ -799,13 +799,39 @@ async def _with_mcp_skills(
     skills_filter: Mapping[str, bool] | None,
     sample_limit: int,
 ) -> SkillSource | None:
-    """`skill` with the skills the MCP servers serve (Skills extension) added after its own."""
+    """`skill` with the skills the MCP servers serve (Skills extension) added after its own,
+    refreshed as the servers' listings go stale (`SkillSource.refresh`)."""
     served = await mcp.skills()
     if not served:
         return skill
     from toolnexus.skill import with_remote_skills
 
-    return with_remote_skills(skill, served, filter=skills_filter, sample_limit=sample_limit)
+    def shape(skills: Sequence[Any]) -> list[tuple[str, str, str | None]]:
+        return [(s.name, s.uri, s.description) for s in skills]
+
+    merged = with_remote_skills(skill, served, filter=skills_filter, sample_limit=sample_limit)
+    last = served
+
+    async def refreshed() -> SkillSource | None:
+        nonlocal last
+        listed = await mcp.skills()
+        # a server not connected now (reconnecting, failed) keeps the skills it last listed;
+        # a disabled one has none
+        status = mcp.status
+        now = [
+            s
+            for name, state in status.items()
+            if state != "disabled"
+            for s in (listed if state == "connected" else last)
+            if s.server_name == name
+        ]
+        if shape(now) == shape(last):
+            return None
+        last = now
+        return with_remote_skills(skill, now, filter=skills_filter, sample_limit=sample_limit)
+
+    merged.refresh_with(refreshed)
+    return merged
 
 
 async def _resolve_agents(agents: Sequence[Agent], config_block: Any) -> list[Tool]:

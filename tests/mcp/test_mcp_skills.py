@@ -165,31 +165,6 @@ async def test_server_skills_join_the_toolkit(downstream: Toolkit) -> None:
     assert "The local notes skill." in local.output
 
 
-async def test_a_skill_is_cached_per_listed_version(tmp_path: Path) -> None:
-    folder = tmp_path / "skills" / "recipe"
-    folder.mkdir(parents=True)
-    skill_md = folder / "SKILL.md"
-    skill_md.write_text("---\nname: recipe\ndescription: Cook.\n---\nv1\n")
-    async with await create_toolkit(skills_dir=tmp_path / "skills", builtins=False) as up:
-        handle = await up.serve("127.0.0.1:0", mcp={"name": "up"})
-        try:
-            async with await create_toolkit(
-                mcp_config={"up": {"url": handle.url + "/mcp"}}, builtins=False
-            ) as kit:
-                # changed after it was listed: the digest no longer matches, so its entry is
-                # fetched again (`skills/get`) and the new version read
-                skill_md.write_text("---\nname: recipe\ndescription: Cook.\n---\nv2\n")
-                first = await kit.execute("skill", {"name": "up/recipe"})
-                assert not first.is_error
-                assert "v2" in first.output
-                # the version held is loaded from the cache, not read again
-                skill_md.write_text("---\nname: recipe\ndescription: Cook.\n---\nv3\n")
-                second = await kit.execute("skill", {"name": "up/recipe"})
-                assert "v2" in second.output
-        finally:
-            await handle.stop()
-
-
 async def test_upstream_skills_are_served_on(downstream: Toolkit) -> None:
     handle = await downstream.serve("127.0.0.1:0", mcp={"name": "gw2"})
     try:
@@ -208,3 +183,41 @@ async def test_upstream_skills_are_served_on(downstream: Toolkit) -> None:
             assert read.text == SKILL_MD
     finally:
         await handle.stop()
+
+
+async def test_a_large_skill_set_is_listed_in_pages() -> None:
+    many = [
+        SkillDef(f"s{i:03d}", f"Skill {i}.", description=f"Skill number {i}.") for i in range(130)
+    ]
+    async with await create_toolkit(skills=many[::-1], builtins=False) as up:
+        handle = await up.serve("127.0.0.1:0", mcp={"name": "big"})
+        try:
+            async with Client(handle.url + "/mcp") as client:
+                first = await client.session.send_request(ListSkillsRequest(), ListSkillsResult)
+                assert len(first.skills) == 100
+                assert first.next_cursor is not None
+                params = types.PaginatedRequestParams(cursor=first.next_cursor)
+                second = await client.session.send_request(
+                    ListSkillsRequest(params=params), ListSkillsResult
+                )
+                assert second.next_cursor is None
+                # stable order (by URI), every skill once
+                uris = [s.uri for s in [*first.skills, *second.skills]]
+                assert uris == [f"skill://s{i:03d}/SKILL.md" for i in range(130)]
+                for bad in ("nonsense", "c2tpbGw6Ly9zMDAx"):  # garbage; base64 of a bare URI
+                    with pytest.raises(MCPError) as raised:
+                        await client.session.send_request(
+                            ListSkillsRequest(params=types.PaginatedRequestParams(cursor=bad)),
+                            ListSkillsResult,
+                        )
+                    assert raised.value.error.code == types.INVALID_PARAMS
+                    assert "Invalid cursor for skills/list" in raised.value.error.message
+            # a toolkit over the gateway follows the cursor: every skill joins it
+            async with await create_toolkit(
+                mcp_config={"big": {"url": handle.url + "/mcp"}}, builtins=False
+            ) as kit:
+                assert kit.skill_source is not None
+                assert len(kit.skill_source.skills) == 130
+                assert "big/s129" in kit.skill_source.skills
+        finally:
+            await handle.stop()

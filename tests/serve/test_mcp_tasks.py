@@ -246,3 +246,53 @@ async def test_a_task_tool_runs_as_a_task_over_stdio() -> None:
         assert refused.is_error
     finally:
         await source.close()
+
+
+async def stops(args: dict[str, Any], ctx: ToolContext) -> str:
+    await ctx.signal.wait()  # a tool that heeds its signal
+    return "stopped"
+
+
+async def test_a_task_call_is_observed_like_a_plain_call_when_it_ends() -> None:
+    GATE.clear()
+    seen: list[dict[str, Any]] = []
+    kit = toolkit()
+    empty = {"type": "object", "properties": {}}
+    optional = {"taskSupport": "optional"}
+    kit.register(Tool("stop_me", "Stop.", empty, "native", stops, metadata=optional))
+    handle = await kit.serve("127.0.0.1:0", mcp={"taskStore": "memory"}, on_call=seen.append)
+    try:
+        async with Client(handle.url + "/mcp", extensions=[_Tasks()]) as client:
+            assert (await client.call_tool("quick", {})).content[0].text == "quick"
+            built = await client.session.call_tool("build", {"n": 2}, allow_claimed=True)
+            held = await client.session.call_tool("stop_me", {}, allow_claimed=True)
+            asked = await client.session.call_tool("ask", {}, allow_claimed=True)
+            assert all(isinstance(h, TaskHandle) for h in (built, held, asked))
+            await follow(client, asked.task_id, "input_required")
+            # a task waiting for input, or still working, has not ended
+            assert [e["name"] for e in seen] == ["quick"]
+            GATE.set()
+            await follow(client, built.task_id, "completed")
+            await cancel_task(client.session, held.task_id)
+            await follow(client, held.task_id, "cancelled")
+            await wait_until(lambda: len(seen) == 3 or None)
+    finally:
+        await handle.stop()
+    quick, *ended = seen
+    assert set(quick) == {"name", "source", "ms", "is_error"}
+    by_name = {e["name"]: e for e in ended}
+    assert {k: v for k, v in by_name["build"].items() if k != "ms"} == {
+        "name": "build",
+        "source": "native",
+        "is_error": False,
+        "task": built.task_id,
+        "status": "completed",
+    }
+    assert {k: v for k, v in by_name["stop_me"].items() if k != "ms"} == {
+        "name": "stop_me",
+        "source": "native",
+        "is_error": True,
+        "task": held.task_id,
+        "status": "cancelled",
+    }
+    assert all(isinstance(e["ms"], int) and e["ms"] >= 0 for e in ended)

@@ -56,3 +56,25 @@ def test_a_served_tool_named_search_tools_is_refused() -> None:
     with pytest.raises(ConfigError, match='"toolSearch": true adds a tool named "search_tools"'):
         build_mcp_server([search_tools, get_weather], {"toolSearch": True})
     build_mcp_server([search_tools, get_weather])  # without the option nothing is added
+
+
+@define_tool(defer_loading=True)
+def refresh_weather_widget(city: str) -> str:
+    """Refresh the weather widget of a city."""
+    return f"refreshed {city}"
+
+
+# app-only (MCP Apps): the host's app calls it, the model never sees it
+refresh_weather_widget.metadata = {
+    "_meta": {"ui": {"resourceUri": "ui://weather/refresh", "visibility": ["app"]}}
+}
+
+
+async def test_a_search_never_offers_a_tool_hidden_from_the_model() -> None:
+    server = build_mcp_server([add, get_weather, refresh_weather_widget], {"toolSearch": True})
+    async with Client(server) as client:
+        found = await client.call_tool("search_tools", {"query": "weather widget city"})
+        assert [m["name"] for m in json.loads(found.content[0].text)] == ["get_weather"]
+        # the app that renders the widget still calls it by name
+        called = await client.call_tool("refresh_weather_widget", {"city": "Oslo"})
+        assert called.content[0].text == "refreshed Oslo"

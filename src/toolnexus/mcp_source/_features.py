@@ -227,6 +227,12 @@ async def read_resource(
 ) -> ToolResult:
     """`resources/read` as a result: texts joined, each blob a content part and a line."""
     result = await wire_read(session, server, uri, timeout, wait_for, resume)
+    return resource_result(result, server, uri)
+
+
+def resource_result(result: Any, server: str, uri: str) -> ToolResult:
+    """A `ReadResourceResult` of `uri` as a tool result: texts joined, each blob a content part
+    and a line."""
     texts: list[str] = []
     parts: list[ContentPart] = []
     for item in result.contents:

@@ -6,18 +6,29 @@ request and result models are defined here, after the extension's specification,
 sides (the gateway's provider in `serve/_mcp/_skills.py` uses them too). When the SDK ships its
 own, this module is where its types replace these.
 
-A server's listing is read once, when the toolkit is built (names and descriptions for the
-skills prompt); a skill's `SKILL.md` is read only when the skill is loaded, checked against the
-listing's SHA-256 digest and size and its frontmatter against the listed one, and kept per
-digest: a changed skill (a new digest after `skills/get`) is read again, an unchanged one never.
-A skill whose files break the per-skill limits (512 files, 16 MiB) or whose entry is malformed
-is left out with a warning.
+A server's listing is read when the toolkit is built (names and descriptions for the skills
+prompt) and kept for its `ttlMs`: `server_skills` reads it again only once that has passed
+(so a server's new and removed skills show up; `0`, the SDK's default, means every time),
+keeping the `McpSkill` of an unchanged URI, and keeps the last listing when a new one fails.
+The extension defines no list-changed notification. A skill's `SKILL.md` is read only when
+the skill is loaded, checked against the listing's SHA-256 digest and size and its frontmatter
+against the listed one, and kept per digest: a changed skill (a new digest after
+`skills/get`) is read again, an unchanged one never. A skill whose files break the per-skill
+limits (512 files, 16 MiB) or whose entry is malformed is left out with a warning.
+
+Every other read of a file under a listed skill's root (`mcp_read_resource`, `skill_holding`)
+goes through the skill too: a file its listing does not name is refused, and one whose bytes do
+not match the listed digest and size is never used. Either failure first fetches the skill's
+entry again (`skills/get`: the skill may have changed since it was listed) and is final only
+when the fresh entry agrees.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -30,9 +41,9 @@ from pydantic import BaseModel, Field
 from toolnexus._log import warn
 from toolnexus.errors import ToolnexusError
 from toolnexus.mcp_source._connection import MAX_PAGES
-from toolnexus.mcp_source._features import _request, wire_read
+from toolnexus.mcp_source._features import _request, resource_result, wire_read
 from toolnexus.skill._frontmatter import MalformedFrontmatter, frontmatter_json, split_frontmatter
-from toolnexus.types import error_message
+from toolnexus.types import ToolResult, error_message
 
 __all__ = [
     "MAX_SKILL_BYTES",
@@ -48,6 +59,7 @@ __all__ = [
     "SkillVerificationFailed",
     "digest_of",
     "server_skills",
+    "skill_holding",
     "skill_root",
 ]
 
@@ -209,10 +221,37 @@ class McpSkill:
         """The raw bytes of one file of the skill (`resources/read`), checked against its
         listed digest and size; a file the listing does not name is refused, unless the
         skill is dynamic."""
+        _, data = await self._verified(uri)
+        return data
+
+    async def read_result(self, uri: str) -> ToolResult:
+        """`read` as the result of a resource read (`mcp_read_resource`): on a failed check the
+        skill's entry is fetched again and the read tried once more; a second failure is an
+        error result that says why."""
+        try:
+            try:
+                result, _ = await self._verified(uri)
+            except SkillVerificationFailed:
+                if await self.refresh() is None:
+                    raise
+                result, _ = await self._verified(uri)
+        except SkillVerificationFailed as exc:
+            return ToolResult(
+                f"{error_message(exc)}; the content is not used",
+                True,
+                {"server": self.server_name, "uri": uri, "skill": self.name},
+            )
+        return resource_result(result, self.server_name, uri)
+
+    async def _verified(self, uri: str) -> tuple[Any, bytes]:
+        """The `ReadResourceResult` of `uri` and its bytes, checked against the listing."""
         entry = self.entry
         listed = _listed_file(entry, uri)
         if listed is None and entry.resources != "dynamic":
-            raise SkillVerificationFailed(f"{uri} is not a file of the skill {self.name}")
+            files = ", ".join(self.files or ())
+            raise SkillVerificationFailed(
+                f"{uri} is not a file of the skill {self.name} (its listed files: {files})"
+            )
         server = self.server
         result = await wire_read(server.session(), server.name, uri, server.timeout, None)
         data = _contents_bytes(result, uri)
@@ -223,7 +262,15 @@ class McpSkill:
                 )
         elif len(data) > MAX_SKILL_BYTES:
             raise SkillVerificationFailed(f"{uri} is larger than {MAX_SKILL_BYTES} bytes")
-        return data
+        return result, data
+
+
+def skill_holding(server: Any, uri: str) -> McpSkill | None:
+    """The skill of `server`'s latest listing whose root holds `uri` (the innermost, when
+    skills nest), else `None`."""
+    held = _LISTINGS.get(server)
+    holders = [s for s in (held.skills if held else ()) if uri.startswith(s.root + "/")]
+    return max(holders, key=lambda s: len(s.root), default=None)
 
 
 def _listed_file(entry: SkillEntry, uri: str) -> SkillFile | None:
@@ -272,45 +319,78 @@ def _unusable(entry: SkillEntry) -> str | None:
     return None
 
 
-async def _entries(server: Any) -> list[SkillEntry]:
-    """Every entry of the server's `skills/list` (all pages)."""
+async def _entries(server: Any) -> tuple[list[SkillEntry], int]:
+    """Every entry of the server's `skills/list` (all pages), and the least `ttlMs` of them."""
     session = server.session()
     found: list[SkillEntry] = []
     cursor: str | None = None
     seen: set[str] = set()
+    ttl_ms: int | None = None
     for _ in range(MAX_PAGES):
         params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
         send = partial(session.send_request, ListSkillsRequest(params=params), ListSkillsResult)
         page: ListSkillsResult = await _request(session, "skills/list", None, send, server.timeout)
         found.extend(page.skills)
+        ttl_ms = page.ttl_ms if ttl_ms is None else min(ttl_ms, page.ttl_ms)
         cursor = page.next_cursor or None
         if cursor is None or cursor in seen:
             break
         seen.add(cursor)
-    return found
+    return found, ttl_ms or 0
+
+
+@dataclass
+class _Listing:
+    """A server's latest listing: its skills and when it goes stale (`time.monotonic()`)."""
+
+    skills: list[McpSkill]
+    stale_at: float
+
+
+# Each server's latest listing (weak: a closed server's goes with it).
+_LISTINGS: weakref.WeakKeyDictionary[Any, _Listing] = weakref.WeakKeyDictionary()
+
+
+async def _server_listing(server: Any) -> list[McpSkill]:
+    """The server's skills: the held listing while it is fresh, else read again (the held
+    one kept, with a warning, when that fails; nothing when there is none)."""
+    held = _LISTINGS.get(server)
+    if held is not None and time.monotonic() < held.stale_at:
+        return held.skills
+    try:
+        entries, ttl_ms = await _entries(server)
+    except Exception as exc:  # an error answer, a malformed listing, a lost server
+        warn(f'MCP server "{server.name}" could not list its skills: {error_message(exc)}')
+        return held.skills if held is not None else []
+    before = {s.uri: s for s in held.skills} if held is not None else {}
+    skills: list[McpSkill] = []
+    names: set[str] = set()
+    for entry in entries:
+        why = _unusable(entry)
+        if why is not None:
+            warn(f'MCP server "{server.name}": skipped skill {entry.uri}: {why}')
+            continue
+        name = f"{server.name}/{entry.frontmatter['name']}"
+        if name in names:
+            parts = urlsplit(skill_root(entry.uri))
+            name = f"{server.name}/{parts.netloc}{parts.path}"
+        names.add(name)
+        kept = before.get(entry.uri)
+        if kept is not None and kept.name == name:
+            kept.entry = entry  # its bodies stay cached per digest
+            skills.append(kept)
+        else:
+            skills.append(McpSkill(server, name, entry))
+    _LISTINGS[server] = _Listing(skills, time.monotonic() + ttl_ms / 1000)
+    return skills
 
 
 async def server_skills(servers: Sequence[Any]) -> list[McpSkill]:
     """The skills of the `servers` (each declared the extension), in config then listing
     order, named `<server>/<name>` (`<server>/<skill path>` for a second skill of one server
-    with the same name). A server whose listing fails contributes nothing (with a warning)."""
+    with the same name); a listing is read again only once its `ttlMs` has passed. A server
+    whose first listing fails contributes nothing (with a warning)."""
     skills: list[McpSkill] = []
     for server in servers:
-        try:
-            entries = await _entries(server)
-        except Exception as exc:  # an error answer, a malformed listing, a lost server
-            warn(f'MCP server "{server.name}" could not list its skills: {error_message(exc)}')
-            continue
-        names: set[str] = set()
-        for entry in entries:
-            why = _unusable(entry)
-            if why is not None:
-                warn(f'MCP server "{server.name}": skipped skill {entry.uri}: {why}')
-                continue
-            name = f"{server.name}/{entry.frontmatter['name']}"
-            if name in names:
-                parts = urlsplit(skill_root(entry.uri))
-                name = f"{server.name}/{parts.netloc}{parts.path}"
-            names.add(name)
-            skills.append(McpSkill(server, name, entry))
+        skills.extend(await _server_listing(server))
     return skills

@@ -169,6 +169,14 @@ class McpSource(Forwarding):
             asking = _asking_server(resume)
             server = asking if isinstance(asking, str) else server
         owner = self.owner_of(uri, server)
+        conn = owner.conn
+        if resume is None and conn is not None and declares(conn.capabilities, SKILLS_EXTENSION):
+            # a file of a listed skill is checked against the skill's listing
+            from toolnexus.mcp_source._skills import skill_holding
+
+            held = skill_holding(owner, uri)
+            if held is not None:
+                return await held.read_result(uri)
         from toolnexus.mcp_source._features import read_resource  # loaded with the SDK
 
         result: ToolResult = await read_resource(

@@ -29,6 +29,7 @@ from mcp.client.session import ClientSession
 from pydantic import ConfigDict
 
 from toolnexus._log import logger
+from toolnexus._otel import mcp_request
 from toolnexus.mcp_source._config import ServerSpec
 from toolnexus.types import error_message
 
@@ -87,8 +88,23 @@ def session_options(spec: ServerSpec) -> dict[str, Any]:
 
 
 async def _send(session: ClientSession, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    reply = await session.send_request(_TaskRequest(method=method, params=params), _Reply)
-    return reply.model_dump(by_alias=True, mode="json", exclude_none=True)
+    """One `tasks/*` request, traced as any MCP request is (a span and the client operation
+    duration metric, about the task id); a `tasks/get` that finds the task failed, cancelled
+    or completed with a tool error marks its span failed, as a `tools/call` error result does."""
+    peer = getattr(session, "peer", None)
+    with mcp_request(method, str(params.get("taskId")), peer) as traced:
+        reply = await session.send_request(_TaskRequest(method=method, params=params), _Reply)
+        found = reply.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if method == "tasks/get" and _ended_badly(found):
+            traced.result(types.CallToolResult(content=[], is_error=True))
+    return found
+
+
+def _ended_badly(task: Mapping[str, Any]) -> bool:
+    status = task.get("status")
+    result = task.get("result")
+    errored = isinstance(result, Mapping) and result.get("isError") is True
+    return status in ("failed", "cancelled") or (status == "completed" and errored)
 
 
 async def get_task(session: ClientSession, task_id: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -53,8 +53,11 @@ class SkillSource:
     """The exposed skills (filtered), the skips, the `skill` tool and the catalog prompt.
 
     `skills` maps name → `SkillInfo` in collection order; treat it as read-only (the prompt and
-    the tool's "available" list are computed once from it). `remote` maps the name of each
+    the tool's "available" list are computed from it). `remote` maps the name of each
     skill another source serves (`origin="mcp"`) to it: its instructions are read on load.
+    A source with remote skills may change with them: `refresh()` (which the `skill` tool
+    awaits before each load) brings in a server's new listing once its own is stale, replacing
+    `skills`, `skipped`, `remote` and the prompt together.
     """
 
     def __init__(
@@ -78,12 +81,32 @@ class SkillSource:
         self.tool = Tool(
             "skill", SKILL_TOOL_DESCRIPTION, _skill_tool_schema(), "skill", self._execute
         )
+        self._refresher: Callable[[], Awaitable[SkillSource | None]] | None = None
+        self._refreshing = asyncio.Lock()
 
     def prompt(self) -> str:
         """The catalog for the system prompt."""
         return self._prompt
 
+    def refresh_with(self, refresher: Callable[[], Awaitable[SkillSource | None]]) -> None:
+        """Have `refresh()` await `refresher`: the source to become, or `None` for no change."""
+        self._refresher = refresher
+
+    async def refresh(self) -> bool:
+        """Bring the skills other sources serve up to date (an MCP server's listing is read
+        again once its `ttlMs` has passed); whether anything changed."""
+        if self._refresher is None:
+            return False
+        async with self._refreshing:
+            fresh = await self._refresher()
+            if fresh is None:
+                return False
+            self.skills, self.skipped, self.remote = fresh.skills, fresh.skipped, fresh.remote
+            self._available, self._prompt = fresh._available, fresh._prompt
+            return True
+
     async def _execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        await self.refresh()
         requested = str(args.get("name", ""))
         info = self.skills.get(requested)
         if info is None:

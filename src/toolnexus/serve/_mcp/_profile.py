@@ -445,6 +445,7 @@ def make_mcp_server(
             execute,
             lambda tool, result: _call_result(tool, result, output_schemas),
             conclude=conclude,
+            on_call=on_call,
         ).install(server, call_tool)
     if provider is not None:
         provider.install(server)

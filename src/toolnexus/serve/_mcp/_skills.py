@@ -13,12 +13,20 @@ data skill is one synthesized `SKILL.md` (its name and description as frontmatte
 the extension can carry are served: a name of lowercase letters, digits and hyphens, a
 description, and at most 512 files and 16 MiB. An upstream skill's files are read from its
 server, checked against that server's digests, and served under the gateway's URIs.
+
+The served set follows the source: each request first awaits `SkillSource.refresh`, so an
+upstream server's new and removed skills come and go here too.
+
+`skills/list` pages: its entries in code-point order of their URIs, `SKILLS_PAGE_SIZE` a page,
+the `nextCursor` an opaque token for "after this URI" (so a page stays right when skills come or
+go between pages); a cursor the gateway did not issue is an Invalid params error.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import mimetypes
 import os
 import re
@@ -52,12 +60,16 @@ if TYPE_CHECKING:
 
     from toolnexus.skill import SkillInfo, SkillSource
 
-__all__ = ["SkillsProvider", "skills_provider"]
+__all__ = ["SKILLS_PAGE_SIZE", "SkillsProvider", "skills_provider"]
+
+SKILLS_PAGE_SIZE = 100
+"""The most entries one `skills/list` page carries."""
 
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _SCHEME = "skill://"
 _SKIPPED_DIRS = frozenset({".git", "node_modules"})
+_CURSOR_PREFIX = "after:"
 
 
 @dataclass(frozen=True)
@@ -86,16 +98,32 @@ class SkillsProvider(Extension):
     identifier = SKILLS_EXTENSION
 
     def __init__(self, skills: SkillSource) -> None:
+        self._skills = skills
         self._served: dict[str, _Served] = {}
+        self._served_from: dict[str, SkillInfo] | None = None  # the `skills.skills` served
+        self._serve_current()
+        self._digests: dict[tuple[str, int, int], str] = {}  # (path, mtime, size) ⇒ digest
+
+    def _serve_current(self) -> None:
+        skills = self._skills
+        if skills.skills is self._served_from:
+            return
+        served: dict[str, _Served] = {}
         for name, info in skills.skills.items():
             if _servable(name, info):
                 upstream = skills.remote.get(name)
-                self._served[_SCHEME + name] = _Served(
+                served[_SCHEME + name] = _Served(
                     _SCHEME + name, info, upstream if isinstance(upstream, McpSkill) else None
                 )
             else:
                 logger.debug("[toolnexus] skill %r is not served over MCP (name/description)", name)
-        self._digests: dict[tuple[str, int, int], str] = {}  # (path, mtime, size) ⇒ digest
+        self._served, self._served_from = served, skills.skills
+
+    async def _current(self) -> dict[str, _Served]:
+        """The served skills, after the source's refresh (its upstream listings may be stale)."""
+        await self._skills.refresh()
+        self._serve_current()
+        return self._served
 
     def methods(self) -> Sequence[MethodBinding]:
         return (
@@ -123,7 +151,7 @@ class SkillsProvider(Extension):
                     description=s.info.description,
                     mime_type="text/markdown",
                 )
-                for s in self._served.values()
+                for s in (await self._current()).values()
             ]
             if listing is None:
                 return types.ListResourcesResult(resources=own)
@@ -132,6 +160,7 @@ class SkillsProvider(Extension):
 
         async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
             uri = str(params.uri)
+            await self._current()
             served = self._owner(uri)
             if served is not None:
                 return await self._read(served, uri)
@@ -143,18 +172,26 @@ class SkillsProvider(Extension):
 
     # -- skills/list and skills/get -------------------------------------------------------------
 
-    async def _list(self, ctx: Any, params: types.PaginatedRequestParams) -> ListSkillsResult:
-        entries = []
-        for served in self._served.values():
+    async def _list(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> ListSkillsResult:
+        cursor = params.cursor if params is not None else None
+        after = _after(cursor) if cursor is not None else None
+        entries: list[SkillEntry] = []
+        ordered = sorted((await self._current()).values(), key=lambda s: s.uri)
+        rest = [s for s in ordered if after is None or s.uri > after]
+        for index, served in enumerate(rest):
+            if len(entries) == SKILLS_PAGE_SIZE:
+                # more follow: the page ends after the last entry it carries
+                return ListSkillsResult(skills=entries, next_cursor=_cursor(rest[index - 1].uri))
             entry = await self._entry_or_none(served)
             if entry is not None:
                 entries.append(entry)
         return ListSkillsResult(skills=entries)
 
     async def _get(self, ctx: Any, params: GetSkillParams) -> GetSkillResult:
-        served = (
-            self._served.get(skill_root(params.uri)) if params.uri.endswith("/SKILL.md") else None
-        )
+        current = await self._current()
+        served = current.get(skill_root(params.uri)) if params.uri.endswith("/SKILL.md") else None
         entry = await self._entry_or_none(served) if served is not None else None
         if entry is None:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown skill: {params.uri}")
@@ -247,6 +284,25 @@ class SkillsProvider(Extension):
             blob = base64.b64encode(data).decode()
             contents = types.BlobResourceContents(uri=uri, mime_type=mime, blob=blob)
         return types.ReadResourceResult(contents=[contents])
+
+
+def _cursor(uri: str) -> str:
+    """The opaque `nextCursor` for "the entries after `uri`"."""
+    return base64.urlsafe_b64encode((_CURSOR_PREFIX + uri).encode()).decode().rstrip("=")
+
+
+def _after(cursor: str) -> str:
+    """The URI a cursor of ours continues after; an Invalid params error for any other."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raw = ""
+    if not raw.startswith(_CURSOR_PREFIX + _SCHEME):
+        raise MCPError(
+            code=types.INVALID_PARAMS,
+            message=f"Invalid cursor for skills/list: {cursor[:64]!r} is not one this server gave",
+        )
+    return raw[len(_CURSOR_PREFIX) :]
 
 
 def _servable(name: str, info: SkillInfo) -> bool:

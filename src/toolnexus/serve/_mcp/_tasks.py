@@ -26,6 +26,12 @@ which sends the answer on with the upstream's `tasks/update`), `tasks/cancel` st
 which cancels the upstream task, and the upstream result is the gateway task's result. The
 upstream reference is kept in the task's metadata (`mcp.upstream`).
 
+A task's call is observed as a plain call is: when its run ends (completed, with or without a
+tool error, or cancelled, once the tool has stopped; not when it waits for input), the server's
+`on_call` gets
+`{"name", "source", "ms", "is_error"}` plus `"task"` (its id) and `"status"` (`"completed"` or
+`"cancelled"`), `ms` counted from the task's creation.
+
 The released `mcp` SDK (2.3) has the extension framework but not Tasks; this module is the whole
 of the served side, written as an SDK `Extension` (its methods and its `tools/call` interceptor)
 so that it can give way to the SDK's own Tasks server once one ships.
@@ -38,6 +44,7 @@ import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as types
@@ -45,8 +52,9 @@ from mcp.server.extension import Extension, MethodBinding, compose_tool_call_han
 from mcp.shared.exceptions import MCPError
 from pydantic import ConfigDict
 
+from toolnexus._aio import call_maybe_async
 from toolnexus._json import compact_json
-from toolnexus._log import warn
+from toolnexus._log import logger, warn
 from toolnexus._task_ledger import ledger
 from toolnexus.a2a import _wire as wire
 from toolnexus.serve._a2a._rpc import TASK_NOT_FOUND, _RpcError
@@ -70,6 +78,7 @@ Execute = Callable[[Tool, dict[str, Any], ToolContext], Awaitable[ToolResult]]
 Render = Callable[[Tool, ToolResult], dict[str, Any]]
 Conclude = Callable[[Any, Tool, dict[str, Any], ToolResult, float], Awaitable[Any]]
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
+OnEnd = Callable[[dict[str, Any]], "Awaitable[None] | None"]
 _Relay = tuple[asyncio.Event, "asyncio.Future[ToolResult]", Progress]
 
 
@@ -145,10 +154,13 @@ class McpTasks(Extension):
         *,
         poll_ms: int = DEFAULT_POLL_MS,
         conclude: Conclude | None = None,
+        on_call: OnEnd | None = None,
     ) -> None:
         """`execute` runs one call of a tool; `render` makes its result the wire result;
         `conclude` answers a relayed call its upstream answered at once (as a plain
-        `tools/call` would: input requests, `on_call`); without it no call is relayed."""
+        `tools/call` would: input requests, `on_call`); without it no call is relayed.
+        `on_call` is told of each task's end (the server's `on_call`)."""
+        self._on_call = on_call
         self._book = book
         relay = conclude is not None
         self._tools = {t.name: t for t in tools if task_support(t) or (relay and _relayed(t))}
@@ -315,20 +327,43 @@ class McpTasks(Extension):
                 result = ToolResult(error_message(exc), True)
             if a_task():
                 await book.commit(run, self._final(run.task, tool, result))
+                if run.canceled:  # cancelled (by either protocol); the tool has now stopped
+                    await self._ended(run.task, tool, "cancelled", True)
+                elif pending_of(result) is None:  # not waiting for input: the call ended
+                    await self._ended(run.task, tool, "completed", result.is_error)
             elif relay is not None:
                 relay[1].set_result(result)
         except asyncio.CancelledError:
             run.cancel.set()
-            if not run.canceled and a_task():
-                run.canceled = True
-                run.task = book.with_status(run.task, "canceled")
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(book.store.save(run.task))
+            if a_task():
+                if not run.canceled:
+                    run.canceled = True
+                    run.task = book.with_status(run.task, "canceled")
+                    with contextlib.suppress(Exception):
+                        await asyncio.shield(book.store.save(run.task))
+                await asyncio.shield(self._ended(run.task, tool, "cancelled", True))
             raise
         except Exception as exc:
             warn(f"MCP task {run.task['id']}: {error_message(exc)}")
         finally:
             book.release(run)
+
+    async def _ended(self, task: Mapping[str, Any], tool: Tool, status: str, failed: bool) -> None:
+        """Tell `on_call` that the task's call ended (its exceptions are ignored)."""
+        if self._on_call is None:
+            return
+        event = {
+            "name": tool.name,
+            "source": tool.source,
+            "ms": _age_ms(task),
+            "is_error": failed,
+            "task": task["id"],
+            "status": status,
+        }
+        try:
+            await call_maybe_async(self._on_call, event)
+        except Exception:
+            logger.debug("[toolnexus] on_call raised; ignored", exc_info=True)
 
     def _final(self, task: dict[str, Any], tool: Tool, result: ToolResult) -> dict[str, Any]:
         book = self._book
@@ -444,6 +479,16 @@ _STATUS: dict[str, Literal["working", "input_required", "completed", "failed", "
     "rejected": "failed",
     "canceled": "cancelled",
 }
+
+
+def _age_ms(task: Mapping[str, Any]) -> int:
+    """Milliseconds since the task was created (its `mcp.createdAt`), 0 when unknown."""
+    created = ((task.get("metadata") or {}).get("mcp") or {}).get("createdAt")
+    try:
+        since = datetime.fromisoformat(str(created).replace("Z", "+00:00"))
+    except ValueError:
+        return 0
+    return max(0, round((datetime.now(UTC) - since).total_seconds() * 1000))
 
 
 def _text(message: Any) -> str:
