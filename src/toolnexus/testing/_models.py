@@ -20,19 +20,6 @@ from toolnexus.testing._replies import ReplyCall, ReplySpec, render_events, rend
 if TYPE_CHECKING:
     from toolnexus.client import Client
 
-__all__ = [
-    "FunctionModel",
-    "ScriptedCall",
-    "ScriptedModel",
-    "ScriptedTurn",
-    "SeenRequest",
-    "error",
-    "override",
-    "refusal",
-    "text",
-    "tool_call",
-    "tools",
-]
 
 _ids = itertools.count(1)
 
