@@ -1,9 +1,10 @@
 """toolnexus: every kind of tool for any LLM through one interface.
 
 Everything a user needs is importable from here. Names load on first use, so
-`import toolnexus` stays light (no MCP SDK, pydantic, HTTP client or server until needed).
-"""
+`import toolnexus` stays light (no MCP SDK, pydantic, HTTP client or server until needed)."""
 
+# Its length is the public name table written three ways (the lazy `_EXPORTS`, `__all__`, and the
+# `TYPE_CHECKING` imports type checkers read), which `tests/core/test_public_api.py` keeps equal.
 from __future__ import annotations
 
 from toolnexus._version import __version__

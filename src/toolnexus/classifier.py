@@ -15,9 +15,11 @@ Backends (`create_classifier(style=...)`):
 
 Retries, `Retry-After`, `on_error`, the HTTP transport and secret redaction are the client's
 own (`toolnexus.client._retry`, `_transport`, `toolnexus._secrets`): there is no second retry
-loop here.
-"""
+loop here."""
 
+# Over 600 lines because it is the published `toolnexus.classifier`: the contract's questions and
+# answers, their wire forms, the backends and the class, read top to bottom; the LLM backend lives
+# in `classifier_llm.py`.
 from __future__ import annotations
 
 import asyncio

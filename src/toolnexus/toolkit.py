@@ -1,4 +1,8 @@
-"""The `Toolkit`: every tool source assembled into one ordered, uniquely named set of tools."""
+"""The `Toolkit`: every tool source assembled into one ordered, uniquely named set of tools.
+
+Over 600 lines because it is the public surface (assembly, declarations per provider,
+`execute`, search, resources and prompts, serving, the blocking twins); the parts with a job of
+their own live beside it (`_sources.py`, `_dispatch.py`, `offers.py`)."""
 
 from __future__ import annotations
 

@@ -2,6 +2,9 @@
 
 `agent_tools` turns a discovered card (`_discovery.py`) into tools; the rest is one call's
 exchange: submit, stream or poll, input and sign-in suspensions, cancel.
+
+Over 600 lines in one module because one call's exchange (submit, stream or poll, suspensions,
+cancel) is one state machine over one remote task.
 """
 
 from __future__ import annotations

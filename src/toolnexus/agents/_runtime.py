@@ -5,6 +5,9 @@ walk, the parent's concurrency slot, inbox drain, state flip) and its turn runs 
 its own on a client derived for that handle. Aborts (interrupt, close, a wall-time cut) set the
 turn's cancel event, which ends the in-flight request and reaches every tool's `ctx.signal`;
 the turn's end is the one place that settles state, inbox, ledger and waiters.
+
+Over 600 lines in one module because its verbs, gates and budgets change one handle tree under
+shared invariants (admission is synchronous).
 """
 
 from __future__ import annotations

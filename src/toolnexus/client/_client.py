@@ -1,4 +1,7 @@
-"""`Client`: options, the endpoint and API-key rules, and the public methods."""
+"""`Client`: options, the endpoint and API-key rules, and the public methods.
+
+Over 600 lines because the public methods carry typed overloads (typed output for `run`, `ask`,
+`stream` and their blocking twins), which type checkers need spelled out."""
 
 from __future__ import annotations
 

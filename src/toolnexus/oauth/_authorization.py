@@ -7,6 +7,9 @@ needs around it: credentials kept in a `TokenStore` across processes (with what 
 process needs to refresh without asking), refresh a little before expiry, the configured
 scopes always requested, secrets registered for redaction, and the person's step — the
 authorization URL — handed to the host as a `Request` of kind `authorization`.
+
+Over 600 lines in one module because provider set-up, the token-endpoint auth method, step-up
+and the token store hook all act on the one SDK provider's state.
 """
 
 from __future__ import annotations

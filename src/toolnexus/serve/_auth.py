@@ -14,6 +14,9 @@ middleware because it also accepts the static `auth_token`, guards the A2A profi
 checks scopes per tool, which the SDK's whole-route `RequireAuthMiddleware` cannot.
 
 No token value ever goes into a log, an error message or a response.
+
+Over 600 lines in one module because metadata, token checks and per-tool scopes all read one
+`ResourceAuth` and the verifier's key caches.
 """
 
 from __future__ import annotations
