@@ -75,9 +75,7 @@ class SkillSource:
         }
         self.sample_limit = sample_limit
         self._cap = _effective_cap(sample_limit)
-        names = sorted(self.skills)
-        self._available = ", ".join(names) or "none"
-        self._prompt = _render_prompt(self.skills[n] for n in names)
+        self._prompt = _render_prompt(self.skills[n] for n in sorted(self.skills))
         self.tool = Tool(
             "skill", SKILL_TOOL_DESCRIPTION, _skill_tool_schema(), "skill", self._execute
         )
@@ -102,7 +100,7 @@ class SkillSource:
             if fresh is None:
                 return False
             self.skills, self.skipped, self.remote = fresh.skills, fresh.skipped, fresh.remote
-            self._available, self._prompt = fresh._available, fresh._prompt
+            self._prompt = fresh.prompt()
             return True
 
     async def _execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -111,7 +109,8 @@ class SkillSource:
         info = self.skills.get(requested)
         if info is None:
             return ToolResult(
-                f'Skill "{requested}" not found. Available skills: {self._available}', True
+                f'Skill "{requested}" not found. Available skills: {", ".join(sorted(self.skills)) or "none"}',
+                True,
             )
         files: list[str] | None = None
         served = self.remote.get(requested)
