@@ -108,10 +108,8 @@ class SkillSource:
         requested = str(args.get("name", ""))
         info = self.skills.get(requested)
         if info is None:
-            return ToolResult(
-                f'Skill "{requested}" not found. Available skills: {", ".join(sorted(self.skills)) or "none"}',
-                True,
-            )
+            available = ", ".join(sorted(self.skills)) or "none"
+            return ToolResult(f'Skill "{requested}" not found. Available skills: {available}', True)
         files: list[str] | None = None
         served = self.remote.get(requested)
         if served is not None:
