@@ -108,6 +108,7 @@ class UpstreamChanges:
         self._listeners: list[weakref.WeakMethod[Callable[[UpstreamChange], None]]] = []
         self._held: dict[str, set[str]] = {}
         self._streams: dict[str, _Stream] = {}
+        self._resubscribing: set[asyncio.Task[None]] = set()  # held, so none is collected
         self._closed = False
 
     def add_listener(self, listener: Callable[[UpstreamChange], None]) -> None:
@@ -192,7 +193,8 @@ class UpstreamChanges:
         uris = self.held(server.name)
         if uris and not self._closed:
             task = asyncio.get_running_loop().create_task(self._again(server, uris))
-            task.add_done_callback(lambda t: t.cancelled() or t.exception())
+            self._resubscribing.add(task)
+            task.add_done_callback(self._resubscribing.discard)
 
     async def _again(self, server: _Upstream, uris: frozenset[str]) -> None:
         try:
@@ -233,6 +235,8 @@ class UpstreamChanges:
 
     async def close(self) -> None:
         self._closed = True
+        for task in list(self._resubscribing):
+            task.cancel()
         for stream in self._streams.values():
             await stream.close()
 
